@@ -1,0 +1,252 @@
+"""``klc dump``: what is in a ``.log`` file, modelled on Kafka's ``kafka-dump-log.sh``.
+
+The shallow walk is the implementation's zero-copy :class:`impl.file_records.BatchScan` (so a
+multi-gigabyte segment is mmapped, not read into memory); record-level decoding for
+``--deep-iteration``/``--print-data-log`` is the model's.  The walk stops where Kafka's recovery
+would: the valid prefix is printed, then one line naming the file, byte position and reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import mmap
+import os
+from typing import Callable, Iterator
+
+import attrs
+
+from impl.file_records import CORRUPT, SHORT_TAIL, TORN, BatchHeader, BatchScan
+from model import compression
+from model.errors import RecordFormatError
+from model.records import CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, Batch, wrap_sequence
+
+
+@attrs.frozen
+class DumpOptions:
+    deep_iteration: bool = False
+    print_data_log: bool = False
+    as_json: bool = False
+
+    @property
+    def deep(self) -> bool:
+        return self.deep_iteration or self.print_data_log
+
+
+class DumpIOError(Exception):
+    """The file could not be opened or read (the only failure that changes the exit status)."""
+
+
+def _open_buffer(path: str):
+    """A read-only mmap of ``path`` (or ``b""`` for an empty file); caller closes what it gets."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return b""
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        raise DumpIOError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def base_offset_from_name(path: str) -> int | None:
+    """§2.1: the characters before the first ``.`` of the file name, as a signed 64-bit decimal."""
+    name = os.path.basename(path)
+    prefix = name.split(".", 1)[0]
+    try:
+        value = int(prefix, 10)
+    except ValueError:
+        return None
+    return value if -(2**63) <= value < 2**63 and prefix.lstrip("+-").isdigit() else None
+
+
+# --- derived header facts (v2 attribute bits of §1.3; legacy of §1.7) -----------------------------
+
+
+def _attr_byte(h: BatchHeader) -> int:
+    return h.attributes & 0xFF
+
+
+def timestamp_type(h: BatchHeader) -> str:
+    if h.magic == 0 or (h.magic < 0):
+        return "NoTimestampType"
+    return "LogAppendTime" if _attr_byte(h) & TIMESTAMP_TYPE_BIT else "CreateTime"
+
+
+def codec_name(h: BatchHeader) -> str:
+    codec = _attr_byte(h) & 0x07
+    return compression.CODEC_NAMES.get(codec, f"unknown({codec})")
+
+
+def header_dict(h: BatchHeader) -> dict:
+    v2 = h.magic >= 2
+    attrs_ = _attr_byte(h)
+    d = h._asdict()
+    d.update(
+        base_offset=h.offset if v2 else None,
+        count=h.records_count if v2 else None,
+        last_sequence=wrap_sequence(h.base_sequence, h.last_offset_delta) if v2 else -1,
+        codec=codec_name(h),
+        timestamp_type=timestamp_type(h),
+        is_transactional=v2 and bool(attrs_ & TRANSACTIONAL_BIT),
+        is_control=v2 and bool(attrs_ & CONTROL_BIT),
+        delete_horizon_ms=h.base_timestamp if v2 and attrs_ & DELETE_HORIZON_BIT else None,
+        is_valid=True,
+    )
+    return d
+
+
+def _text_bytes(b: bytes | None) -> str:
+    return "null" if b is None else b.decode("utf-8", errors="replace")
+
+
+def _json_bytes(b: bytes | None) -> dict | None:
+    if b is None:
+        return None
+    out = {"base64": base64.b64encode(b).decode("ascii")}
+    try:
+        out["utf8"] = b.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    return out
+
+
+# --- per-batch rendering ----------------------------------------------------------------------
+
+
+def batch_text(h: BatchHeader) -> str:
+    d = header_dict(h)
+    tail = (
+        f"position: {h.position} {d['timestamp_type']}: {h.max_timestamp} size: {h.size} magic: {h.magic} "
+        f"compresscodec: {d['codec']} crc: {h.crc} isvalid: true"
+    )
+    if h.magic < 2:
+        return f"offset: {h.last_offset} {tail}"
+    horizon = "OptionalLong.empty" if d["delete_horizon_ms"] is None else f"OptionalLong[{d['delete_horizon_ms']}]"
+    return (
+        f"baseOffset: {h.offset} lastOffset: {h.last_offset} count: {h.records_count} "
+        f"baseSequence: {h.base_sequence} lastSequence: {d['last_sequence']} producerId: {h.producer_id} "
+        f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
+        f"isTransactional: {str(d['is_transactional']).lower()} isControl: {str(d['is_control']).lower()} "
+        f"deleteHorizonMs: {horizon} {tail}"
+    )
+
+
+def record_text(r, magic: int, print_data: bool) -> str:
+    key_size = -1 if r.key is None else len(r.key)
+    value_size = -1 if r.value is None else len(r.value)
+    s = f"| offset: {r.offset} {r.timestamp_type}: {r.timestamp} keySize: {key_size} valueSize: {value_size}"
+    if magic >= 2:
+        keys = ",".join(k.decode("utf-8", errors="replace") for k, _ in r.headers)
+        s += f" sequence: {r.sequence} headerKeys: [{keys}]"
+    else:
+        s += f" crc: {r.crc} isvalid: {str(r.crc_valid).lower()}"
+    if r.control_type is not None:
+        if r.coordinator_epoch is not None:
+            s += f" endTxnMarker: {r.control_type} coordinatorEpoch: {r.coordinator_epoch}"
+        else:
+            s += f" controlType: {r.control_type}"
+    elif print_data:
+        if r.key is not None:
+            s += f" key: {_text_bytes(r.key)}"
+        s += f" payload: {_text_bytes(r.value)}"
+    return s
+
+
+def record_dict(r, print_data: bool) -> dict:
+    d = {
+        "offset": r.offset,
+        "timestamp": r.timestamp,
+        "timestamp_type": r.timestamp_type,
+        "key_size": -1 if r.key is None else len(r.key),
+        "value_size": -1 if r.value is None else len(r.value),
+        "sequence": r.sequence,
+        "header_keys": [k.decode("utf-8", errors="replace") for k, _ in r.headers],
+    }
+    if r.crc is not None:
+        d.update(crc=r.crc, is_valid=r.crc_valid)
+    if r.control_type is not None:
+        d.update(control_type=r.control_type, coordinator_epoch=r.coordinator_epoch)
+    if print_data:
+        d.update(
+            key=_json_bytes(r.key),
+            value=_json_bytes(r.value),
+            headers=[{"key": k.decode("utf-8", errors="replace"), "value": _json_bytes(v)} for k, v in r.headers],
+        )
+    return d
+
+
+def _stop_text(path: str, scan: BatchScan) -> str | None:
+    if scan.stop == CORRUPT:
+        e = scan.error
+        return f"Found invalid batch in {path} at byte position {e.position}: {e.kind} ({e.reason}): {e.detail}"
+    remaining = scan.end - scan.valid_bytes
+    if scan.stop == TORN:
+        return (
+            f"Found a partial batch at the end of {path} at byte position {scan.valid_bytes}: "
+            f"{remaining} bytes present, fewer than its header declares (ignored, as Kafka's iteration does)"
+        )
+    if scan.stop == SHORT_TAIL:
+        return (
+            f"Found {remaining} trailing bytes at the end of {path} at byte position {scan.valid_bytes}: "
+            "too few for a batch header (ignored, as Kafka's iteration does)"
+        )
+    return None
+
+
+def dump_file(path: str, options: DumpOptions, emit: Callable[[str], None]) -> None:
+    """Dump one file through ``emit`` (one line per call).  Raises DumpIOError only."""
+    buf = _open_buffer(path)
+    try:
+        for line in _dump_lines(path, buf, options):
+            emit(line)
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+
+
+def _dump_lines(path: str, buf, options: DumpOptions) -> Iterator[str]:
+    scan = BatchScan(buf)
+    if not options.as_json:
+        yield f"Dumping {path}"
+        base = base_offset_from_name(path)
+        if base is not None:
+            yield f"Log starting offset: {base}"
+    for h in scan:
+        records, deep_error = None, None
+        if options.deep:
+            try:
+                records = Batch(h.position, bytes(buf[h.position : h.position + h.size])).records()
+            except RecordFormatError as e:
+                deep_error = e
+        if options.as_json:
+            d = {"type": "batch", "file": path, **header_dict(h)}
+            if records is not None:
+                d["records"] = [record_dict(r, options.print_data_log) for r in records]
+            yield json.dumps(d)
+            if deep_error is not None:
+                yield json.dumps(_error_dict(path, deep_error, "records"))
+        else:
+            yield batch_text(h)
+            for r in records or ():
+                yield record_text(r, h.magic, options.print_data_log)
+            if deep_error is not None:
+                yield (
+                    f"Found invalid records in {path} at byte position {deep_error.position}: "
+                    f"{deep_error.kind} ({deep_error.reason}): {deep_error.detail}"
+                )
+    if options.as_json:
+        if scan.error is not None:
+            yield json.dumps(_error_dict(path, scan.error, "batch"))
+        yield json.dumps(
+            {"type": "end", "file": path, "stop": scan.stop, "valid_bytes": scan.valid_bytes,
+             "file_size": scan.end, "batches": scan.batches}
+        )  # fmt: skip
+    else:
+        line = _stop_text(path, scan)
+        if line:
+            yield line
+
+
+def _error_dict(path: str, e, scope: str) -> dict:
+    return {"type": "error", "scope": scope, "file": path, "position": e.position, "kind": e.kind, "reason": e.reason, "detail": e.detail}

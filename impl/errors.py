@@ -1,0 +1,22 @@
+"""Declared error of the implementation for malformed log bytes.
+
+``kind`` is the Kafka exception class the same input would raise (CorruptRecordException, ...),
+``reason`` a stable code, ``position`` the byte position of the offending batch in its file.
+"""
+
+from __future__ import annotations
+
+
+class LogFormatError(Exception):
+    def __init__(self, kind: str, reason: str, position: int, detail: str = "", file: str | None = None):
+        self.kind = kind
+        self.reason = reason
+        self.position = position
+        self.detail = detail
+        self.file = file
+        super().__init__(kind, reason, position)
+
+    def __str__(self) -> str:
+        where = f"{self.file}: " if self.file else ""
+        text = f"{where}byte position {self.position}: {self.kind} ({self.reason})"
+        return f"{text}: {self.detail}" if self.detail else text

@@ -1,0 +1,38 @@
+"""The model's declared error type for malformed bytes.
+
+Kafka reports format problems with a handful of exception classes (spec §0.5, §9.5).  The model keeps
+Kafka's class name as ``kind`` (so a recovery rule such as "catch CorruptRecordException or
+InvalidRecordException" reads as in the spec) and adds a stable ``reason`` code that the conformance
+suite compares with the implementation's.
+"""
+
+from __future__ import annotations
+
+CORRUPT_RECORD = "CorruptRecordException"
+INVALID_RECORD = "InvalidRecordException"
+KAFKA = "KafkaException"
+ILLEGAL_ARGUMENT = "IllegalArgumentException"
+
+
+class RecordFormatError(Exception):
+    """Bytes that are not a valid batch/record: ``kind`` (Kafka class), ``reason``, ``position``.
+
+    ``position`` is the byte position in the file (or buffer) of the batch being read; ``file`` is
+    filled in by whoever knows it.
+    """
+
+    def __init__(self, kind: str, reason: str, position: int, detail: str = "", file: str | None = None):
+        self.kind = kind
+        self.reason = reason
+        self.position = position
+        self.detail = detail
+        self.file = file
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = f"{self.file}: " if self.file else ""
+        text = f"{where}byte position {self.position}: {self.kind} ({self.reason})"
+        return f"{text}: {self.detail}" if self.detail else text
+
+    def __str__(self) -> str:
+        return self.describe()
