@@ -179,12 +179,14 @@ def encode_batch_v2(
     magic: int = 2,
     extra_attribute_bits: int = 0,
     crc: int | None = None,
+    payload: bytes | None = None,
 ) -> bytes:
     """Encode a v2 batch with every header field under the caller's control.
 
     Defaults follow Kafka's writer: last_offset_delta = last record's offset delta (0 if empty),
     records_count = len(records), crc computed.  Passing explicit values builds batches Kafka would
-    never write, which is what damage tests need.
+    never write, which is what damage tests need; ``payload`` replaces the encoded (and compressed)
+    records section with arbitrary bytes under a valid CRC.
     """
     attributes = (
         (codec & CODEC_MASK)
@@ -194,8 +196,9 @@ def encode_batch_v2(
         | (DELETE_HORIZON_BIT if delete_horizon else 0)
         | extra_attribute_bits
     )
-    payload = b"".join(encode_record(r) for r in records)
-    payload = compression.compress(codec, payload, magic=2) if codec else payload
+    if payload is None:
+        payload = b"".join(encode_record(r) for r in records)
+        payload = compression.compress(codec, payload, magic=2) if codec else payload
     if last_offset_delta is None:
         last_offset_delta = records[-1].offset_delta if records else 0
     if records_count is None:

@@ -1,0 +1,186 @@
+"""Hypothesis strategies for record batches, segments and the damage a disk can do to them.
+
+Everything is encoded by the model (the specification), so the same bytes can be fed to both sides.
+Values are drawn to reach Kafka's edges: every magic and codec, batch sizes near 4 KiB, relative
+offsets near 2^31, timestamps −1/0/huge, sequences about to wrap, attribute bits that readers must
+ignore.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from model import compression
+from model import records as R
+from model.file_records import iterate_file
+
+INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
+
+timestamps = st.one_of(
+    st.sampled_from([-1, 0, 1, 1_600_000_000_000, 2**62, INT64_MAX]),
+    st.integers(min_value=-1, max_value=INT64_MAX),
+)
+small_blobs = st.one_of(st.none(), st.binary(max_size=24))
+
+def _filler(length: int, seed: int) -> bytes:
+    """Deterministic, not-too-compressible bytes (cheap to draw at 4 KiB)."""
+    return bytes(((seed + i) * 2654435761 >> 13) & 0xFF for i in range(length))
+
+@st.composite
+def blobs(draw) -> bytes | None:
+    """A key or value: mostly small, sometimes big enough to put the batch near 4 KiB."""
+    if draw(st.integers(0, 9)) == 0:
+        return _filler(draw(st.integers(3900, 4200)), draw(st.integers(0, 255)))
+    return draw(small_blobs)
+
+@st.composite
+def v2_records(draw, max_records: int = 4) -> list[R.Record]:
+    n = draw(st.integers(0, max_records))
+    out, offset_delta = [], 0
+    for _ in range(n):
+        headers = draw(st.lists(st.tuples(st.binary(max_size=8), small_blobs), max_size=2))
+        out.append(
+            R.Record(
+                offset_delta=offset_delta,
+                timestamp_delta=draw(st.sampled_from([0, 1, -1, 1000])),
+                key=draw(small_blobs),
+                value=draw(blobs()),
+                headers=tuple(headers),
+            )
+        )
+        offset_delta += draw(st.sampled_from([1, 1, 1, 2]))
+    return out
+
+@st.composite
+def v2_batches(draw, base_offset: int | None = None) -> bytes:
+    records = draw(v2_records())
+    codec = draw(st.sampled_from([compression.NONE, compression.GZIP, compression.SNAPPY, compression.LZ4, compression.ZSTD]))
+    event(f"v2 codec {compression.CODEC_NAMES[codec]}")
+    fields = dict(
+        base_offset=draw(st.integers(0, 2**40)) if base_offset is None else base_offset,
+        records=records,
+        codec=codec,
+        timestamp_type=draw(st.sampled_from([R.CREATE_TIME, R.LOG_APPEND_TIME])),
+        transactional=draw(st.booleans()),
+        control=draw(st.integers(0, 7)) == 0,
+        delete_horizon=draw(st.integers(0, 7)) == 0,
+        base_timestamp=draw(timestamps),
+        max_timestamp=draw(timestamps),
+        producer_id=draw(st.sampled_from([-1, 0, 7, INT64_MAX])),
+        producer_epoch=draw(st.sampled_from([-1, 0, 32767])),
+        base_sequence=draw(st.sampled_from([-1, 0, INT32_MAX, INT32_MAX - 2])),
+        partition_leader_epoch=draw(st.sampled_from([-1, 0, 5, INT32_MAX])),
+        magic=draw(st.sampled_from([2, 2, 2, 2, 3, 127])),
+        extra_attribute_bits=draw(st.sampled_from([0, 0, 0, 0x80, 0x100, 0x7F00])),
+    )
+    near_overflow = draw(st.sampled_from([None, None, None, INT32_MAX, INT32_MAX - 1, -(2**31), -1]))
+    if near_overflow is not None:
+        event("v2 lastOffsetDelta near the int32 edge")
+        fields["last_offset_delta"] = near_overflow
+    return R.encode_batch_v2(**fields)
+
+@st.composite
+def legacy_batches(draw, magic: int | None = None) -> bytes:
+    magic = draw(st.sampled_from([0, 1])) if magic is None else magic
+    offset = draw(st.sampled_from([0, 1, 2**31 - 1, 2**31, INT64_MAX]) | st.integers(0, 2**40))
+    ts = draw(timestamps) if magic == 1 else R.NO_TIMESTAMP
+    codec = draw(st.sampled_from([compression.NONE, compression.NONE, compression.GZIP, compression.SNAPPY, compression.LZ4]))
+    event(f"legacy v{magic} codec {compression.CODEC_NAMES[codec]}")
+    if codec == compression.NONE:
+        attributes = R.TIMESTAMP_TYPE_BIT if magic == 1 and draw(st.booleans()) else 0
+        return R.encode_legacy_message(magic, offset, draw(small_blobs), draw(blobs()), ts, attributes)
+    entries = draw(st.lists(st.tuples(timestamps if magic == 1 else st.just(-1), small_blobs, small_blobs), min_size=1, max_size=4))
+    ts_type = draw(st.sampled_from([R.CREATE_TIME, R.LOG_APPEND_TIME]))
+    return R.build_legacy_wrapper(
+        magic, codec, max(offset, len(entries)), entries, timestamp_type=ts_type, log_append_time=ts
+    )
+
+any_batch = st.one_of(v2_batches(), legacy_batches())
+
+@st.composite
+def segments(draw, min_batches: int = 0, max_batches: int = 6) -> bytes:
+    """Concatenated batches of any magic, as a ``.log`` file or a Fetch record set holds them."""
+    return b"".join(draw(st.lists(any_batch, min_size=min_batches, max_size=max_batches)))
+
+# --- damage ------------------------------------------------------------------------------------
+
+EXTREME_SIZES = [-(2**31), -1, 0, 1, 13, 14, 15, 48, 49, 50, 2**31 - 1]
+EXTREME_MAGICS = [0, 1, 2, 3, 127, 0x80, 0xFF]
+
+@st.composite
+def damaged_segments(draw) -> bytes:
+    """A valid segment with one kind of damage: cut, bit flip, zero or junk fill, extreme header
+    values, or junk appended (what torn writes, lost pages and bad sectors leave behind)."""
+    data = bytearray(draw(segments(min_batches=1)))
+    starts = [b.position for b in iterate_file(bytes(data)).batches] or [0]
+    kind = draw(st.sampled_from(["cut", "flip", "zero", "junk", "size", "magic", "append"]))
+    event(f"damage {kind}")
+    if kind == "cut":
+        del data[draw(st.integers(0, len(data))) :]
+    elif kind == "flip":
+        bit = draw(st.integers(0, len(data) * 8 - 1))
+        data[bit // 8] ^= 1 << (bit % 8)
+    elif kind in ("zero", "junk"):
+        a = draw(st.integers(0, len(data) - 1))
+        b = draw(st.integers(a, min(len(data), a + 4096)))
+        fill = bytes(b - a) if kind == "zero" else draw(st.binary(min_size=b - a, max_size=b - a))
+        data[a:b] = fill
+    elif kind == "size":
+        pos = draw(st.sampled_from(starts))
+        if pos + 12 <= len(data):
+            data[pos + 8 : pos + 12] = struct.pack(">i", draw(st.sampled_from(EXTREME_SIZES)))
+    elif kind == "magic":
+        pos = draw(st.sampled_from(starts))
+        if pos + 17 <= len(data):
+            data[pos + 16] = draw(st.sampled_from(EXTREME_MAGICS))
+    else:
+        data += draw(st.binary(min_size=1, max_size=80))
+    return bytes(data)
+
+# --- valid CRC, hostile content: what deep iteration must survive --------------------------------
+
+@st.composite
+def hostile_batches(draw) -> bytes:
+    """Batches that pass ``ensureValid`` (correct CRC) but whose records section is arbitrary:
+    junk, truncated or lying record streams, junk inside a valid compression frame, extreme
+    record counts, unknown codecs."""
+    if draw(st.booleans()):
+        codec = draw(st.integers(0, 7))
+        inner = draw(st.one_of(st.binary(max_size=200), v2_records().map(lambda rs: b"".join(map(R.encode_record, rs)))))
+        if draw(st.booleans()) and inner:
+            cut = draw(st.integers(0, len(inner)))
+            inner = inner[:cut] + draw(st.binary(max_size=8))
+        if 1 <= codec <= 4 and draw(st.booleans()):
+            payload = compression.compress(codec, inner, magic=2)
+        else:
+            payload = inner
+        event(f"hostile v2 codec {codec}")
+        return R.encode_batch_v2(
+            base_offset=draw(st.integers(0, 2**40)),
+            codec=codec,
+            control=draw(st.booleans()),
+            records_count=draw(st.sampled_from([-1, 0, 1, 2, 3, 2**31 - 1, -(2**31)])),
+            payload=payload,
+        )
+    magic = draw(st.sampled_from([0, 1]))
+    codec = draw(st.integers(0, 7))
+    inner = draw(st.one_of(st.binary(max_size=200), st.lists(legacy_batches(magic), max_size=3).map(b"".join)))
+    if draw(st.booleans()) and inner:
+        inner = inner[: draw(st.integers(0, len(inner)))]
+    value = compression.compress(codec, inner, magic=magic) if 1 <= codec <= 3 and draw(st.booleans()) else inner
+    event(f"hostile legacy v{magic} codec {codec}")
+    key = draw(small_blobs)
+    message = R.encode_legacy_message(magic, draw(st.integers(0, 2**40)), key, value if draw(st.integers(0, 5)) else None, 0, codec)
+    if draw(st.booleans()):
+        # lie about the key/value lengths inside the record but keep its CRC valid
+        body = bytearray(message[16:])
+        at = (2 if magic == 0 else 10) + draw(st.sampled_from([0, 4 + (len(key) if key else 0)]))
+        if at + 4 <= len(body):
+            body[at : at + 4] = struct.pack(">i", draw(st.sampled_from([-2, -1, 0, 2**31 - 1, len(body)])))
+
+            message = message[:12] + struct.pack(">I", zlib.crc32(bytes(body))) + bytes(body)
+    return message

@@ -1,0 +1,85 @@
+"""Mutants: small, named, deliberately broken variants of ``impl`` (DESIGN.md "Mutants").
+
+A mutant is a textual edit of one ``impl`` module's source — ``old`` must occur exactly once, and is
+replaced by ``new`` — compiled into a fresh module object that never replaces the real one.  No flag
+in production code switches them on.  Each mutant names the checks that must catch it; the suite is
+only trusted while every mutant is caught (tests/test_mutants.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+import attrs
+
+
+@attrs.frozen
+class Mutant:
+    name: str
+    module: str  # the impl module it edits
+    old: str
+    new: str
+    description: str
+    caught_by: tuple[str, ...]  # names of checks (conformance.formats.FORMAT_CHECKS, ...)
+
+    def source(self) -> str:
+        original = importlib.import_module(self.module)
+        with open(original.__file__, encoding="utf-8") as f:
+            text = f.read()
+        count = text.count(self.old)
+        if count != 1:
+            raise LookupError(f"mutant {self.name}: expected the edited text exactly once in {self.module}, found {count}")
+        return text.replace(self.old, self.new)
+
+    def load(self) -> types.ModuleType:
+        """A new module object with the mutation applied (``impl`` itself is untouched)."""
+        name = f"{self.module}__mutant_{self.name.replace('-', '_')}"
+        module = types.ModuleType(name)
+        module.__file__ = f"<mutant {self.name} of {self.module}>"
+        code = compile(self.source(), module.__file__, "exec")
+        sys.modules[name] = module  # dataclass/NamedTuple machinery looks the module up
+        try:
+            exec(code, module.__dict__)
+        finally:
+            sys.modules.pop(name, None)
+        return module
+
+
+FORMAT_MUTANTS = (
+    Mutant(
+        name="crc-range-off-by-one",
+        module="impl.file_records",
+        old="computed = crc32c(mv[pos + 21 : pos + total])",
+        new="computed = crc32c(mv[pos + 22 : pos + total])",
+        description="v2 CRC-32C computed from byte 22 instead of 21 (attributes' first byte not covered, §1.5)",
+        caught_by=("spec-vectors", "generated-segments", "damaged-segments", "cut-everywhere"),
+    ),
+    Mutant(
+        name="seventeen-byte-tail-is-corrupt",
+        module="impl.file_records",
+        old="last_header_start = end - 17",
+        new="last_header_start = end - 16",
+        description="a tail of exactly 17 bytes is examined (and judged corrupt or torn) instead of ignored (§1.10 rule 1)",
+        caught_by=("tail-lengths", "cut-everywhere"),
+    ),
+    Mutant(
+        name="read-past-declared-size",
+        module="impl.file_records",
+        old="computed = zlib.crc32(mv[pos + 16 : pos + total])",
+        new="computed = zlib.crc32(mv[pos + 16 : end])",
+        description="legacy CRC-32 computed up to the end of the buffer instead of the declared batch end (§1.7, §1.10)",
+        caught_by=("spec-vectors", "generated-segments", "cut-everywhere"),
+    ),
+    Mutant(
+        name="legacy-last-offset-wrong-field",
+        module="impl.file_records",
+        old="(pos, total, offset, offset, magic, crc, attributes, -1, -1, ts, ts, -1, -1, -1, -1)",
+        new="(pos, total, offset, offset + _size_at(mv, pos + 23)[0], magic, crc, attributes, -1, -1, ts, ts, -1, -1, -1, -1)",
+        description="v0/v1 lastOffset read as if the message had a v2 lastOffsetDelta at byte 23, not the offset field (§1.7)",
+        caught_by=("spec-vectors", "generated-segments", "cut-everywhere"),
+    ),
+)
+
+ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS}
