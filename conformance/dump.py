@@ -12,7 +12,7 @@ import base64
 import json
 import mmap
 import os
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import attrs
 
@@ -249,4 +249,12 @@ def _dump_lines(path: str, buf, options: DumpOptions) -> Iterator[str]:
 
 
 def _error_dict(path: str, e, scope: str) -> dict:
-    return {"type": "error", "scope": scope, "file": path, "position": e.position, "kind": e.kind, "reason": e.reason, "detail": e.detail}
+    return {
+        "type": "error",
+        "scope": scope,
+        "file": path,
+        "position": e.position,
+        "kind": e.kind,
+        "reason": e.reason,
+        "detail": e.detail,
+    }

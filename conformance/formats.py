@@ -57,9 +57,9 @@ def check_scan_conforms(data, start: int = 0, end: int | None = None, impl_modul
 
 
 def _first_difference(expected: ScanOutcome, actual: ScanOutcome) -> str:
-    for i, (e, a) in enumerate(zip(expected.headers, actual.headers)):
+    for i, (e, a) in enumerate(zip(expected.headers, actual.headers, strict=False)):
         if e != a:
-            for name, ev, av in zip(HEADER_FIELDS, e, a):
+            for name, ev, av in zip(HEADER_FIELDS, e, a, strict=True):
                 if ev != av:
                     return f"batch {i} at byte position {e[0]}: {name} is {av} in impl, {ev} in model"
     if len(expected.headers) != len(actual.headers):
@@ -83,7 +83,8 @@ def check_deep_decode_declared(data: bytes) -> None:
             pass
         except Exception as e:  # noqa: BLE001
             raise PropertyViolation(
-                BAD_INPUT, f"deep iteration of the batch at byte position {batch.position} raised {type(e).__name__}: {e}"
+                BAD_INPUT,
+                f"deep iteration of the batch at byte position {batch.position} raised {type(e).__name__}: {e}",
             ) from e
 
 

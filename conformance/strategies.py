@@ -26,9 +26,11 @@ timestamps = st.one_of(
 )
 small_blobs = st.one_of(st.none(), st.binary(max_size=24))
 
+
 def _filler(length: int, seed: int) -> bytes:
     """Deterministic, not-too-compressible bytes (cheap to draw at 4 KiB)."""
     return bytes(((seed + i) * 2654435761 >> 13) & 0xFF for i in range(length))
+
 
 @st.composite
 def blobs(draw) -> bytes | None:
@@ -36,6 +38,7 @@ def blobs(draw) -> bytes | None:
     if draw(st.integers(0, 9)) == 0:
         return _filler(draw(st.integers(3900, 4200)), draw(st.integers(0, 255)))
     return draw(small_blobs)
+
 
 @st.composite
 def v2_records(draw, max_records: int = 4) -> list[R.Record]:
@@ -55,10 +58,13 @@ def v2_records(draw, max_records: int = 4) -> list[R.Record]:
         offset_delta += draw(st.sampled_from([1, 1, 1, 2]))
     return out
 
+
 @st.composite
 def v2_batches(draw, base_offset: int | None = None) -> bytes:
     records = draw(v2_records())
-    codec = draw(st.sampled_from([compression.NONE, compression.GZIP, compression.SNAPPY, compression.LZ4, compression.ZSTD]))
+    codec = draw(
+        st.sampled_from([compression.NONE, compression.GZIP, compression.SNAPPY, compression.LZ4, compression.ZSTD])
+    )
     event(f"v2 codec {compression.CODEC_NAMES[codec]}")
     fields = dict(
         base_offset=draw(st.integers(0, 2**40)) if base_offset is None else base_offset,
@@ -83,33 +89,42 @@ def v2_batches(draw, base_offset: int | None = None) -> bytes:
         fields["last_offset_delta"] = near_overflow
     return R.encode_batch_v2(**fields)
 
+
 @st.composite
 def legacy_batches(draw, magic: int | None = None) -> bytes:
     magic = draw(st.sampled_from([0, 1])) if magic is None else magic
     offset = draw(st.sampled_from([0, 1, 2**31 - 1, 2**31, INT64_MAX]) | st.integers(0, 2**40))
     ts = draw(timestamps) if magic == 1 else R.NO_TIMESTAMP
-    codec = draw(st.sampled_from([compression.NONE, compression.NONE, compression.GZIP, compression.SNAPPY, compression.LZ4]))
+    codec = draw(
+        st.sampled_from([compression.NONE, compression.NONE, compression.GZIP, compression.SNAPPY, compression.LZ4])
+    )
     event(f"legacy v{magic} codec {compression.CODEC_NAMES[codec]}")
     if codec == compression.NONE:
         attributes = R.TIMESTAMP_TYPE_BIT if magic == 1 and draw(st.booleans()) else 0
         return R.encode_legacy_message(magic, offset, draw(small_blobs), draw(blobs()), ts, attributes)
-    entries = draw(st.lists(st.tuples(timestamps if magic == 1 else st.just(-1), small_blobs, small_blobs), min_size=1, max_size=4))
+    entries = draw(
+        st.lists(st.tuples(timestamps if magic == 1 else st.just(-1), small_blobs, small_blobs), min_size=1, max_size=4)
+    )
     ts_type = draw(st.sampled_from([R.CREATE_TIME, R.LOG_APPEND_TIME]))
     return R.build_legacy_wrapper(
         magic, codec, max(offset, len(entries)), entries, timestamp_type=ts_type, log_append_time=ts
     )
 
+
 any_batch = st.one_of(v2_batches(), legacy_batches())
+
 
 @st.composite
 def segments(draw, min_batches: int = 0, max_batches: int = 6) -> bytes:
     """Concatenated batches of any magic, as a ``.log`` file or a Fetch record set holds them."""
     return b"".join(draw(st.lists(any_batch, min_size=min_batches, max_size=max_batches)))
 
+
 # --- damage ------------------------------------------------------------------------------------
 
 EXTREME_SIZES = [-(2**31), -1, 0, 1, 13, 14, 15, 48, 49, 50, 2**31 - 1]
 EXTREME_MAGICS = [0, 1, 2, 3, 127, 0x80, 0xFF]
+
 
 @st.composite
 def damaged_segments(draw) -> bytes:
@@ -141,7 +156,9 @@ def damaged_segments(draw) -> bytes:
         data += draw(st.binary(min_size=1, max_size=80))
     return bytes(data)
 
+
 # --- valid CRC, hostile content: what deep iteration must survive --------------------------------
+
 
 @st.composite
 def hostile_batches(draw) -> bytes:
@@ -150,7 +167,9 @@ def hostile_batches(draw) -> bytes:
     record counts, unknown codecs."""
     if draw(st.booleans()):
         codec = draw(st.integers(0, 7))
-        inner = draw(st.one_of(st.binary(max_size=200), v2_records().map(lambda rs: b"".join(map(R.encode_record, rs)))))
+        inner = draw(
+            st.one_of(st.binary(max_size=200), v2_records().map(lambda rs: b"".join(map(R.encode_record, rs))))
+        )
         if draw(st.booleans()) and inner:
             cut = draw(st.integers(0, len(inner)))
             inner = inner[:cut] + draw(st.binary(max_size=8))
@@ -174,7 +193,9 @@ def hostile_batches(draw) -> bytes:
     value = compression.compress(codec, inner, magic=magic) if 1 <= codec <= 3 and draw(st.booleans()) else inner
     event(f"hostile legacy v{magic} codec {codec}")
     key = draw(small_blobs)
-    message = R.encode_legacy_message(magic, draw(st.integers(0, 2**40)), key, value if draw(st.integers(0, 5)) else None, 0, codec)
+    message = R.encode_legacy_message(
+        magic, draw(st.integers(0, 2**40)), key, value if draw(st.integers(0, 5)) else None, 0, codec
+    )
     if draw(st.booleans()):
         # lie about the key/value lengths inside the record but keep its CRC valid
         body = bytearray(message[16:])

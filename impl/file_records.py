@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -83,7 +84,7 @@ class BatchScan:
                 mv = mv.cast("B")
             yield from self._scan(mv)
 
-    def run(self) -> "BatchScan":
+    def run(self) -> BatchScan:
         """Consume the scan (counting batches) and return self."""
         for _ in self:
             pass
@@ -98,7 +99,9 @@ class BatchScan:
             while pos < last_header_start:
                 size = _size_at(mv, pos + 8)[0]
                 if size < _MIN_SIZE_FIELD:  # rule 4
-                    self._fail(pos, "size-below-minimum", f"Found record size {size} smaller than minimum record overhead (14)")
+                    self._fail(
+                        pos, "size-below-minimum", f"Found record size {size} smaller than minimum record overhead (14)"
+                    )
                     return
                 total = size + 12
                 if pos > end - total:  # rule 5: torn write, end of data
@@ -113,11 +116,16 @@ class BatchScan:
                         return
                     ts = _int64_at(mv, pos + 18)[0] if magic == 1 else -1
                     header = _new_header(
-                        BatchHeader, (pos, total, offset, offset, magic, crc, attributes, -1, -1, ts, ts, -1, -1, -1, -1)
+                        BatchHeader,
+                        (pos, total, offset, offset, magic, crc, attributes, -1, -1, ts, ts, -1, -1, -1, -1),
                     )
                 else:
                     if total < _V2_HEADER_SIZE:
-                        self._fail(pos, "batch-too-small", f"record batch size {total} is smaller than the minimum allowed overhead 61")
+                        self._fail(
+                            pos,
+                            "batch-too-small",
+                            f"record batch size {total} is smaller than the minimum allowed overhead 61",
+                        )
                         return
                     base, _, ple, magic, crc, attributes, lod, bts, mts, pid, pep, bseq, cnt = _v2_header(mv, pos)
                     computed = crc32c(mv[pos + 21 : pos + total])
@@ -125,7 +133,8 @@ class BatchScan:
                         self._crc_fail(pos, crc, computed)
                         return
                     header = _new_header(
-                        BatchHeader, (pos, total, base, base + lod, magic, crc, attributes, ple, lod, bts, mts, pid, pep, bseq, cnt)
+                        BatchHeader,
+                        (pos, total, base, base + lod, magic, crc, attributes, ple, lod, bts, mts, pid, pep, bseq, cnt),
                     )
                 pos += total
                 count += 1

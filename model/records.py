@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 import crc32c
@@ -204,17 +204,20 @@ def encode_batch_v2(
     if records_count is None:
         records_count = len(records)
     length = V2_HEADER_SIZE - LOG_OVERHEAD + len(payload)
-    after_crc = struct.pack(
-        ">hiqqqhii",
-        _as_int16(attributes),
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        records_count,
-    ) + payload
+    after_crc = (
+        struct.pack(
+            ">hiqqqhii",
+            _as_int16(attributes),
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            records_count,
+        )
+        + payload
+    )
     if crc is None:
         crc = crc32c.crc32c(after_crc)
     return struct.pack(">qiibI", base_offset, length, partition_leader_epoch, magic, crc) + after_crc
@@ -428,9 +431,7 @@ class Batch:
             )  # fmt: skip
         offset, _, crc, magic, attributes = _LEGACY_HEADER.unpack_from(raw, 0)
         ts = _int64(raw, 18) if magic == 1 else NO_TIMESTAMP
-        return Header(
-            self.position, len(raw), offset, offset, magic, crc, attributes, -1, -1, ts, ts, -1, -1, -1, -1
-        )
+        return Header(self.position, len(raw), offset, offset, magic, crc, attributes, -1, -1, ts, ts, -1, -1, -1, -1)
 
     # --- §1.9 ensureValid --------------------------------------------------------------------
 
@@ -516,7 +517,9 @@ def _parse_record(batch: Batch, data: bytes, pos: int) -> tuple[Record, int]:
     try:
         length, body = decode_varint(data, pos)
     except VarintTruncated:
-        raise _err(INVALID_RECORD, "premature-eof", batch, "Incorrect declared batch size, premature EOF reached") from None
+        raise _err(
+            INVALID_RECORD, "premature-eof", batch, "Incorrect declared batch size, premature EOF reached"
+        ) from None
     except VarintError as e:
         raise _err(ILLEGAL_ARGUMENT, "malformed-varint", batch, str(e)) from None
     if len(data) - body < length:
@@ -530,7 +533,9 @@ def _parse_record(batch: Batch, data: bytes, pos: int) -> tuple[Record, int]:
         value, p = _read_blob(data, p)
         n_headers, p = decode_varint(data, p)
         if n_headers < 0:
-            raise _err(INVALID_RECORD, "negative-header-count", batch, f"Found invalid number of record headers {n_headers}")
+            raise _err(
+                INVALID_RECORD, "negative-header-count", batch, f"Found invalid number of record headers {n_headers}"
+            )
         if n_headers > len(data) - p:
             raise _err(INVALID_RECORD, "header-count-exceeds-remaining", batch, f"{n_headers} headers")
         headers = []
@@ -589,7 +594,9 @@ def _parse_control(batch: Batch, r: Record) -> tuple[str, int | None]:
     if ctype not in ("ABORT", "COMMIT"):
         return ctype, None
     if r.value is None or len(r.value) < 6:
-        raise _err(INVALID_RECORD, "invalid-end-txn-marker", batch, "Invalid value size found for end transaction marker")
+        raise _err(
+            INVALID_RECORD, "invalid-end-txn-marker", batch, "Invalid value size found for end transaction marker"
+        )
     return ctype, struct.unpack_from(">i", r.value, 2)[0]
 
 
@@ -635,11 +642,7 @@ def _legacy_records(batch: Batch, max_output: int) -> list[LogicalRecord]:
     ts_type = batch.timestamp_type
     crc = struct.unpack_from(">I", raw, 12)[0]
     if codec == compression.NONE:
-        return [
-            LogicalRecord(
-                wrapper_offset, timestamp, ts_type, key, value, (), -1, magic, crc, batch.is_valid()
-            )
-        ]
+        return [LogicalRecord(wrapper_offset, timestamp, ts_type, key, value, (), -1, magic, crc, batch.is_valid())]
     # §1.8.3 deep-iteration validation
     _codec_or_raise(batch, codec)
     if codec == compression.ZSTD:

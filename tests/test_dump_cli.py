@@ -39,8 +39,14 @@ def test_text_output_modelled_on_kafka_dump_log(segment):
     assert lines[0] == f"Dumping {segment}"
     assert lines[1] == "Log starting offset: 42"
     assert lines[2].startswith("baseOffset: 0 lastOffset: 1 count: 2 baseSequence: -1 lastSequence: -1 producerId: -1")
-    assert "partitionLeaderEpoch: 3 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1001" in lines[2]
-    assert lines[3] == "| offset: 0 CreateTime: 1000 keySize: 1 valueSize: 2 sequence: -1 headerKeys: [] key: k payload: v0"
+    assert (
+        "partitionLeaderEpoch: 3 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1001"
+        in lines[2]
+    )
+    assert (
+        lines[3]
+        == "| offset: 0 CreateTime: 1000 keySize: 1 valueSize: 2 sequence: -1 headerKeys: [] key: k payload: v0"
+    )
     assert any(line.startswith("offset: 2 position: ") and "magic: 1 compresscodec: none" in line for line in lines)
     assert any("NoTimestampType: -1" in line for line in lines)  # the v0 message
     assert any("compresscodec: gzip" in line for line in lines)
@@ -89,7 +95,9 @@ def test_invalid_batch_prints_prefix_then_one_line(tmp_path):
     assert r.exit_code == 0
     lines = r.output.splitlines()
     assert lines[1].startswith("baseOffset: 0")
-    assert lines[-1].startswith(f"Found invalid batch in {path} at byte position 69: CorruptRecordException (crc-mismatch)")
+    assert lines[-1].startswith(
+        f"Found invalid batch in {path} at byte position 69: CorruptRecordException (crc-mismatch)"
+    )
     assert len(lines) == 3  # no "Log starting offset" for a name that is not an offset
     objs = [json.loads(line) for line in run("dump", "--json", str(path)).output.splitlines()]
     assert objs[-2]["type"] == "error" and objs[-2]["position"] == 69 and objs[-2]["reason"] == "crc-mismatch"
@@ -111,7 +119,10 @@ def test_deep_error_line_and_continue(tmp_path):
     path = tmp_path / "deep.log"
     path.write_bytes(bad + spec_vector_segment())
     lines = run("dump", "--deep-iteration", str(path)).output.splitlines()
-    assert lines[2] == f"Found invalid records in {path} at byte position 0: InvalidRecordException (invalid-record-size): record length 63 exceeds the bytes remaining"
+    assert (
+        lines[2]
+        == f"Found invalid records in {path} at byte position 0: InvalidRecordException (invalid-record-size): record length 63 exceeds the bytes remaining"
+    )
     assert sum(line.startswith("|") for line in lines) == 3  # the later batches still print
     objs = [json.loads(x) for x in run("dump", "--json", "--deep-iteration", str(path)).output.splitlines()]
     assert objs[1]["type"] == "error" and objs[1]["scope"] == "records"

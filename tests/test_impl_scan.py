@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mmap
 
-from conformance.formats import mixed_reference_segment, model_outcome, impl_outcome
+from conformance.formats import impl_outcome, mixed_reference_segment, model_outcome
 from impl.file_records import CORRUPT, END, BatchScan, scan
 
 

@@ -66,7 +66,14 @@ def test_varint_limits():
 
 @pytest.mark.parametrize(
     "base,delta,expected",
-    [(-1, 5, -1), (0, 5, 5), (2**31 - 1, 0, 2**31 - 1), (2**31 - 1, 1, 0), (2**31 - 2, 3, 1), (2**31 - 3, 2, 2**31 - 1)],
+    [
+        (-1, 5, -1),
+        (0, 5, 5),
+        (2**31 - 1, 0, 2**31 - 1),
+        (2**31 - 1, 1, 0),
+        (2**31 - 2, 3, 1),
+        (2**31 - 3, 2, 2**31 - 1),
+    ],
 )
 def test_sequence_wrap_around(base, delta, expected):
     assert R.wrap_sequence(base, delta) == expected
@@ -163,7 +170,7 @@ def test_v2_records_round_trip(records, codec, ts_type, base_ts, base_seq):
     assert [(r.key, r.value, r.headers, r.offset) for r in decoded] == [
         (r.key, r.value, r.headers, 100 + r.offset_delta) for r in records
     ]
-    for rec, d in zip(records, decoded):
+    for rec, d in zip(records, decoded, strict=True):
         want_ts = base_ts + 5 if ts_type == R.LOG_APPEND_TIME else base_ts + rec.timestamp_delta
         assert d.timestamp == want_ts
         assert d.sequence == R.wrap_sequence(base_seq, rec.offset_delta)
@@ -211,27 +218,80 @@ def _inner(magic: int, offset: int, value: bytes, attributes: int = 0) -> bytes:
     "make,expected",
     [
         (lambda: R.encode_batch_v2(records_count=-1, payload=b""), ("InvalidRecordException", "negative-record-count")),
-        (lambda: R.encode_batch_v2(records_count=2, payload=R.encode_record(R.Record())), ("InvalidRecordException", "premature-eof")),
-        (lambda: R.encode_batch_v2(records_count=1, payload=R.encode_record(R.Record()) * 2), ("InvalidRecordException", "records-remaining")),
-        (lambda: R.encode_batch_v2(records_count=1, payload=b"\x7e\x00"), ("InvalidRecordException", "invalid-record-size")),
-        (lambda: R.encode_batch_v2(records_count=1, payload=b"\xff" * 6), ("IllegalArgumentException", "malformed-varint")),
-        (lambda: R.encode_batch_v2(records_count=1, payload=b"\x04\x00\x00\x00"), ("InvalidRecordException", "invalid-record-structure")),
-        (lambda: R.encode_batch_v2(records_count=1, payload=b"\x0c\x00\x00\x00\x01\x01\x01"), ("InvalidRecordException", "negative-header-count")),
-        (lambda: R.encode_batch_v2(records_count=1, payload=b"\x0c\x00\x00\x00\x01\x01\x60"), ("InvalidRecordException", "header-count-exceeds-remaining")),
-        (lambda: R.encode_batch_v2(records_count=1, payload=b"\x0c\x00\x00\x00\x01\x01\x02\x01\x01"), ("InvalidRecordException", "negative-header-key-length")),
-        (lambda: R.encode_batch_v2(records_count=1, payload=b"\x10\x00\x00\x00\x01\x01\x00\x00\x00"), ("InvalidRecordException", "record-size-mismatch")),
-        (lambda: R.encode_batch_v2(records_count=1, codec=5, payload=b""), ("IllegalArgumentException", "unknown-codec")),
-        (lambda: R.encode_batch_v2(records_count=1, codec=C.GZIP, payload=b"junk"), ("KafkaException", "corrupt-compressed-stream")),
-        (lambda: R.encode_batch_v2(records=[R.Record(key=b"\x00")], control=True), ("InvalidRecordException", "invalid-control-key")),
-        (lambda: R.encode_batch_v2(records=[R.Record(key=b"\x00\x00\x00\x01", value=b"\x00")], control=True), ("InvalidRecordException", "invalid-end-txn-marker")),
+        (
+            lambda: R.encode_batch_v2(records_count=2, payload=R.encode_record(R.Record())),
+            ("InvalidRecordException", "premature-eof"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records_count=1, payload=R.encode_record(R.Record()) * 2),
+            ("InvalidRecordException", "records-remaining"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records_count=1, payload=b"\x7e\x00"),
+            ("InvalidRecordException", "invalid-record-size"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records_count=1, payload=b"\xff" * 6),
+            ("IllegalArgumentException", "malformed-varint"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records_count=1, payload=b"\x04\x00\x00\x00"),
+            ("InvalidRecordException", "invalid-record-structure"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records_count=1, payload=b"\x0c\x00\x00\x00\x01\x01\x01"),
+            ("InvalidRecordException", "negative-header-count"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records_count=1, payload=b"\x0c\x00\x00\x00\x01\x01\x60"),
+            ("InvalidRecordException", "header-count-exceeds-remaining"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records_count=1, payload=b"\x0c\x00\x00\x00\x01\x01\x02\x01\x01"),
+            ("InvalidRecordException", "negative-header-key-length"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records_count=1, payload=b"\x10\x00\x00\x00\x01\x01\x00\x00\x00"),
+            ("InvalidRecordException", "record-size-mismatch"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records_count=1, codec=5, payload=b""),
+            ("IllegalArgumentException", "unknown-codec"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records_count=1, codec=C.GZIP, payload=b"junk"),
+            ("KafkaException", "corrupt-compressed-stream"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records=[R.Record(key=b"\x00")], control=True),
+            ("InvalidRecordException", "invalid-control-key"),
+        ),
+        (
+            lambda: R.encode_batch_v2(records=[R.Record(key=b"\x00\x00\x00\x01", value=b"\x00")], control=True),
+            ("InvalidRecordException", "invalid-end-txn-marker"),
+        ),
         (lambda: _wrapper(1, C.ZSTD, b"x"), ("InvalidRecordException", "zstd-in-legacy")),
         (lambda: _wrapper(1, 6, b"x"), ("IllegalArgumentException", "unknown-codec")),
         (lambda: _wrapper(0, C.GZIP, None), ("InvalidRecordException", "null-wrapper-value")),
         (lambda: _wrapper(0, C.GZIP, C.compress(C.GZIP, b"")), ("InvalidRecordException", "empty-wrapper")),
-        (lambda: _wrapper(1, C.GZIP, C.compress(C.GZIP, struct.pack(">qi", 0, 13) + bytes(13))), ("CorruptRecordException", "inner-record-too-small")),
-        (lambda: _wrapper(1, C.GZIP, C.compress(C.GZIP, _inner(1, 0, b"a", C.GZIP))), ("InvalidRecordException", "nested-compression")),
-        (lambda: _wrapper(1, C.GZIP, C.compress(C.GZIP, _inner(1, 0, b"a") + _inner(1, 9, b"b"))), ("InvalidRecordException", "wrapper-offset-below-last-inner")),
-        (lambda: _wrapper(1, C.GZIP, C.compress(C.GZIP, struct.pack(">qi", 0, 14) + struct.pack(">Ibb", 0, 5, 0) + bytes(8))), ("InvalidRecordException", "invalid-inner-record")),
+        (
+            lambda: _wrapper(1, C.GZIP, C.compress(C.GZIP, struct.pack(">qi", 0, 13) + bytes(13))),
+            ("CorruptRecordException", "inner-record-too-small"),
+        ),
+        (
+            lambda: _wrapper(1, C.GZIP, C.compress(C.GZIP, _inner(1, 0, b"a", C.GZIP))),
+            ("InvalidRecordException", "nested-compression"),
+        ),
+        (
+            lambda: _wrapper(1, C.GZIP, C.compress(C.GZIP, _inner(1, 0, b"a") + _inner(1, 9, b"b"))),
+            ("InvalidRecordException", "wrapper-offset-below-last-inner"),
+        ),
+        (
+            lambda: _wrapper(
+                1, C.GZIP, C.compress(C.GZIP, struct.pack(">qi", 0, 14) + struct.pack(">Ibb", 0, 5, 0) + bytes(8))
+            ),
+            ("InvalidRecordException", "invalid-inner-record"),
+        ),
         (lambda: R.encode_legacy_message(-3, 0, None, b"abc"), ("InvalidRecordException", "invalid-magic")),
     ],
     ids=lambda v: v[1] if isinstance(v, tuple) else None,

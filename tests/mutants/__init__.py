@@ -30,7 +30,9 @@ class Mutant:
             text = f.read()
         count = text.count(self.old)
         if count != 1:
-            raise LookupError(f"mutant {self.name}: expected the edited text exactly once in {self.module}, found {count}")
+            raise LookupError(
+                f"mutant {self.name}: expected the edited text exactly once in {self.module}, found {count}"
+            )
         return text.replace(self.old, self.new)
 
     def load(self) -> types.ModuleType:
