@@ -36,3 +36,25 @@ class RecordFormatError(Exception):
 
     def __str__(self) -> str:
         return self.describe()
+
+
+# Index-level exception kinds (spec §3, §9.5)
+INVALID_OFFSET = "InvalidOffsetException"
+INDEX_OFFSET_OVERFLOW = "IndexOffsetOverflowException"
+ILLEGAL_STATE = "IllegalStateException"
+CORRUPT_INDEX = "CorruptIndexException"
+BUFFER_OVERFLOW = "BufferOverflowException"
+
+
+class IndexFailure(Exception):
+    """An index operation Kafka would refuse, or an index file Kafka would judge corrupt.
+
+    ``kind`` is Kafka's exception class, ``reason`` a stable code shared by name with ``impl``.
+    """
+
+    def __init__(self, kind: str, reason: str, detail: str = "", file: str | None = None):
+        self.kind = kind
+        self.reason = reason
+        self.detail = detail
+        self.file = file
+        super().__init__(f"{file + ': ' if file else ''}{kind} ({reason}){': ' + detail if detail else ''}")
