@@ -34,6 +34,7 @@ _size_at = struct.Struct(">i").unpack_from
 _v2_header = struct.Struct(">qiibIhiqqqhii").unpack_from  # the whole 61-byte v2 header, §1.2
 _legacy_header = struct.Struct(">qxxxxIbb").unpack_from  # offset, crc, magic, attributes
 _int64_at = struct.Struct(">q").unpack_from
+_u32_at = struct.Struct(">I").unpack_from
 
 
 class BatchHeader(NamedTuple):
@@ -68,7 +69,8 @@ class BatchScan:
     __slots__ = ("_buf", "start", "end", "stop", "valid_bytes", "error", "batches", "bytes_checked")
 
     def __init__(self, buf, start: int = 0, end: int | None = None):
-        n = len(buf)
+        with memoryview(buf) as m:
+            n = m.nbytes  # bytes, whatever the item size of the buffer
         self._buf = buf
         self.start = start
         self.end = n if end is None else min(end, n)
@@ -79,29 +81,27 @@ class BatchScan:
         self.bytes_checked = 0
 
     def __iter__(self) -> Iterator[BatchHeader]:
-        with memoryview(self._buf) as mv:
-            if mv.format != "B" or mv.ndim != 1:
-                mv = mv.cast("B")
-            yield from self._scan(mv)
+        return self._scan(True)
 
     def run(self) -> BatchScan:
-        """Consume the scan (counting batches) and return self."""
-        for _ in self:
-            pass
+        """Scan to the end without building headers (the recovery path) and return self."""
+        for _ in self._scan(False):
+            pass  # pragma: no cover - yields nothing without headers
         return self
 
-    def _scan(self, mv: memoryview) -> Iterator[BatchHeader]:
+    def _scan(self, want_headers: bool) -> Iterator[BatchHeader]:
+        """The one scanning loop (§1.10 rules 1, 4, 5, 6 and §1.9), yielding headers if wanted."""
         end = self.end
         pos = self.start
         last_header_start = end - 17  # §1.10 rule 1: a tail of 17 bytes or fewer is not examined
         count = 0
+        exported = memoryview(self._buf)
+        mv = exported if exported.format == "B" and exported.ndim == 1 else exported.cast("B")
         try:
             while pos < last_header_start:
                 size = _size_at(mv, pos + 8)[0]
                 if size < _MIN_SIZE_FIELD:  # rule 4
-                    self._fail(
-                        pos, "size-below-minimum", f"Found record size {size} smaller than minimum record overhead (14)"
-                    )
+                    self._fail(pos, "size-below-minimum", f"Found record size {size} smaller than minimum record overhead (14)")
                     return
                 total = size + 12
                 if pos > end - total:  # rule 5: torn write, end of data
@@ -109,48 +109,51 @@ class BatchScan:
                     return
                 magic = mv[pos + 16]
                 if magic < 2 or magic > 127:  # legacy: magic 0, 1 or negative (§1.10 rule 6)
-                    offset, crc, magic, attributes = _legacy_header(mv, pos)
+                    crc = _u32_at(mv, pos + 12)[0]
                     computed = zlib.crc32(mv[pos + 16 : pos + total])
                     if computed != crc:
                         self._crc_fail(pos, crc, computed)
                         return
-                    ts = _int64_at(mv, pos + 18)[0] if magic == 1 else -1
-                    header = _new_header(
-                        BatchHeader,
-                        (pos, total, offset, offset, magic, crc, attributes, -1, -1, ts, ts, -1, -1, -1, -1),
-                    )
+                    if want_headers:
+                        offset, crc, magic, attributes = _legacy_header(mv, pos)
+                        ts = _int64_at(mv, pos + 18)[0] if magic == 1 else -1
+                        header = _new_header(
+                            BatchHeader,
+                            (pos, total, offset, offset, magic, crc, attributes, -1, -1, ts, ts, -1, -1, -1, -1),
+                        )
                 else:
                     if total < _V2_HEADER_SIZE:
-                        self._fail(
-                            pos,
-                            "batch-too-small",
-                            f"record batch size {total} is smaller than the minimum allowed overhead 61",
-                        )
+                        self._fail(pos, "batch-too-small", f"record batch size {total} is smaller than the minimum allowed overhead 61")
                         return
-                    base, _, ple, magic, crc, attributes, lod, bts, mts, pid, pep, bseq, cnt = _v2_header(mv, pos)
+                    crc = _u32_at(mv, pos + 17)[0]
                     computed = crc32c(mv[pos + 21 : pos + total])
                     if computed != crc:
                         self._crc_fail(pos, crc, computed)
                         return
-                    header = _new_header(
-                        BatchHeader,
-                        (pos, total, base, base + lod, magic, crc, attributes, ple, lod, bts, mts, pid, pep, bseq, cnt),
-                    )
+                    if want_headers:
+                        base, _, ple, magic, crc, attributes, lod, bts, mts, pid, pep, bseq, cnt = _v2_header(mv, pos)
+                        header = _new_header(
+                            BatchHeader,
+                            (pos, total, base, base + lod, magic, crc, attributes, ple, lod, bts, mts, pid, pep, bseq, cnt),
+                        )
                 pos += total
                 count += 1
-                self.valid_bytes = pos
-                yield header
+                if want_headers:
+                    self.valid_bytes = pos
+                    yield header
             self.stop = END if pos >= end else SHORT_TAIL
         finally:
+            self.valid_bytes = pos
             self.batches = count
-            self.bytes_checked = self.valid_bytes - self.start
+            self.bytes_checked = pos - self.start
+            mv.release()
+            exported.release()  # so that an mmap can be closed as soon as the scan ends
 
     def _crc_fail(self, pos: int, stored: int, computed: int) -> None:
         self._fail(pos, "crc-mismatch", f"stored crc {stored} does not match computed crc {computed}")
 
     def _fail(self, pos: int, reason: str, detail: str) -> None:
         self.stop = CORRUPT
-        self.valid_bytes = pos
         self.error = LogFormatError(CORRUPT_RECORD, reason, pos, detail)
 
 

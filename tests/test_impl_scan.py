@@ -42,3 +42,13 @@ def test_crc_mismatch_error_names_the_position():
     assert s.error.kind == "CorruptRecordException" and s.error.position == s.valid_bytes
     s.error.file = "x.log"
     assert str(s.error).startswith("x.log: byte position")
+
+
+def test_buffers_with_wide_items_are_measured_in_bytes():
+    import array
+
+    data = bytes(40)
+    for buf in (array.array("I", data), memoryview(bytearray(data)).cast("B", (5, 8))):
+        s = BatchScan(buf).run()
+        assert (s.stop, s.valid_bytes, s.error.reason) == (CORRUPT, 0, "size-below-minimum")
+        assert impl_outcome(buf) == model_outcome(data)

@@ -1,0 +1,165 @@
+"""The storage protocol: every file and directory operation ``impl`` performs goes through it.
+
+Two backends implement it: :class:`OsStorage` here (os + mmap, what users run) and the simulated
+backend in ``conformance/`` that keeps durable and pending state for crash injection (DESIGN.md
+"Storage faults").  Nothing else in ``impl/`` touches ``os``, ``open`` or ``mmap``.
+
+Version 1 (indexes): open/create a file, size, read, write at, append, truncate (grow zero-extends),
+fsync, a writable mapping of the whole file, a read-only view, rename, unlink, list, exists, make
+dirs, fsync of a directory.  Reads through :meth:`StorageFile.read` are counted in ``stats`` so
+benchmarks and tests can assert how many bytes a load touched.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Protocol
+
+import attrs
+
+
+@attrs.define
+class IoStats:
+    """What a storage instance was asked to do (bytes read via read(), maps, opens, fsyncs)."""
+
+    bytes_read: int = 0
+    reads: int = 0
+    opens: int = 0
+    maps: int = 0
+    fsyncs: int = 0
+
+
+class StorageFile(Protocol):
+    path: str
+
+    def size(self) -> int: ...
+    def read(self, offset: int, n: int) -> bytes: ...
+    def write_at(self, offset: int, data) -> None: ...
+    def append(self, data) -> int: ...
+    def truncate(self, size: int) -> None: ...
+    def fsync(self) -> None: ...
+    def map(self): ...
+    def view(self): ...
+    def close(self) -> None: ...
+
+
+class Storage(Protocol):
+    stats: IoStats
+
+    def open(self, path: str, create: bool = False) -> StorageFile: ...
+    def exists(self, path: str) -> bool: ...
+    def list_dir(self, path: str) -> list[str]: ...
+    def make_dirs(self, path: str) -> None: ...
+    def rename(self, src: str, dst: str) -> None: ...
+    def unlink(self, path: str) -> None: ...
+    def fsync_dir(self, path: str) -> None: ...
+
+
+class _EmptyMap(bytearray):
+    """Stand-in for the mapping of a zero-length file (mmap refuses length 0)."""
+
+    def close(self) -> None:
+        pass
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+
+class OsFile:
+    """A real file, opened read-write (or read-only), through os file descriptors."""
+
+    def __init__(self, storage: OsStorage, path: str, create: bool, writable: bool = True):
+        flags = (os.O_RDWR if writable else os.O_RDONLY) | (os.O_CREAT if create else 0)
+        self.path = path
+        self._storage = storage
+        self._writable = writable
+        self._fd = os.open(path, flags, 0o644)
+        storage.stats.opens += 1
+
+    def size(self) -> int:
+        return os.fstat(self._fd).st_size
+
+    def read(self, offset: int, n: int) -> bytes:
+        data = os.pread(self._fd, n, offset)
+        self._storage.stats.bytes_read += len(data)
+        self._storage.stats.reads += 1
+        return data
+
+    def write_at(self, offset: int, data) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(self._fd, view, offset)
+            view = view[written:]
+            offset += written
+
+    def append(self, data) -> int:
+        position = self.size()
+        self.write_at(position, data)
+        return position
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self._fd, size)
+
+    def fsync(self) -> None:
+        os.fsync(self._fd)
+        self._storage.stats.fsyncs += 1
+
+    def map(self):
+        """A writable (if opened writable) shared mapping of the whole current file."""
+        self._storage.stats.maps += 1
+        length = self.size()
+        if length == 0:
+            return _EmptyMap()
+        access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
+        return mmap.mmap(self._fd, length, access=access)
+
+    def view(self):
+        """A read-only zero-copy view of the whole file (``b""`` when empty)."""
+        self._storage.stats.maps += 1
+        length = self.size()
+        if length == 0:
+            return b""
+        return mmap.mmap(self._fd, length, access=mmap.ACCESS_READ)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+@attrs.define
+class OsStorage:
+    """The real backend."""
+
+    stats: IoStats = attrs.Factory(IoStats)
+    read_only: bool = False
+
+    def open(self, path: str, create: bool = False) -> OsFile:
+        if self.read_only and create and not os.path.exists(path):
+            raise PermissionError(f"read-only storage: cannot create {path}")
+        return OsFile(self, path, create, writable=not self.read_only)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def list_dir(self, path: str) -> list[str]:
+        return sorted(os.listdir(path))
+
+    def make_dirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.replace(src, dst)
+
+    def unlink(self, path: str) -> None:
+        os.unlink(path)
+
+    def fsync_dir(self, path: str) -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            self.stats.fsyncs += 1
+        finally:
+            os.close(fd)
