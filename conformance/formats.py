@@ -72,7 +72,10 @@ def _first_difference(expected: ScanOutcome, actual: ScanOutcome) -> str:
             f"impl returns {len(actual.headers)} valid batches, model {len(expected.headers)} "
             f"(impl stops at {actual.valid_bytes} with {actual.stop}, model at {expected.valid_bytes} with {expected.stop})"
         )
-    if expected.summary != actual.summary and (expected.stop, expected.valid_bytes) == (actual.stop, actual.valid_bytes):
+    if expected.summary != actual.summary and (expected.stop, expected.valid_bytes) == (
+        actual.stop,
+        actual.valid_bytes,
+    ):
         return f"impl's header-free scan ends as {actual.summary}, model as {expected.summary}"
     return (
         f"scan end differs: impl stops at byte {actual.valid_bytes} ({actual.stop}, {actual.error}), "

@@ -101,7 +101,9 @@ class BatchScan:
             while pos < last_header_start:
                 size = _size_at(mv, pos + 8)[0]
                 if size < _MIN_SIZE_FIELD:  # rule 4
-                    self._fail(pos, "size-below-minimum", f"Found record size {size} smaller than minimum record overhead (14)")
+                    self._fail(
+                        pos, "size-below-minimum", f"Found record size {size} smaller than minimum record overhead (14)"
+                    )
                     return
                 total = size + 12
                 if pos > end - total:  # rule 5: torn write, end of data
@@ -123,7 +125,11 @@ class BatchScan:
                         )
                 else:
                     if total < _V2_HEADER_SIZE:
-                        self._fail(pos, "batch-too-small", f"record batch size {total} is smaller than the minimum allowed overhead 61")
+                        self._fail(
+                            pos,
+                            "batch-too-small",
+                            f"record batch size {total} is smaller than the minimum allowed overhead 61",
+                        )
                         return
                     crc = _u32_at(mv, pos + 17)[0]
                     computed = crc32c(mv[pos + 21 : pos + total])
@@ -134,7 +140,23 @@ class BatchScan:
                         base, _, ple, magic, crc, attributes, lod, bts, mts, pid, pep, bseq, cnt = _v2_header(mv, pos)
                         header = _new_header(
                             BatchHeader,
-                            (pos, total, base, base + lod, magic, crc, attributes, ple, lod, bts, mts, pid, pep, bseq, cnt),
+                            (
+                                pos,
+                                total,
+                                base,
+                                base + lod,
+                                magic,
+                                crc,
+                                attributes,
+                                ple,
+                                lod,
+                                bts,
+                                mts,
+                                pid,
+                                pep,
+                                bseq,
+                                cnt,
+                            ),
                         )
                 pos += total
                 count += 1

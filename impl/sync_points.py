@@ -9,7 +9,7 @@ such as KAFKA-9156's (§7.4) without sleeping.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 _callbacks: dict[str, Callable[[str], None]] = {}
 

@@ -93,7 +93,9 @@ class _Index:
     def relative_offset(self, offset: int) -> int:
         r = offset - self.base_offset
         if r < 0 or r > INT32_MAX:
-            raise IndexFailure(INDEX_OFFSET_OVERFLOW, "relative-offset-overflow", f"Integer overflow for offset: {offset}")
+            raise IndexFailure(
+                INDEX_OFFSET_OVERFLOW, "relative-offset-overflow", f"Integer overflow for offset: {offset}"
+            )
         return r
 
     def can_append_offset(self, offset: int) -> bool:
@@ -107,7 +109,9 @@ class _Index:
             return False
         n = rounded // self.ENTRY_SIZE
         if n < self.entries:
-            raise IndexFailure(ILLEGAL_ARGUMENT, "resize-below-entries", f"cannot resize to {n} entries below {self.entries}")
+            raise IndexFailure(
+                ILLEGAL_ARGUMENT, "resize-below-entries", f"cannot resize to {n} entries below {self.entries}"
+            )
         # grow zero-extends, shrink cuts; an odd tail is cut or zero-extended into whole slots
         self.slots = self.slots[:n] + [(0, 0)] * (n - len(self.slots))
         self.odd_tail = b""
@@ -137,7 +141,9 @@ class _Index:
     def entry_slot(self, n: int) -> tuple[int, int]:
         if n >= self.entries or n < 0:
             raise IndexFailure(
-                ILLEGAL_ARGUMENT, "entry-out-of-range", f"Attempt to fetch the {n}th entry from an index of size {self.entries}"
+                ILLEGAL_ARGUMENT,
+                "entry-out-of-range",
+                f"Attempt to fetch the {n}th entry from an index of size {self.entries}",
             )
         return self.slots[n]
 
@@ -207,7 +213,9 @@ class OffsetIndex(_Index):
 
     def append(self, offset: int, position: int) -> None:
         if self.is_full():
-            raise IndexFailure(ILLEGAL_ARGUMENT, "index-full", f"Attempt to append to a full index (size = {self.entries})")
+            raise IndexFailure(
+                ILLEGAL_ARGUMENT, "index-full", f"Attempt to append to a full index (size = {self.entries})"
+            )
         if self.entries == 0 or offset > self.last_offset:
             rel = self.relative_offset(offset)
             self._write((rel, position))
@@ -238,7 +246,9 @@ class OffsetIndex(_Index):
                 f"has non-zero size but the last offset is {self.last_offset} which is less than the base offset {self.base_offset}",
             )  # fmt: skip
         if self.length % self.ENTRY_SIZE != 0:
-            raise IndexFailure(CORRUPT_INDEX, "length-not-multiple", f"index file length {self.length} is not a multiple of 8")
+            raise IndexFailure(
+                CORRUPT_INDEX, "length-not-multiple", f"index file length {self.length} is not a multiple of 8"
+            )
 
 
 @attrs.define
@@ -311,7 +321,9 @@ class TimeIndex(_Index):
                     f"has non-zero size but the last offset is {self.last_entry[1]} which is less than the base offset {self.base_offset}",
                 )  # fmt: skip
         if self.length % self.ENTRY_SIZE != 0:
-            raise IndexFailure(CORRUPT_INDEX, "length-not-multiple", f"index file length {self.length} is not a multiple of 12")
+            raise IndexFailure(
+                CORRUPT_INDEX, "length-not-multiple", f"index file length {self.length} is not a multiple of 12"
+            )
 
 
 # --- §3.7 transaction index ---------------------------------------------------------------------
@@ -329,7 +341,9 @@ class AbortedTxn:
     version: int = 0
 
     def encode(self) -> bytes:
-        return ABORTED_TXN.pack(self.version, self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset)
+        return ABORTED_TXN.pack(
+            self.version, self.producer_id, self.first_offset, self.last_offset, self.last_stable_offset
+        )
 
 
 @attrs.define
@@ -362,7 +376,11 @@ class TransactionIndex:
         for pos in range(0, len(self.data) - ABORTED_TXN_SIZE + 1, ABORTED_TXN_SIZE):
             version = struct.unpack_from(">b", self.data, pos)[0]
             if version > 0:
-                raise IndexFailure(KAFKA, "unexpected-txn-version", f"Unexpected aborted transaction version {version} at byte position {pos}")
+                raise IndexFailure(
+                    KAFKA,
+                    "unexpected-txn-version",
+                    f"Unexpected aborted transaction version {version} at byte position {pos}",
+                )
             _, pid, first, last, lso = ABORTED_TXN.unpack_from(self.data, pos)
             out.append(AbortedTxn(pid, first, last, lso, version))
         return out
