@@ -163,8 +163,9 @@ def check_tail_lengths(impl_module=impl.file_records) -> None:
 
 
 def _hypothesis_check(strategy, impl_module) -> None:
-    from hypothesis import given
+    from hypothesis import given, settings
 
+    @settings(report_multiple_bugs=False)
     @given(strategy)
     def run(data: bytes) -> None:
         check_scan_conforms(data, impl_module=impl_module)

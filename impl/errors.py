@@ -20,3 +20,19 @@ class LogFormatError(Exception):
         where = f"{self.file}: " if self.file else ""
         text = f"{where}byte position {self.position}: {self.kind} ({self.reason})"
         return f"{text}: {self.detail}" if self.detail else text
+
+
+class IndexFailure(Exception):
+    """An index operation refused, or an index file judged corrupt: ``kind`` is the Kafka exception
+    class (InvalidOffsetException, CorruptIndexException, ...), ``reason`` a stable code."""
+
+    def __init__(self, kind: str, reason: str, detail: str = "", file: str | None = None):
+        self.kind = kind
+        self.reason = reason
+        self.detail = detail
+        self.file = file
+        super().__init__(kind, reason, detail)
+
+    def __str__(self) -> str:
+        where = f"{self.file}: " if self.file else ""
+        return f"{where}{self.kind} ({self.reason})" + (f": {self.detail}" if self.detail else "")

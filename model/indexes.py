@@ -71,6 +71,14 @@ class _Index:
     def _after_reload(self) -> None:
         """Recompute the cached last entry (on open, truncation and resize)."""
 
+    def assume_entries(self, n: int) -> None:
+        """Take the first ``n`` slots as the valid entries — the state an index reaches when its real
+        entries are known (rebuilt by recovery, or recognised by a reader that is not Kafka)."""
+        if not 0 <= n <= len(self.slots):
+            raise ValueError(f"{n} entries do not fit {len(self.slots)} slots")
+        self.entries = n
+        self._after_reload()
+
     # --- derived -----------------------------------------------------------------------------
 
     @property

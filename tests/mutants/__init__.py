@@ -84,4 +84,43 @@ FORMAT_MUTANTS = (
     ),
 )
 
-ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS}
+INDEX_MUTANTS = (
+    Mutant(
+        name="lazy-index-without-lock",
+        module="impl.index",
+        old="""        with self._lock:
+            if self._index is None:
+                sync_point("LazyIndex.get:constructing")""",
+        new="""        if True:
+            if self._index is None:
+                sync_point("LazyIndex.get:constructing")""",
+        description="KAFKA-9156: the lazy getter checks and constructs without the lock, so two threads can both build the index (§7.4)",
+        caught_by=("index-machine", "lazy-index-schedules"),
+    ),
+    Mutant(
+        name="warm-section-bound-off-by-one",
+        module="impl.index",
+        old="lo, hi = first_hot, n - 1",
+        new="lo, hi = first_hot + 1, n - 1",
+        description="the hot-section binary search starts one slot after the first hot entry (§3.4 step 3)",
+        caught_by=("index-machine",),
+    ),
+    Mutant(
+        name="time-index-sanity-accepts-zero-last-timestamp",
+        module="impl.index",
+        old="if last_ts < first_ts:",
+        new="if last_ts < first_ts and last_ts != 0:",
+        description="the time-index sanity check passes a zero-padded index whose last entry reads (0, base) (§3.3.6, §7.7)",
+        caught_by=("index-machine", "index-files-arbitrary-bytes"),
+    ),
+    Mutant(
+        name="trim-keeps-one-extra-entry",
+        module="impl.index",
+        old="return self.resize(self.ENTRY_SIZE * self._entries)",
+        new="return self.resize(self.ENTRY_SIZE * (self._entries + 1))",
+        description="trimToValidSize leaves one slot past the last entry (§3.1), so a reopened index has a bogus final entry",
+        caught_by=("index-machine",),
+    ),
+)
+
+ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS}

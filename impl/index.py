@@ -1,0 +1,497 @@
+"""Memory-mapped offset and time indexes, lazily materialised (spec §3.1–§3.6, §7.3–§7.8).
+
+Kafka's behaviour, through the storage protocol: files preallocated to ``segment.index.bytes``
+rounded down to the entry size and mmapped; the warm-section binary search of §3.4; append, truncate,
+resize, trim, flush, close.  :class:`LazyIndex` defers opening until first use and constructs the
+index at most once under a lock (the KAFKA-9156 fix), with sync points so tests can force any
+interleaving.
+
+Better than Kafka, and only in what an index *believes* when an existing file is opened: Kafka assumes
+an existing file is completely full of valid entries (§3.1 rule 4), so a zero-padded active index
+(what every crash leaves, §3.5) opens "full" with a bogus final entry.  Here the zero tail is found by
+a binary search for the first all-zero slot and the entries before it are checked (strictly increasing
+keys and positions for ``.index``; increasing timestamps ≥ 0 and non-decreasing offsets for
+``.timeindex``); the index then holds exactly its real entries (``recognition`` says "zero-padded").
+A prefix that breaks those rules is never accepted: ``recognition`` is "corrupt" and the caller
+rebuilds from the log.  What Kafka itself would have believed stays available (``kafka_entries``,
+:meth:`kafka_sanity_check`) for the dump tool.  Limitation: a time index whose only real entry is
+(timestamp 0, base offset) is indistinguishable from padding and opens empty.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Callable
+
+from impl.errors import IndexFailure
+from impl.storage import Storage
+from impl.sync_points import sync_point
+
+INT32_MAX = 2**31 - 1
+WARM_SECTION_BYTES = 8192
+CLEAN, ZERO_PADDED, CORRUPT, NEW = "clean", "zero-padded", "corrupt", "new"
+
+INVALID_OFFSET = "InvalidOffsetException"
+ILLEGAL_ARGUMENT = "IllegalArgumentException"
+ILLEGAL_STATE = "IllegalStateException"
+INDEX_OFFSET_OVERFLOW = "IndexOffsetOverflowException"
+CORRUPT_INDEX = "CorruptIndexException"
+BUFFER_OVERFLOW = "BufferOverflowException"
+
+
+class _MmapIndex:
+    ENTRY_SIZE: int
+    _entry: struct.Struct
+    _zero: bytes
+
+    def __init__(self, storage: Storage, path: str, base_offset: int, max_index_size: int):
+        self._lock = threading.Lock()
+        self.path = path
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        self._stats = storage.stats
+        self.newly_created = not storage.exists(path)
+        if self.newly_created and max_index_size < self.ENTRY_SIZE:
+            raise IndexFailure(
+                ILLEGAL_ARGUMENT, "invalid-max-index-size", f"Invalid max index size: {max_index_size}", path
+            )
+        self._file = storage.open(path, create=True)
+        if self.newly_created:
+            self._file.truncate(self.ENTRY_SIZE * (max_index_size // self.ENTRY_SIZE))
+        self._length = self._file.size()
+        self._mm = self._file.map()
+        self.kafka_entries = 0 if self.newly_created else self._length // self.ENTRY_SIZE
+        self.recognition, self.recognition_detail, self._entries = self._recognise()
+        self._reload_last()
+
+    # --- opening ------------------------------------------------------------------------------
+
+    def _raw(self, slot: int) -> tuple[int, int]:
+        self._stats.bytes_read += self.ENTRY_SIZE
+        return self._entry.unpack_from(self._mm, slot * self.ENTRY_SIZE)
+
+    def _is_zero(self, slot: int) -> bool:
+        return self._raw(slot) == (0, 0)
+
+    def _recognise(self) -> tuple[str, str, int]:
+        if self.newly_created:
+            return NEW, "", 0
+        slots = self._length // self.ENTRY_SIZE
+        if self._length % self.ENTRY_SIZE:
+            return CORRUPT, f"file length {self._length} is not a multiple of {self.ENTRY_SIZE}", slots
+        if slots == 0 or not self._is_zero(slots - 1):
+            n, verdict = slots, CLEAN
+        else:
+            lo, hi = 0, slots - 1  # the first zero slot of the trailing run lies in [lo, hi]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self._is_zero(mid):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            n, verdict = lo, ZERO_PADDED
+        problem = self._check_prefix(n)
+        if problem:
+            return CORRUPT, problem, slots
+        return verdict, "", n
+
+    def _check_prefix(self, n: int) -> str:
+        raise NotImplementedError
+
+    def _reload_last(self) -> None:
+        raise NotImplementedError
+
+    # --- state --------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._length // self.ENTRY_SIZE
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    def is_full(self) -> bool:
+        return self._entries >= self.max_entries
+
+    def size_in_bytes(self) -> int:
+        return self.ENTRY_SIZE * self._entries
+
+    def relative_offset(self, offset: int) -> int:
+        r = offset - self.base_offset
+        if r < 0 or r > INT32_MAX:
+            raise IndexFailure(
+                INDEX_OFFSET_OVERFLOW, "relative-offset-overflow", f"Integer overflow for offset: {offset}", self.path
+            )
+        return r
+
+    def can_append_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def _write(self, a: int, b: int) -> None:
+        if self._entries >= self.max_entries:
+            raise IndexFailure(
+                BUFFER_OVERFLOW, "write-past-mapping", f"slot {self._entries} of {self.max_entries}", self.path
+            )
+        self._entry.pack_into(self._mm, self._entries * self.ENTRY_SIZE, a, b)
+        self._entries += 1
+
+    # --- search (§3.4) -------------------------------------------------------------------------
+
+    def _key(self, slot: int, field: int) -> int:
+        raise NotImplementedError
+
+    def _largest_lower_bound(self, target: int, field: int) -> int:
+        return self._search(target, field, True)
+
+    def _search(self, target: int, field: int, lower: bool) -> int:
+        n = self._entries
+        if n == 0:
+            return -1
+        first_hot = max(0, n - 1 - WARM_SECTION_BYTES // self.ENTRY_SIZE)
+        if self._key(first_hot, field) < target:
+            lo, hi = first_hot, n - 1
+        elif self._key(0, field) > target:
+            return -1 if lower else 0
+        else:
+            lo, hi = 0, first_hot
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            found = self._key(mid, field)
+            if found > target:
+                hi = mid - 1
+            elif found < target:
+                lo = mid
+            else:
+                return mid
+        if lower:
+            return lo
+        return -1 if lo == n - 1 else lo + 1
+
+    def _truncate_to_key(self, offset: int, field: int) -> None:
+        with self._lock:
+            slot = self._largest_lower_bound(offset, field)
+            if slot < 0:
+                n = 0
+            elif self._key(slot, field) == offset:
+                n = slot
+            else:
+                n = slot + 1
+            self._forget_from(n)
+
+    def _forget_from(self, n: int) -> None:
+        """Drop entries n… and zero their slots: unlike Kafka, no stale entry is left in the file to be
+        revived as "valid" by a reopen after a crash (§3.1 rule 4)."""
+        if n < self._entries:
+            self._mm[n * self.ENTRY_SIZE : self._entries * self.ENTRY_SIZE] = bytes(
+                (self._entries - n) * self.ENTRY_SIZE
+            )
+        self._entries = n
+        self._reload_last()
+
+    # --- size changes, durability (§3.1) ---------------------------------------------------------
+
+    def resize(self, new_size: int) -> bool:
+        with self._lock:
+            rounded = self.ENTRY_SIZE * (new_size // self.ENTRY_SIZE)
+            if rounded == self._length:
+                return False
+            if rounded < self._entries * self.ENTRY_SIZE:
+                raise IndexFailure(
+                    ILLEGAL_ARGUMENT, "resize-below-entries", f"cannot resize to {rounded} bytes", self.path
+                )
+            self._mm.close()
+            self._file.truncate(rounded)
+            self._length = rounded
+            self._mm = self._file.map()
+            self._reload_last()
+            return True
+
+    def trim_to_valid_size(self) -> bool:
+        return self.resize(self.ENTRY_SIZE * self._entries)
+
+    def truncate(self) -> None:
+        with self._lock:
+            self._forget_from(0)
+
+    def reset(self) -> None:
+        self.truncate()
+        self.resize(self.max_index_size)
+
+    def flush(self) -> None:
+        with self._lock:
+            if hasattr(self._mm, "flush") and self._length:
+                self._mm.flush()
+
+    def close(self) -> None:
+        """trimToValidSize, then unmap (no explicit flush, as Kafka)."""
+        self.trim_to_valid_size()
+        self.close_handler()
+
+    def close_handler(self) -> None:
+        self._mm.close()
+        self._file.close()
+
+    def entry_slot(self, n: int) -> tuple[int, int]:
+        if n < 0 or n >= self._entries:
+            raise IndexFailure(
+                ILLEGAL_ARGUMENT,
+                "entry-out-of-range",
+                f"Attempt to fetch the {n}th entry from an index of size {self._entries}",
+                self.path,
+            )
+        return self._raw(n)
+
+    def file_bytes(self) -> bytes:
+        return bytes(self._mm[: self._length])
+
+
+class OffsetIndex(_MmapIndex):
+    """``.index``: (int32 relative offset, int32 position) entries (§3.2)."""
+
+    ENTRY_SIZE = 8
+    _entry = struct.Struct(">ii")
+
+    def _check_prefix(self, n: int) -> str:
+        prev_rel = prev_pos = -1
+        for i in range(n):
+            rel, pos = self._raw(i)
+            if rel <= prev_rel or pos <= prev_pos or rel < 0 or pos < 0:
+                return f"entry {i} ({rel}, {pos}) does not increase on entry {i - 1} ({prev_rel}, {prev_pos})"
+            prev_rel, prev_pos = rel, pos
+        return ""
+
+    def _reload_last(self) -> None:
+        self.last_offset = self.base_offset + self._raw(self._entries - 1)[0] if self._entries else self.base_offset
+
+    def _key(self, slot: int, field: int) -> int:
+        raw = self._raw(slot)
+        return self.base_offset + raw[0] if field == 0 else raw[1]
+
+    def entry(self, n: int) -> tuple[int, int]:
+        rel, pos = self.entry_slot(n)
+        return self.base_offset + rel, pos
+
+    def logical_entries(self) -> list[tuple[int, int]]:
+        return [self.entry(i) for i in range(self._entries)]
+
+    def append(self, offset: int, position: int) -> None:
+        with self._lock:
+            if self.is_full():
+                raise IndexFailure(
+                    ILLEGAL_ARGUMENT,
+                    "index-full",
+                    f"Attempt to append to a full index (size = {self._entries})",
+                    self.path,
+                )
+            if self._entries == 0 or offset > self.last_offset:
+                self._write(self.relative_offset(offset), position)
+                self.last_offset = offset
+                return
+            raise IndexFailure(
+                INVALID_OFFSET,
+                "offset-not-increasing",
+                f"Attempt to append an offset ({offset}) to position {self._entries} no larger than the last offset appended ({self.last_offset})",
+                self.path,
+            )
+
+    def lookup(self, target: int) -> tuple[int, int]:
+        slot = self._largest_lower_bound(target, 0)
+        return (self.base_offset, 0) if slot == -1 else self.entry(slot)
+
+    def fetch_upper_bound_offset(self, start_position: int, fetch_size: int) -> tuple[int, int] | None:
+        slot = self._search(start_position + fetch_size, 1, False)
+        return None if slot == -1 else self.entry(slot)
+
+    def truncate_to(self, offset: int) -> None:
+        self._truncate_to_key(offset, 0)
+
+    def kafka_sanity_check(self) -> None:
+        """Kafka's verdict on the file as Kafka opens it (entries = file length / 8, §3.2.7)."""
+        slots = self._length // self.ENTRY_SIZE
+        last = self.base_offset + self._raw(slots - 1)[0] if slots else self.base_offset
+        if slots and last < self.base_offset:
+            raise IndexFailure(
+                CORRUPT_INDEX,
+                "last-offset-below-base",
+                f"has non-zero size but the last offset is {last} which is less than the base offset {self.base_offset}",
+                self.path,
+            )
+        if self._length % self.ENTRY_SIZE:
+            raise IndexFailure(
+                CORRUPT_INDEX,
+                "length-not-multiple",
+                f"index file length {self._length} is not a multiple of 8",
+                self.path,
+            )
+
+
+class TimeIndex(_MmapIndex):
+    """``.timeindex``: (int64 timestamp, int32 relative offset) entries (§3.3)."""
+
+    ENTRY_SIZE = 12
+    _entry = struct.Struct(">qi")
+
+    def _check_prefix(self, n: int) -> str:
+        prev_ts, prev_rel = -1, 0
+        for i in range(n):
+            ts, rel = self._raw(i)
+            if ts <= prev_ts or rel < prev_rel or rel < 0:
+                return f"entry {i} ({ts}, {rel}) does not follow entry {i - 1} ({prev_ts}, {prev_rel})"
+            prev_ts, prev_rel = ts, rel
+        return ""
+
+    def _reload_last(self) -> None:
+        if self._entries:
+            ts, rel = self._raw(self._entries - 1)
+            self.last_entry = (ts, self.base_offset + rel)
+        else:
+            self.last_entry = (-1, self.base_offset)
+
+    def _key(self, slot: int, field: int) -> int:
+        raw = self._raw(slot)
+        return raw[0] if field == 0 else self.base_offset + raw[1]
+
+    def is_full(self) -> bool:
+        return self._entries >= self.max_entries - 1
+
+    def entry(self, n: int) -> tuple[int, int]:
+        ts, rel = self.entry_slot(n)
+        return ts, self.base_offset + rel
+
+    def logical_entries(self) -> list[tuple[int, int]]:
+        return [self.entry(i) for i in range(self._entries)]
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        with self._lock:
+            if not skip_full_check and self.is_full():
+                raise IndexFailure(ILLEGAL_ARGUMENT, "index-full", "Attempt to append to a full time index", self.path)
+            last_ts, last_offset = self.last_entry
+            if self._entries and offset < last_offset:
+                raise IndexFailure(
+                    INVALID_OFFSET,
+                    "offset-not-increasing",
+                    f"Attempt to append an offset ({offset}) to slot {self._entries} no larger than the last offset appended ({last_offset})",
+                    self.path,
+                )
+            if self._entries and timestamp < last_ts:
+                raise IndexFailure(
+                    ILLEGAL_STATE,
+                    "timestamp-not-increasing",
+                    f"Attempt to append a timestamp ({timestamp}) to slot {self._entries} no larger than the last timestamp appended ({last_ts})",
+                    self.path,
+                )
+            if timestamp > last_ts:
+                self._write(timestamp, self.relative_offset(offset))
+                self.last_entry = (timestamp, offset)
+
+    def lookup(self, target_timestamp: int) -> tuple[int, int]:
+        slot = self._largest_lower_bound(target_timestamp, 0)
+        return (-1, self.base_offset) if slot == -1 else self.entry(slot)
+
+    def truncate_to(self, offset: int) -> None:
+        self._truncate_to_key(offset, 1)
+
+    def kafka_sanity_check(self) -> None:
+        """Kafka's verdict on the file as Kafka opens it (entries = file length / 12, §3.3.6)."""
+        slots = self._length // self.ENTRY_SIZE
+        if slots:
+            first_ts = self._raw(0)[0]
+            last_ts, last_rel = self._raw(slots - 1)
+            if last_ts < first_ts:
+                raise IndexFailure(
+                    CORRUPT_INDEX,
+                    "last-timestamp-below-first",
+                    f"Corrupt time index found, has non-zero size but the last timestamp is {last_ts} which is less than the first timestamp {first_ts}",
+                    self.path,
+                )
+            if self.base_offset + last_rel < self.base_offset:
+                raise IndexFailure(
+                    CORRUPT_INDEX,
+                    "last-offset-below-base",
+                    f"has non-zero size but the last offset is {self.base_offset + last_rel} which is less than the base offset {self.base_offset}",
+                    self.path,
+                )
+        if self._length % self.ENTRY_SIZE:
+            raise IndexFailure(
+                CORRUPT_INDEX,
+                "length-not-multiple",
+                f"index file length {self._length} is not a multiple of 12",
+                self.path,
+            )
+
+
+class LazyIndex:
+    """Deferred materialisation (§3.6): nothing is opened, created or read until :meth:`get`; the
+    index is constructed at most once, under a lock (KAFKA-9156)."""
+
+    def __init__(self, storage: Storage, path: str, factory: Callable[[Storage, str], _MmapIndex]):
+        self._storage = storage
+        self._path = path
+        self._factory = factory
+        self._index: _MmapIndex | None = None
+        self._lock = threading.Lock()
+        self.constructions = 0
+
+    @classmethod
+    def offset_index(cls, storage: Storage, path: str, base_offset: int, max_index_size: int) -> LazyIndex:
+        return cls(storage, path, lambda s, p: OffsetIndex(s, p, base_offset, max_index_size))
+
+    @classmethod
+    def time_index(cls, storage: Storage, path: str, base_offset: int, max_index_size: int) -> LazyIndex:
+        return cls(storage, path, lambda s, p: TimeIndex(s, p, base_offset, max_index_size))
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def is_materialised(self) -> bool:
+        return self._index is not None
+
+    def get(self) -> _MmapIndex:
+        index = self._index
+        if index is not None:
+            return index
+        sync_point("LazyIndex.get:checked-unmaterialised")
+        with self._lock:
+            if self._index is None:
+                sync_point("LazyIndex.get:constructing")
+                index = self._factory(self._storage, self._path)
+                self.constructions += 1
+                sync_point("LazyIndex.get:constructed")
+                self._index = index
+            return self._index
+
+    def rename_to(self, new_path: str) -> None:
+        with self._lock:
+            if self._storage.exists(self._path):
+                self._storage.rename(self._path, new_path)
+            self._path = new_path
+            if self._index is not None:
+                self._index.path = new_path
+
+    def delete_if_exists(self) -> bool:
+        with self._lock:
+            if self._index is not None:
+                self._index.close_handler()
+            if self._storage.exists(self._path):
+                self._storage.unlink(self._path)
+                return True
+            return False
+
+    def close(self) -> None:
+        """An index never materialised is not trimmed (KAFKA-9373 behaviour, §7.5)."""
+        with self._lock:
+            if self._index is not None:
+                self._index.close()
+
+    def close_handler(self) -> None:
+        with self._lock:
+            if self._index is not None:
+                self._index.close_handler()
