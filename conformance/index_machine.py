@@ -210,23 +210,17 @@ def make_index_machine(index_module=impl.index):
         def append_many(self, n, step):
             """Bulk appends, enough to pass the warm section (1024 / 682 entries, §3.4)."""
             n = min(n, self.model.max_entries - self.model.entries - 2)
-            for _ in range(n):
-                if self.kind == "offset":
-                    last_pos = self.model.logical_entries()[-1][1] if self.model.entries else 0
-                    o, p = (
-                        (self.model.last_offset + step, last_pos + 100)
-                        if self.model.entries
-                        else (self.base + step, 100)
-                    )
-                    self.both("append_many", lambda: self.model.append(o, p), lambda: self.impl.append(o, p))
-                else:
-                    ts, off = self.model.last_entry
-                    ts2, off2 = max(ts, 0) + step, off + step
-                    self.both(
-                        "append_many",
-                        lambda: self.model.maybe_append(ts2, off2),
-                        lambda: self.impl.maybe_append(ts2, off2),
-                    )
+            if self.kind == "offset":
+                last_pos = self.model.logical_entries()[-1][1] if self.model.entries else 0
+                start = self.model.last_offset if self.model.entries else self.base
+                work = [(start + step * (i + 1), last_pos + 100 * (i + 1)) for i in range(n)]
+                model_op, impl_op = self.model.append, self.impl.append
+            else:
+                ts, off = self.model.last_entry
+                work = [(max(ts, 0) + step * (i + 1), off + step * (i + 1)) for i in range(n)]
+                model_op, impl_op = self.model.maybe_append, self.impl.maybe_append
+            for a, b in work:
+                self.both("append_many", lambda a=a, b=b: model_op(a, b), lambda a=a, b=b: impl_op(a, b))
             self.most_entries = max(self.most_entries, self.model.entries)
 
         # --- lookups ------------------------------------------------------------------------

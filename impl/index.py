@@ -9,7 +9,8 @@ interleaving.
 Better than Kafka, and only in what an index *believes* when an existing file is opened: Kafka assumes
 an existing file is completely full of valid entries (§3.1 rule 4), so a zero-padded active index
 (what every crash leaves, §3.5) opens "full" with a bogus final entry.  Here the zero tail is found by
-a binary search for the first all-zero slot and the entries before it are checked (strictly increasing
+a binary search for the first all-zero slot, the tail is verified to be all zeros (a zero hole followed
+by data is corruption), and the entries before it are checked (strictly increasing
 keys and positions for ``.index``; increasing timestamps ≥ 0 and non-decreasing offsets for
 ``.timeindex``); the index then holds exactly its real entries (``recognition`` says "zero-padded").
 A prefix that breaks those rules is never accepted: ``recognition`` is "corrupt" and the caller
@@ -31,6 +32,8 @@ from impl.sync_points import sync_point
 INT32_MAX = 2**31 - 1
 WARM_SECTION_BYTES = 8192
 CLEAN, ZERO_PADDED, CORRUPT, NEW = "clean", "zero-padded", "corrupt", "new"
+_CHUNK = 64 * 1024
+_ZEROS = bytes(_CHUNK)
 
 INVALID_OFFSET = "InvalidOffsetException"
 ILLEGAL_ARGUMENT = "IllegalArgumentException"
@@ -91,10 +94,27 @@ class _MmapIndex:
                 else:
                     lo = mid + 1
             n, verdict = lo, ZERO_PADDED
+            hole = self._non_zero_after(n)
+            if hole >= 0:
+                return CORRUPT, f"slot {hole} holds data after the zero slot {n}", slots
         problem = self._check_prefix(n)
         if problem:
             return CORRUPT, problem, slots
         return verdict, "", n
+
+    def _non_zero_after(self, n: int) -> int:
+        """The first slot ≥ n that is not all zeros, or −1.  Reads the whole tail (in 64 KiB
+        chunks): a zero hole followed by data is corruption, never padding.  A preallocated tail is
+        sparse, so this costs page faults on the zero page, not disk reads."""
+        start, end = n * self.ENTRY_SIZE, self._length
+        for a in range(start, end, _CHUNK):
+            b = min(a + _CHUNK, end)
+            self._stats.bytes_read += b - a
+            chunk = self._mm[a:b]
+            if chunk != _ZEROS[: b - a]:
+                first = next(i for i, byte in enumerate(chunk) if byte)
+                return (a + first) // self.ENTRY_SIZE
+        return -1
 
     def _check_prefix(self, n: int) -> str:
         raise NotImplementedError
