@@ -426,3 +426,36 @@ class TransactionIndex:
                     CORRUPT_INDEX, "txn-last-offset-below-base",
                     f"Last offset of aborted transaction {txn} at byte position {i * ABORTED_TXN_SIZE} is less than start offset {self.base_offset}",
                 )  # fmt: skip
+
+
+# --- §4.6: the indexes recovery rebuilds from a segment's batches ----------------------------------
+
+
+def rebuild_from_log(
+    log: bytes, base_offset: int, index_interval_bytes: int, max_index_size: int
+) -> tuple[OffsetIndex, TimeIndex, int]:
+    """What ``LogSegment.recover`` writes into freshly reset indexes (§4.6 steps 1–8): an offset
+    entry (batch last offset, batch start) and a time entry (max timestamp so far, its offset) for
+    each valid batch that starts more than ``index.interval.bytes`` after the previous entry (the
+    batch at position 0 is never indexed), then the final time entry.  Returns the indexes and the
+    valid byte count (where the log would be truncated)."""
+    from model.file_records import iterate_file  # records layer, below indexes
+
+    offsets = OffsetIndex.create(base_offset, max_index_size)
+    times = TimeIndex.create(base_offset, max_index_size)
+    valid_bytes = last_index_entry = 0
+    max_ts, offset_of_max_ts = -1, base_offset
+    it = iterate_file(log)
+    for batch in it.batches:
+        h = batch.header()
+        if h.max_timestamp > max_ts:
+            max_ts, offset_of_max_ts = h.max_timestamp, h.last_offset
+        if valid_bytes - last_index_entry > index_interval_bytes:
+            offsets.append(h.last_offset, valid_bytes)
+            times.maybe_append(max_ts, offset_of_max_ts)
+            last_index_entry = valid_bytes
+        valid_bytes += h.size
+    offsets.trim_to_valid_size()
+    times.maybe_append(max_ts, offset_of_max_ts, skip_full_check=True)
+    times.trim_to_valid_size()
+    return offsets, times, valid_bytes

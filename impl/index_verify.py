@@ -1,0 +1,184 @@
+"""Indexes checked against their segment's log (spec §3.5, §4.5, §4.6, §7.3, §7.8).
+
+Since KIP-263 Kafka never checks the indexes of segments it does not recover: a stale, padded or
+corrupt index below the recovery point (or after a wrongly clean shutdown) is trusted, and a lookup
+can return a position past the batch that holds the offset.  :class:`CheckedSegmentIndexes` keeps the
+laziness (nothing is read until the first lookup) and adds one check on first use: a single scan of
+the log proves every entry sound — or the indexes are rebuilt from the log exactly as recovery
+would (§4.6).  So a lookup never returns a wrong position.
+
+Also here: Kafka's own ``--verify-index-only`` comparisons, for ``klc dump``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from impl.file_records import BatchScan
+from impl.index import CORRUPT, LazyIndex
+
+
+class IndexMismatch(NamedTuple):
+    entry: int  # slot number
+    key: int  # the entry's offset (offset index) or timestamp (time index)
+    value: int  # its position (offset index) or offset (time index)
+    found: int | None  # what the log holds there, None if nothing
+    problem: str
+
+
+def _first_batch_at(log, position: int):
+    if position < 0 or position >= len(log):
+        return None
+    for header in BatchScan(log, position):
+        return header
+    return None
+
+
+def verify_offset_index(index, log) -> list[IndexMismatch]:
+    """Kafka's ``--verify-index-only`` rule: each entry's offset must be the last offset of the batch
+    at its position; the walk stops at the first zero entry (offset == base after slot 0)."""
+    out = []
+    for i in range(index.entries):
+        offset, position = index.entry(i)
+        if offset == index.base_offset and i > 0:
+            break
+        batch = _first_batch_at(log, position)
+        found = None if batch is None else batch.last_offset
+        if found != offset:
+            out.append(
+                IndexMismatch(
+                    i, offset, position, found, "no batch at this position" if batch is None else "offset mismatch"
+                )
+            )
+    return out
+
+
+def verify_time_index(time_index, offset_index, log) -> list[IndexMismatch]:
+    """Kafka's ``--verify-index-only`` rule for ``.timeindex``: the batch found for each entry's
+    offset must end at that offset and have that max timestamp; timestamps must increase."""
+    out = []
+    previous = -1
+    for i in range(time_index.entries):
+        timestamp, offset = time_index.entry(i)
+        if offset == time_index.base_offset and i > 0:
+            break
+        position = offset_index.lookup(offset)[1]
+        found = None
+        for header in BatchScan(log, max(0, min(position, len(log)))):
+            if header.last_offset >= offset:
+                found = header
+                break
+        if found is None or found.last_offset != offset:
+            out.append(
+                IndexMismatch(i, timestamp, offset, None if found is None else found.last_offset, "offset not found")
+            )
+        elif found.max_timestamp != timestamp:
+            out.append(IndexMismatch(i, timestamp, offset, found.max_timestamp, "timestamp mismatch"))
+        if previous >= timestamp:
+            out.append(IndexMismatch(i, timestamp, offset, previous, "timestamp out of order"))
+        previous = timestamp
+    return out
+
+
+def soundness_problem(offset_index, time_index, log, inactive: bool) -> str | None:
+    """One scan of the log; None if every lookup through these indexes is right.
+
+    Offset entry (K, P): P is a batch boundary and that batch starts at or before K, and K lies in
+    the log — then every batch before P ends before K, so a scan from P finds any target ≥ K.  Time
+    entry (T, O): O lies in the log and every batch before the one holding O has a max timestamp
+    below T — so a search for a timestamp ≥ T may start there.  For an inactive segment the last
+    time entry must also carry the segment's max timestamp (§9.1.4), which retention reads."""
+    starts: dict[int, int] = {}  # position → base offset of the batch there
+    batches = []  # (first offset, last offset, max timestamp)
+    for h in BatchScan(log):
+        first = h.offset if h.magic >= 2 else h.last_offset
+        starts[h.position] = first
+        batches.append((first, h.last_offset, h.max_timestamp))
+    last_offset = batches[-1][1] if batches else None
+    for i in range(offset_index.entries):
+        key, position = offset_index.entry(i)
+        if position not in starts:
+            return f"offset index entry {i} ({key}, {position}) does not point at a batch"
+        if starts[position] > key or last_offset is None or key > last_offset:
+            return f"offset index entry {i} ({key}, {position}) names an offset its batch does not reach"
+    running_max, b = -1, 0
+    for i in range(time_index.entries):
+        timestamp, offset = time_index.entry(i)
+        if last_offset is None or offset > last_offset:
+            return f"time index entry {i} ({timestamp}, {offset}) is past the end of the log"
+        while b < len(batches) and batches[b][1] < offset:
+            running_max = max(running_max, batches[b][2])
+            b += 1
+        if running_max >= timestamp:
+            return f"time index entry {i} ({timestamp}, {offset}): an earlier batch already reached {running_max}"
+    if inactive:
+        segment_max = max((m for _, _, m in batches), default=-1)
+        last = time_index.last_entry[0]
+        # a sole (0, base) entry reads as padding (see impl.index): −1 and 0 both mean "ancient"
+        if segment_max >= 0 and last != segment_max and not (segment_max == 0 and last == -1):
+            return f"time index ends at {time_index.last_entry[0]}, the segment's max timestamp is {segment_max}"
+    return None
+
+
+def rebuild(offset_index, time_index, log, index_interval_bytes: int) -> int:
+    """Reset both indexes and re-append what recovery appends (§4.6 steps 1–8); returns valid bytes."""
+    offset_index.reset()
+    time_index.reset()
+    valid = last_entry = 0
+    max_ts, offset_of_max = -1, offset_index.base_offset
+    for h in BatchScan(log):
+        if h.max_timestamp > max_ts:
+            max_ts, offset_of_max = h.max_timestamp, h.last_offset
+        if valid - last_entry > index_interval_bytes:
+            offset_index.append(h.last_offset, valid)
+            time_index.maybe_append(max_ts, offset_of_max)
+            last_entry = valid
+        valid += h.size
+    offset_index.trim_to_valid_size()
+    time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
+    time_index.trim_to_valid_size()
+    return valid
+
+
+class CheckedSegmentIndexes:
+    """A segment's lazy indexes, proven against ``log`` on first use and rebuilt if unsound."""
+
+    def __init__(
+        self, offset_index: LazyIndex, time_index: LazyIndex, log, index_interval_bytes: int, inactive: bool = True
+    ):
+        self._offsets = offset_index
+        self._times = time_index
+        self._log = log
+        self._interval = index_interval_bytes
+        self._inactive = inactive
+        self.checked = False
+        self.rebuilt_because: str | None = None
+
+    def _ensure(self):
+        offsets, times = self._offsets.get(), self._times.get()
+        if not self.checked:
+            problem = None
+            for index in (offsets, times):
+                if index.recognition == CORRUPT:
+                    problem = f"{index.path}: {index.recognition_detail}"
+            problem = problem or soundness_problem(offsets, times, self._log, self._inactive)
+            if problem:
+                self.rebuilt_because = problem
+                rebuild(offsets, times, self._log, self._interval)
+            self.checked = True
+        return offsets, times
+
+    def translate_offset(self, target: int):
+        """§4.5: the first batch whose last offset is ≥ target, as its header; None if none."""
+        offsets, _ = self._ensure()
+        start = offsets.lookup(target)[1]
+        for header in BatchScan(self._log, start):
+            if header.last_offset >= target:
+                return header
+        return None
+
+    def lookup_timestamp(self, timestamp: int) -> tuple[int, int]:
+        return self._ensure()[1].lookup(timestamp)
+
+    def largest_timestamp(self) -> int:
+        return self._ensure()[1].last_entry[0]

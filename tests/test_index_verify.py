@@ -1,0 +1,131 @@
+"""Indexes checked against the log on first use: a lookup never returns a wrong position (§7.3,
+§7.8), sound indexes are kept, and a rebuild writes what recovery writes (§4.6)."""
+
+from __future__ import annotations
+
+import struct
+import tempfile
+
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from impl.index import LazyIndex, OffsetIndex, TimeIndex
+from impl.index_verify import CheckedSegmentIndexes, rebuild, verify_offset_index, verify_time_index
+from impl.storage import OsStorage
+from model.file_records import iterate_file
+from model.indexes import rebuild_from_log
+from model.records import build_batch_v2
+
+MAX = 4096
+INTERVAL = 200
+
+
+@st.composite
+def logs(draw, base):
+    parts, offset = [], base
+    for _ in range(draw(st.integers(1, 25))):
+        n = draw(st.integers(1, 3))
+        ts = draw(st.lists(st.integers(-1, 5000), min_size=n, max_size=n))
+        parts.append(build_batch_v2(offset, [(t, None, b"v" * draw(st.integers(0, 150))) for t in ts]))
+        offset += n + draw(st.integers(0, 2))
+    return b"".join(parts)
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def damage(draw, kind, good: bytes, size: int, other: bytes) -> bytes:
+    if kind == "stale":  # entries of a different log (e.g. revived after truncation)
+        return other
+    if kind == "zero-padded":
+        return good + bytes(size * draw(st.integers(1, 20)))
+    if kind == "random-entries":
+        return draw(st.binary(max_size=10)).ljust(size * draw(st.integers(0, 6)), b"\x01")[: size * 6]
+    if kind == "shifted":
+        fmt = ">ii" if size == 8 else ">qi"
+        out = bytearray(good)
+        for i in range(0, len(out) - size + 1, size):
+            a, b = struct.unpack_from(fmt, out, i)
+            struct.pack_into(fmt, out, i, a + draw(st.integers(-2, 2)), b + draw(st.integers(-2, 2)))
+        return bytes(out)
+    if kind == "dropped":
+        return good[: size * draw(st.integers(0, len(good) // size))]
+    if kind == "zero-only":  # KAFKA-19200: full size, no valid entry
+        return bytes(size * 10)
+    return good
+
+
+def without_zero_tail(entries, base):
+    """Trailing all-zero slots read as padding (documented in impl.index)."""
+    while entries and entries[-1] in ((base, 0), (0, base)):
+        entries = entries[:-1]
+    return entries
+
+
+@given(
+    st.sampled_from([0, 1000]).flatmap(
+        lambda b: st.tuples(logs(b).map(lambda x, b=b: (b, x)), logs(b).map(lambda x, b=b: (b, x)))
+    ),
+    st.sampled_from(["none", "stale", "zero-padded", "random-entries", "shifted", "dropped", "zero-only"]),
+    st.booleans(),
+    st.data(),
+)
+def test_lookups_through_checked_indexes_are_never_wrong(logs_, kind, damage_time, data):
+    (base, log), other_case = logs_
+    event(f"damage {kind} to {'time' if damage_time else 'offset'} index")
+    good_o, good_t, _ = rebuild_from_log(log, base, INTERVAL, MAX)
+    other_o, other_t, _ = rebuild_from_log(other_case[1], base, INTERVAL, MAX)
+    d = tempfile.mkdtemp(prefix="klc-verify-")
+    op, tp = f"{d}/{base:020d}.index", f"{d}/{base:020d}.timeindex"
+    o_bytes, t_bytes = good_o.file_bytes(), good_t.file_bytes()
+    if damage_time:
+        t_bytes = damage(data.draw, kind, t_bytes, 12, other_t.file_bytes())
+    else:
+        o_bytes = damage(data.draw, kind, o_bytes, 8, other_o.file_bytes())
+    write(op, o_bytes)
+    write(tp, t_bytes)
+    storage = OsStorage()
+    checked = CheckedSegmentIndexes(
+        LazyIndex.offset_index(storage, op, base, MAX), LazyIndex.time_index(storage, tp, base, MAX), log, INTERVAL
+    )
+    batches = [b.header() for b in iterate_file(log).batches]
+    targets = sorted({o for h in batches for o in range(h.offset, h.last_offset + 2)} | {base - 1, 10**9})
+    for t in targets:
+        expected = next((h for h in batches if h.last_offset >= t), None)
+        got = checked.translate_offset(t)
+        assert (None if got is None else got.position) == (None if expected is None else expected.position), t
+    if kind == "none":
+        assert checked.rebuilt_because is None
+    event("rebuilt" if checked.rebuilt_because else "kept")
+    if checked.rebuilt_because or kind == "none":
+        offsets = checked._offsets.get()
+        times = checked._times.get()
+        assert offsets.logical_entries() == without_zero_tail(good_o.logical_entries(), base)
+        assert times.logical_entries() == without_zero_tail(good_t.logical_entries(), base)
+        assert max(checked.largest_timestamp(), 0) == max(good_t.last_entry[0], 0)
+
+
+def test_kafka_verify_index_only_rules(tmp_path):
+    log = b"".join(
+        build_batch_v2(i * 3, [(100 + i, None, b"x" * 300), (50, None, b"y"), (60, None, b"z")]) for i in range(10)
+    )
+    # (batches' max timestamps 100…109 rise, so the time index has one entry per indexed batch)
+    good_o, good_t, _ = rebuild_from_log(log, 0, 100, MAX)
+    storage = OsStorage()
+    o = OffsetIndex(storage, str(tmp_path / "0.index"), 0, MAX)
+    t = TimeIndex(storage, str(tmp_path / "0.timeindex"), 0, MAX)
+    assert rebuild(o, t, log, 100) == len(log)
+    assert o.logical_entries() == good_o.logical_entries() and t.logical_entries() == good_t.logical_entries()
+    assert verify_offset_index(o, log) == [] and verify_time_index(t, o, log) == []
+    o.resize(MAX)
+    o.append(100, 7)  # mid-batch position
+    problems = verify_offset_index(o, log)
+    assert [(p.key, p.value, p.problem) for p in problems] == [(100, 7, "no batch at this position")]
+    o.truncate_to(100)
+    o.append(100, len(log) + 50)
+    assert verify_offset_index(o, log)[0].problem == "no batch at this position"
+    t.resize(MAX)
+    t.maybe_append(10**6, 29)
+    assert [p.problem for p in verify_time_index(t, o, log)] == ["timestamp mismatch"]
