@@ -8,8 +8,7 @@ import sys
 import click
 
 from conformance.dump import DumpIOError, DumpOptions, dump_file
-
-INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+from conformance.dump_index import INDEX_SUFFIXES, dump_index_file
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,22 +22,36 @@ def main() -> None:
 @click.option("--deep-iteration", is_flag=True, help="Decode every record inside each batch.")
 @click.option("--print-data-log", is_flag=True, help="Print keys and values (implies --deep-iteration).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line: per batch, per error, per file end.")
-def dump(files: tuple[str, ...], deep_iteration: bool, print_data_log: bool, as_json: bool) -> None:
-    """Print the batches of Kafka .log segment files (and Fetch record sets with the same layout).
+@click.option("--index-sanity-check", is_flag=True, help="Index files: print only Kafka's sanity-check verdict.")
+@click.option(
+    "--verify-index-only",
+    is_flag=True,
+    help="Index files: check the entries against the segment's .log, list mismatches.",
+)
+def dump(
+    files: tuple[str, ...],
+    deep_iteration: bool,
+    print_data_log: bool,
+    as_json: bool,
+    index_sanity_check: bool,
+    verify_index_only: bool,
+) -> None:
+    """Print Kafka .log segment files (and Fetch record sets with the same layout) and .index,
+    .timeindex and .txnindex files.
 
     Invalid data is reported (valid prefix, then file, byte position and reason) with exit status
     0; the status is non-zero only for usage or I/O errors.
     """
-    for path in files:
-        if path.endswith(INDEX_SUFFIXES):
-            raise click.UsageError(f"{path}: index files are not handled by this version of klc dump; pass .log files")
-    options = DumpOptions(deep_iteration, print_data_log, as_json)
+    if index_sanity_check and verify_index_only:
+        raise click.UsageError("--index-sanity-check and --verify-index-only exclude each other")
+    options = DumpOptions(deep_iteration, print_data_log, as_json, index_sanity_check, verify_index_only)
     out = sys.stdout
     failed = False
     try:
         for path in files:
             try:
-                dump_file(path, options, lambda line: out.write(line + "\n"))
+                dumper = dump_index_file if path.endswith(INDEX_SUFFIXES) else dump_file
+                dumper(path, options, lambda line: out.write(line + "\n"))
             except DumpIOError as e:
                 out.flush()
                 click.echo(f"klc dump: {e}", err=True)

@@ -27,6 +27,8 @@ class DumpOptions:
     deep_iteration: bool = False
     print_data_log: bool = False
     as_json: bool = False
+    index_sanity_check: bool = False
+    verify_index_only: bool = False
 
     @property
     def deep(self) -> bool:

@@ -138,7 +138,7 @@ def test_io_and_usage_errors(tmp_path, segment):
     assert run("dump").exit_code == 2
     assert run("dump", "--bogus", str(segment)).exit_code == 2
     r = run("dump", str(tmp_path / "00000000000000000000.index"))
-    assert r.exit_code == 2 and "index files" in r.output
+    assert r.exit_code == 1 and "no such file" in r.output
     r = run("dump", str(tmp_path))
     assert r.exit_code == 2
 
