@@ -24,6 +24,15 @@ from conformance.cli import main
 from conformance.formats import check_scan_conforms
 from impl.file_records import BatchScan
 from model.file_records import iterate_file
+from tests.kafka_python_view import (
+    kp_batch_facts,
+    kp_batches,
+    kp_header,
+    kp_records,
+    model_batch_facts,
+    model_records,
+    our_header,
+)
 
 pytestmark = pytest.mark.realdata
 
@@ -44,8 +53,6 @@ SHORT_TAIL_SET = "v2_response_index_out_of_range"  # README: ends in a 9-byte pa
 
 # Spec vocabulary (§1.3, §1.6), written out here rather than imported from the model under test.
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
-TIMESTAMP_TYPES = {None: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}  # kafka-python's ids
-CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER"}
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 
 
@@ -184,104 +191,11 @@ def _missing_codec(codec_module, magic: int, codec: int) -> str | None:
     return None
 
 
-def _kp_header(kb) -> dict:
-    d = {"size": kb.size_in_bytes, "magic": kb.magic, "codec": kb.compression_type}
-    d["timestamp_type"] = TIMESTAMP_TYPES[kb.timestamp_type]
-    if kb.magic >= 2:
-        d.update(
-            offset=kb.base_offset, last_offset=kb.last_offset, crc=kb.crc, attributes=kb.attributes,
-            partition_leader_epoch=kb.leader_epoch, last_offset_delta=kb.last_offset_delta,
-            base_timestamp=kb.first_timestamp, max_timestamp=kb.max_timestamp, producer_id=kb.producer_id,
-            producer_epoch=kb.producer_epoch, base_sequence=kb.base_sequence, records_count=kb.records_count,
-            is_transactional=kb.is_transactional, is_control=kb.is_control_batch,
-        )  # fmt: skip
-    else:
-        # Legacy: the offset field is the (last) offset, kafka-python's base_offset (§1.1).  kafka-python
-        # has no public accessor for the wrapper's crc, attributes and timestamp.
-        ts = -1 if kb._timestamp is None else kb._timestamp
-        d.update(
-            offset=kb.base_offset, last_offset=kb.base_offset, crc=kb._crc, attributes=kb._attributes,
-            partition_leader_epoch=-1, last_offset_delta=-1, base_timestamp=ts, max_timestamp=ts,
-            producer_id=-1, producer_epoch=-1, base_sequence=-1, records_count=-1,
-            is_transactional=False, is_control=False,
-        )  # fmt: skip
-    return d
-
-
-def _model_header(b) -> dict:
-    h = b.header()
-    d = {k: getattr(h, k) for k in _KP_KEYS}
-    d.update(
-        codec=b.codec, timestamp_type=b.timestamp_type, is_transactional=b.is_transactional, is_control=b.is_control
-    )
-    return d
-
-
-_KP_KEYS = (
-    "size", "magic", "offset", "last_offset", "crc", "attributes", "partition_leader_epoch", "last_offset_delta",
-    "base_timestamp", "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "records_count",
-)  # fmt: skip
-
-
-def _kp_records(kb) -> list[dict]:
-    out = []
-    for r in kb:
-        d = {
-            "offset": r.offset,
-            "timestamp": -1 if r.timestamp is None else r.timestamp,
-            "timestamp_type": TIMESTAMP_TYPES[r.timestamp_type],
-            "key": r.key,
-            "value": r.value,
-            "headers": tuple((k.encode("utf-8"), v) for k, v in r.headers),
-        }
-        if kb.magic >= 2:
-            delta = r.offset - kb.base_offset
-            d["sequence"] = -1 if kb.base_sequence == -1 else kb._increment_sequence(kb.base_sequence, delta)
-            if kb.is_control_batch:
-                d["control_type"] = CONTROL_TYPES.get(r.type, "UNKNOWN")
-        else:
-            d.update(crc=r.checksum, crc_valid=r.validate_crc())
-        out.append(d)
-    return out
-
-
-def _model_records(b) -> list[dict]:
-    out = []
-    for r in b.records():
-        d = {
-            "offset": r.offset,
-            "timestamp": r.timestamp,
-            "timestamp_type": r.timestamp_type,
-            "key": r.key,
-            "value": r.value,
-            "headers": r.headers,
-        }
-        if b.is_v2:
-            d["sequence"] = r.sequence
-            if b.is_control:
-                d["control_type"] = r.control_type
-        else:
-            d.update(crc=r.crc, crc_valid=r.crc_valid)
-        out.append(d)
-    return out
-
-
-def _kp_batches(memory_records_cls, data: bytes) -> tuple[list, int]:
-    """kafka-python's batches with positions, and its valid byte count."""
-    records = memory_records_cls(data)
-    out, pos = [], 0
-    while records.has_next():
-        batch = records.next_batch()
-        out.append((pos, batch))
-        pos += batch.size_in_bytes
-    return out, records.valid_bytes()
-
-
 def compare_with_kafka_python(kafka_python, data: bytes) -> collections.Counter:
     """Compare every valid batch (model) with kafka-python; count "compared" and each skip reason."""
     memory_records_cls, codec_module = kafka_python
     it = iterate_file(data)
-    kbs, kp_valid_bytes = _kp_batches(memory_records_cls, data)
+    kbs, kp_valid_bytes = kp_batches(memory_records_cls, data)
     tail = len(data) - it.valid_bytes
     if it.stop in ("end", "torn") or (it.stop == "short-tail" and tail < 12):
         # kafka-python stops at the same place (it never examines fewer than 12 bytes, §1.10 rule 1
@@ -294,11 +208,13 @@ def compare_with_kafka_python(kafka_python, data: bytes) -> collections.Counter:
         assert pos == batch.position
         reason = _missing_codec(codec_module, kb.magic, kb.compression_type)
         assert kb.validate_crc(), f"kafka-python rejects the CRC of the batch at {pos}"
-        assert _model_header(batch) == _kp_header(kb), f"batch at {pos}"
+        assert our_header(batch.header()) | model_batch_facts(batch) == kp_header(pos, kb) | kp_batch_facts(kb), (
+            f"batch at {pos}"
+        )
         if reason is not None:
             counts[reason] += 1
             continue
-        assert _model_records(batch) == _kp_records(kb), f"records of the batch at {pos}"
+        assert model_records(batch) == kp_records(kb), f"records of the batch at {pos}"
         counts["compared"] += 1
     return counts
 
@@ -382,7 +298,7 @@ def test_ksql_command_topic_has_a_committed_transaction(real_data, kafka_python)
     assert {b.header().producer_id for b in data_batches} & {c.header().producer_id for c in commits}
     assert min(b.header().offset for b in data_batches) < commits[-1].header().offset
     # kafka-python sees the same COMMIT marker
-    kbs, _ = _kp_batches(kafka_python[0], _read(real_data, rel))
+    kbs, _ = kp_batches(kafka_python[0], _read(real_data, rel))
     assert any(kb.is_control_batch and any(r.commit for r in kb) for _, kb in kbs)
 
 
@@ -396,10 +312,10 @@ def test_mscaldas_has_lz4_v2_batches_that_decode(real_data, kafka_python):
         assert b.records()
     if _missing_codec(kafka_python[1], 2, LZ4) is None:
         for rel, b in lz4:
-            kbs, _ = _kp_batches(kafka_python[0], b.raw)
+            kbs, _ = kp_batches(kafka_python[0], b.raw)
             ((_, kb),) = kbs
             assert kb.compression_type == LZ4
-            assert _model_records(b) == _kp_records(kb), rel
+            assert model_records(b) == kp_records(kb), rel
 
 
 def _compressed_payload(b) -> bytes:
