@@ -107,10 +107,7 @@ def _index_lines(path: str, index, options: DumpOptions) -> Iterator[str]:
 
 def _verify_lines(path: str, index, is_offset: bool, as_json: bool) -> Iterator[str]:
     log_path = path[: path.rindex(".")] + ".log"
-    try:
-        log = _open_buffer(log_path)
-    except DumpIOError:
-        raise
+    log = _open_buffer(log_path)  # a missing .log is an I/O error (DumpIOError)
     try:
         if is_offset:
             mismatches = verify_offset_index(index, log)
