@@ -37,6 +37,7 @@ def kp_header(position: int, kb) -> dict:
             producer_epoch=kb.producer_epoch, base_sequence=kb.base_sequence, records_count=kb.records_count,
         )  # fmt: skip
     else:
+        # Legacy: the offset field is the (last) offset, which is kafka-python's base_offset (§1.1).
         # LegacyRecordBatch has no public accessor for the wrapper's crc, attributes and timestamp.
         ts = -1 if kb._timestamp is None else kb._timestamp
         d.update(
