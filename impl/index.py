@@ -267,6 +267,22 @@ class _MmapIndex:
             )
         return self._raw(n)
 
+    def entry(self, n: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def logical_entries(self) -> list[tuple[int, int]]:
+        return [self.entry(i) for i in range(self._entries)]
+
+    def _check_length(self) -> None:
+        """Both of Kafka's sanity checks end with: the file is a whole number of entries."""
+        if self._length % self.ENTRY_SIZE:
+            raise IndexFailure(
+                CORRUPT_INDEX,
+                "length-not-multiple",
+                f"index file length {self._length} is not a multiple of {self.ENTRY_SIZE}",
+                self.path,
+            )
+
     def file_bytes(self) -> bytes:
         return bytes(self._mm[: self._length])
 
@@ -301,9 +317,6 @@ class OffsetIndex(_MmapIndex):
     def entry(self, n: int) -> tuple[int, int]:
         rel, pos = self.entry_slot(n)
         return self.base_offset + rel, pos
-
-    def logical_entries(self) -> list[tuple[int, int]]:
-        return [self.entry(i) for i in range(self._entries)]
 
     def append(self, offset: int, position: int) -> None:
         with self._lock:
@@ -347,13 +360,7 @@ class OffsetIndex(_MmapIndex):
                 f"has non-zero size but the last offset is {last} which is less than the base offset {self.base_offset}",
                 self.path,
             )
-        if self._length % self.ENTRY_SIZE:
-            raise IndexFailure(
-                CORRUPT_INDEX,
-                "length-not-multiple",
-                f"index file length {self._length} is not a multiple of 8",
-                self.path,
-            )
+        self._check_length()
 
 
 class TimeIndex(_MmapIndex):
@@ -388,9 +395,6 @@ class TimeIndex(_MmapIndex):
     def entry(self, n: int) -> tuple[int, int]:
         ts, rel = self.entry_slot(n)
         return ts, self.base_offset + rel
-
-    def logical_entries(self) -> list[tuple[int, int]]:
-        return [self.entry(i) for i in range(self._entries)]
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         with self._lock:
@@ -442,13 +446,7 @@ class TimeIndex(_MmapIndex):
                     f"has non-zero size but the last offset is {self.base_offset + last_rel} which is less than the base offset {self.base_offset}",
                     self.path,
                 )
-        if self._length % self.ENTRY_SIZE:
-            raise IndexFailure(
-                CORRUPT_INDEX,
-                "length-not-multiple",
-                f"index file length {self._length} is not a multiple of 12",
-                self.path,
-            )
+        self._check_length()
 
 
 class LazyIndex:

@@ -155,6 +155,21 @@ class _Index:
             )
         return self.slots[n]
 
+    def entry(self, n: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def logical_entries(self) -> list[tuple[int, int]]:
+        return [self.entry(i) for i in range(self.entries)]
+
+    def _check_length(self) -> None:
+        """Both sanity checks end with: the file length must be a whole number of entries."""
+        if self.length % self.ENTRY_SIZE != 0:
+            raise IndexFailure(
+                CORRUPT_INDEX,
+                "length-not-multiple",
+                f"index file length {self.length} is not a multiple of {self.ENTRY_SIZE}",
+            )
+
     # --- §3.4 search ------------------------------------------------------------------------
 
     def _key(self, slot: tuple[int, int], field: str) -> int:
@@ -216,9 +231,6 @@ class OffsetIndex(_Index):
         rel, pos = self.entry_slot(n)
         return self.base_offset + rel, pos
 
-    def logical_entries(self) -> list[tuple[int, int]]:
-        return [self.entry(i) for i in range(self.entries)]
-
     def append(self, offset: int, position: int) -> None:
         if self.is_full():
             raise IndexFailure(
@@ -253,10 +265,7 @@ class OffsetIndex(_Index):
                 CORRUPT_INDEX, "last-offset-below-base",
                 f"has non-zero size but the last offset is {self.last_offset} which is less than the base offset {self.base_offset}",
             )  # fmt: skip
-        if self.length % self.ENTRY_SIZE != 0:
-            raise IndexFailure(
-                CORRUPT_INDEX, "length-not-multiple", f"index file length {self.length} is not a multiple of 8"
-            )
+        self._check_length()
 
 
 @attrs.define
@@ -284,9 +293,6 @@ class TimeIndex(_Index):
     def entry(self, n: int) -> tuple[int, int]:
         ts, rel = self.entry_slot(n)
         return ts, self.base_offset + rel
-
-    def logical_entries(self) -> list[tuple[int, int]]:
-        return [self.entry(i) for i in range(self.entries)]
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         if not skip_full_check and self.is_full():
@@ -328,10 +334,7 @@ class TimeIndex(_Index):
                     CORRUPT_INDEX, "last-offset-below-base",
                     f"has non-zero size but the last offset is {self.last_entry[1]} which is less than the base offset {self.base_offset}",
                 )  # fmt: skip
-        if self.length % self.ENTRY_SIZE != 0:
-            raise IndexFailure(
-                CORRUPT_INDEX, "length-not-multiple", f"index file length {self.length} is not a multiple of 12"
-            )
+        self._check_length()
 
 
 # --- §3.7 transaction index ---------------------------------------------------------------------
