@@ -45,10 +45,10 @@ def lookup_cost(d: str, lookups: int) -> list[dict]:
                     index.maybe_append(3 * i, 3 * i)
             rng = random.Random(exp)
             targets = [rng.randrange(0, 3 * n + 5) for _ in range(lookups)]
-            before = storage.stats.bytes_read
+            before = storage.stats.index_bytes_read
             lookup = index.lookup
             seconds = _best(lambda: [lookup(t) for t in targets])
-            slots = (storage.stats.bytes_read - before) / index.ENTRY_SIZE / (lookups * 5)
+            slots = (storage.stats.index_bytes_read - before) / index.ENTRY_SIZE / (lookups * 5)
             rows.append(
                 {"index": name, "entries": n, "ns_per_lookup": seconds / lookups * 1e9, "slots_per_lookup": slots}
             )
@@ -98,7 +98,7 @@ def lazy_vs_eager(d: str, segments: int) -> dict:
 
     lazy_s, lazy_storage, handles = min((lazy() for _ in range(3)), key=lambda r: r[0])
     eager_s, eager_storage = min((eager() for _ in range(3)), key=lambda r: r[0])
-    before, opens_before = lazy_storage.stats.bytes_read, lazy_storage.stats.opens
+    before, opens_before = lazy_storage.stats.index_bytes_read, lazy_storage.stats.opens
     t0 = time.perf_counter()
     for (b, _, _), (lo, lt) in zip(paths, handles, strict=True):
         lo.get().lookup(b + 255)
@@ -113,11 +113,11 @@ def lazy_vs_eager(d: str, segments: int) -> dict:
         "eager_over_lazy": eager_s / lazy_s,
         "lazy_bytes_read": before,
         "lazy_opens": opens_before,
-        "eager_bytes_read": eager_storage.stats.bytes_read,
+        "eager_bytes_read": eager_storage.stats.index_bytes_read,
         "eager_opens": eager_storage.stats.opens,
         "eager_maps": eager_storage.stats.maps,
         "first_use_seconds": first_use,
-        "first_use_bytes_read_per_segment": (lazy_storage.stats.bytes_read - before) / segments,
+        "first_use_bytes_read_per_segment": (lazy_storage.stats.index_bytes_read - before) / segments,
     }
 
 

@@ -71,7 +71,7 @@ class _MmapIndex:
     # --- opening ------------------------------------------------------------------------------
 
     def _raw(self, slot: int) -> tuple[int, int]:
-        self._stats.bytes_read += self.ENTRY_SIZE
+        self._stats.index_bytes_read += self.ENTRY_SIZE
         return self._entry.unpack_from(self._mm, slot * self.ENTRY_SIZE)
 
     def _is_zero(self, slot: int) -> bool:
@@ -109,7 +109,7 @@ class _MmapIndex:
         start, end = n * self.ENTRY_SIZE, self._length
         for a in range(start, end, _CHUNK):
             b = min(a + _CHUNK, end)
-            self._stats.bytes_read += b - a
+            self._stats.index_bytes_read += b - a
             chunk = self._mm[a:b]
             if chunk != _ZEROS[: b - a]:
                 first = next(i for i, byte in enumerate(chunk) if byte)
@@ -225,7 +225,7 @@ class _MmapIndex:
                 raise IndexFailure(
                     ILLEGAL_ARGUMENT, "resize-below-entries", f"cannot resize to {rounded} bytes", self.path
                 )
-            self._mm.close()
+            self._file.unmap(self._mm)
             self._file.truncate(rounded)
             self._length = rounded
             self._mm = self._file.map()
@@ -245,8 +245,8 @@ class _MmapIndex:
 
     def flush(self) -> None:
         with self._lock:
-            if hasattr(self._mm, "flush") and self._length:
-                self._mm.flush()
+            if self._length:
+                self._file.flush_map(self._mm)
 
     def close(self) -> None:
         """trimToValidSize, then unmap (no explicit flush, as Kafka)."""
@@ -254,7 +254,7 @@ class _MmapIndex:
         self.close_handler()
 
     def close_handler(self) -> None:
-        self._mm.close()
+        self._file.unmap(self._mm)
         self._file.close()
 
     def entry_slot(self, n: int) -> tuple[int, int]:

@@ -4,10 +4,14 @@ Two backends implement it: :class:`OsStorage` here (os + mmap, what users run) a
 backend in ``conformance/`` that keeps durable and pending state for crash injection (DESIGN.md
 "Storage faults").  Nothing else in ``impl/`` touches ``os``, ``open`` or ``mmap``.
 
-Version 1 (indexes): open/create a file, size, read, write at, append, truncate (grow zero-extends),
-fsync, a writable mapping of the whole file, a read-only view, rename, unlink, list, exists, make
-dirs, fsync of a directory.  Reads through :meth:`StorageFile.read` are counted in ``stats`` so
-benchmarks and tests can assert how many bytes a load touched.
+Version 2 (the log): open/create a file, size, read, write at, append, truncate (grow zero-extends),
+fsync, a writable mapping of the whole file (released with :meth:`StorageFile.unmap`, made durable
+with :meth:`StorageFile.flush_map`), a read-only view, rename (replacing), unlink, list, exists,
+is-dir, make dirs, fsync of a directory, and a file's modification time in milliseconds (read and
+set; Kafka's time retention falls back to it, §4.8, and a split copies it, §5.5).  Reads through
+:meth:`StorageFile.read` are counted in ``stats``; code that scans a view adds what it scanned to
+``log_bytes_read`` / ``index_bytes_read``, so benchmarks and tests can assert how many bytes a load
+touched (DESIGN.md "Clean restart": target zero log bytes).
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ class IoStats:
     opens: int = 0
     maps: int = 0
     fsyncs: int = 0
+    log_bytes_read: int = 0
+    index_bytes_read: int = 0
+
+    def snapshot(self) -> IoStats:
+        return attrs.evolve(self)
 
 
 class StorageFile(Protocol):
@@ -40,6 +49,8 @@ class StorageFile(Protocol):
     def truncate(self, size: int) -> None: ...
     def fsync(self) -> None: ...
     def map(self): ...
+    def unmap(self, mapping) -> None: ...
+    def flush_map(self, mapping) -> None: ...
     def view(self): ...
     def close(self) -> None: ...
 
@@ -54,6 +65,9 @@ class Storage(Protocol):
     def rename(self, src: str, dst: str) -> None: ...
     def unlink(self, path: str) -> None: ...
     def fsync_dir(self, path: str) -> None: ...
+    def is_dir(self, path: str) -> bool: ...
+    def mtime_ms(self, path: str) -> int: ...
+    def set_mtime_ms(self, path: str, ms: int) -> None: ...
 
 
 class _EmptyMap(bytearray):
@@ -115,6 +129,15 @@ class OsFile:
         access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
         return mmap.mmap(self._fd, length, access=access)
 
+    def unmap(self, mapping) -> None:
+        mapping.close()
+
+    def flush_map(self, mapping) -> None:
+        """msync: the mapping's dirty pages reach the disk."""
+        if isinstance(mapping, mmap.mmap) and not mapping.closed:
+            mapping.flush()
+            self._storage.stats.fsyncs += 1
+
     def view(self):
         """A read-only zero-copy view of the whole file (``b""`` when empty)."""
         self._storage.stats.maps += 1
@@ -155,6 +178,15 @@ class OsStorage:
 
     def unlink(self, path: str) -> None:
         os.unlink(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def mtime_ms(self, path: str) -> int:
+        return os.stat(path).st_mtime_ns // 1_000_000
+
+    def set_mtime_ms(self, path: str, ms: int) -> None:
+        os.utime(path, ns=(ms * 1_000_000, ms * 1_000_000))
 
     def fsync_dir(self, path: str) -> None:
         fd = os.open(path, os.O_RDONLY)
