@@ -96,7 +96,11 @@ class _Index:
         return self.ENTRY_SIZE * self.entries
 
     def file_bytes(self) -> bytes:
-        return b"".join(self._FORMAT.pack(*s) for s in self.slots) + self.odd_tail
+        used = len(self.slots)  # a preallocated tail of zero slots is rendered in one piece
+        while used and self.slots[used - 1] == (0, 0):
+            used -= 1
+        zeros = bytes((len(self.slots) - used) * self.ENTRY_SIZE)
+        return b"".join(self._FORMAT.pack(*s) for s in self.slots[:used]) + zeros + self.odd_tail
 
     def relative_offset(self, offset: int) -> int:
         r = offset - self.base_offset

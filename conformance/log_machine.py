@@ -1,0 +1,223 @@
+"""The log state machine: Hypothesis drives the whole operation set of the log issue through the
+one runner (:class:`conformance.runner.Session`), model against impl, checking every property after
+every step.  A failure prints the scenario as JSON — replayable with ``klc replay``.
+
+The configuration is drawn once per case with small sizes so that rolls on size, time, full indexes
+(KAFKA-6388's empty active segment) and retention all happen within a few steps.  ``target()`` steers
+toward many segments and toward clean restarts; ``event()`` labels what each step did.
+"""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import event, target
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initialize, invariant, precondition, rule
+
+from conformance import scenario as sc
+from conformance.properties import PropertyViolation
+from conformance.runner import Session
+
+TOPICS = ("t", "orders")
+DAY = 86_400_000
+
+configs = st.fixed_dictionaries(
+    {"segment.index.bytes": st.sampled_from([12, 16, 24, 40, 64, 4096])},
+    optional={
+        "segment.bytes": st.integers(200, 3000),
+        "segment.ms": st.integers(1, 20_000),
+        "segment.jitter.ms": st.integers(0, 5_000),
+        "index.interval.bytes": st.sampled_from([0, 1, 100, 4096]),
+        "flush.messages": st.integers(1, 20),
+        "retention.ms": st.sampled_from([-1, 1000, 60_000, 2 * DAY]),
+        "retention.bytes": st.sampled_from([-1, 0, 500, 2000]),
+        "file.delete.delay.ms": st.sampled_from([0, 1000, 60_000]),
+        "max.message.bytes": st.sampled_from([150, 1048588]),
+    },
+)
+
+text = st.text(alphabet="abcxyz", max_size=12)
+
+
+class LogMachine(RuleBasedStateMachine):
+    """Subclasses (or :func:`make_log_machine`) choose the impl backend."""
+
+    backend = "sim"
+    targets = ("model", "impl")
+
+    partitions = Bundle("partitions")
+
+    def __init__(self):
+        super().__init__()
+        self.session: Session | None = None
+        self.running = True
+        self.clock = 0
+        self.created: set[tuple[str, int]] = set()
+        self.leo: dict[tuple[str, int], int] = {}
+        self.scores: dict[str, float] = {}
+
+    def _score(self, label: str, value: float, add: bool = False) -> None:
+        """target() may be called once per label per case: keep the best, report at teardown."""
+        old = self.scores.get(label, 0.0)
+        self.scores[label] = old + value if add else max(old, value)
+
+    @initialize(target=partitions, config=configs, data_dirs=st.integers(1, 2), seed=st.integers(0, 3))
+    def start(self, config, data_dirs, seed):
+        header = sc.Scenario((), config, data_dirs, 1_700_000_000_000, seed)
+        self.clock = header.clock_start_ms
+        self.session = Session(header, self.targets, self.backend)
+        self._do(sc.Create("t", 0, 0))
+        self.created.add(("t", 0))
+        return ("t", 0)
+
+    def teardown(self):
+        for label, value in self.scores.items():
+            target(value, label=label)
+        if self.session is not None:
+            self.session.close()
+
+    # --- the bridge to the runner -------------------------------------------------------------
+
+    def _do(self, step: sc.Step) -> dict:
+        violations = self.session.step(step)
+        if violations:
+            v = violations[0]
+            scenario = json.dumps(self.session.scenario.to_json())
+            raise PropertyViolation(v.prop, f"{v}\nscenario: {scenario}")
+        result = self.session.verdict.results[-1]
+        first = next(iter(result.values()))
+        if "error" in first:
+            event(f"{step.op} refused: {first['error']}")
+        else:
+            event(f"{step.op} ok")
+        return first
+
+    # --- rules -------------------------------------------------------------------------------------
+
+    @precondition(lambda self: self.running and len(self.created) < 4)
+    @rule(target=partitions, topic=st.sampled_from(TOPICS), partition=st.integers(0, 1), d=st.integers(0, 1))
+    def create(self, topic, partition, d):
+        self._do(sc.Create(topic, partition, d))
+        self.created.add((topic, partition))
+        return (topic, partition)
+
+    def _records(self, data, n_max=4):
+        n = data.draw(st.integers(1, n_max), label="records")
+        lag = data.draw(st.sampled_from([0, 500, 5_000, 3 * DAY]), label="lag")
+        return tuple(
+            sc.Rec(max(0, self.clock - lag + data.draw(st.integers(-200, 200))), data.draw(text | st.none()), data.draw(text))
+            for _ in range(n)
+        )
+
+    @precondition(lambda self: self.running)
+    @rule(tp=partitions, data=st.data(), epoch=st.integers(0, 3), codec=st.sampled_from(["none", "none", "gzip"]))
+    def append(self, tp, data, epoch, codec):
+        batches = tuple(
+            sc.BatchSpec(self._records(data), codec) for _ in range(data.draw(st.integers(1, 3), label="batches"))
+        )
+        result = self._do(sc.Append(tp[0], tp[1], batches, True, epoch))
+        if "last" in result:
+            self.leo[tp] = result["last"] + 1
+            self._score("log end offset", float(result["last"]))
+
+    @precondition(lambda self: self.running)
+    @rule(tp=partitions, data=st.data(), gap=st.sampled_from([0, 0, 1, 40]), epoch=st.integers(0, 3))
+    def append_as_follower(self, tp, data, gap, epoch):
+        base = self.leo.get(tp, 0) + gap
+        batches = []
+        for _ in range(data.draw(st.integers(1, 2), label="batches")):
+            records = self._records(data)
+            batches.append(sc.BatchSpec(records, "none", base, epoch))
+            base += len(records)
+        result = self._do(sc.Append(tp[0], tp[1], tuple(batches), False, 0))
+        if "last" in result:
+            self.leo[tp] = result["last"] + 1
+
+    @precondition(lambda self: self.running)
+    @rule(tp=partitions)
+    def roll(self, tp):
+        self._do(sc.Roll(tp[0], tp[1]))
+
+    @precondition(lambda self: self.running)
+    @rule(tp=partitions, data=st.data(), max_bytes=st.sampled_from([0, 1, 100, 1 << 20]), min_one=st.booleans())
+    def read(self, tp, data, max_bytes, min_one):
+        leo = self.leo.get(tp, 0)
+        offset = data.draw(st.integers(-1, leo + 1), label="offset")
+        max_offset = data.draw(st.none() | st.integers(0, leo + 1), label="max_offset")
+        self._do(sc.Read(tp[0], tp[1], offset, max_bytes, max_offset, min_one))
+
+    @precondition(lambda self: self.running)
+    @rule(tp=partitions, data=st.data())
+    def offset_for_timestamp(self, tp, data):
+        ts = data.draw(st.sampled_from([-3, -2, -1]) | st.integers(self.clock - 4 * DAY, self.clock + 1000), label="ts")
+        self._do(sc.OffsetForTimestamp(tp[0], tp[1], ts))
+
+    @precondition(lambda self: self.running)
+    @rule(tp=partitions, data=st.data())
+    def truncate(self, tp, data):
+        offset = data.draw(st.integers(0, self.leo.get(tp, 0) + 1), label="offset")
+        result = self._do(sc.Truncate(tp[0], tp[1], offset))
+        if result.get("truncated"):
+            self.leo[tp] = offset
+
+    @precondition(lambda self: self.running)
+    @rule(tp=partitions, data=st.data())
+    def truncate_fully(self, tp, data):
+        offset = data.draw(st.integers(0, self.leo.get(tp, 0) + 50), label="offset")
+        self._do(sc.TruncateFully(tp[0], tp[1], offset))
+        self.leo[tp] = offset
+
+    @precondition(lambda self: self.running)
+    @rule(tp=partitions, data=st.data())
+    def delete_records(self, tp, data):
+        self._do(sc.DeleteRecords(tp[0], tp[1], data.draw(st.integers(0, self.leo.get(tp, 0) + 1), label="offset")))
+
+    @precondition(lambda self: self.running)
+    @rule(tp=partitions, data=st.data())
+    def flush(self, tp, data):
+        self._do(sc.Flush(tp[0], tp[1], data.draw(st.none() | st.integers(0, self.leo.get(tp, 0) + 1), label="offset")))
+
+    @precondition(lambda self: self.running)
+    @rule()
+    def retention(self):
+        result = self._do(sc.Retention())
+        self._score("segments deleted by retention", float(result.get("deleted", 0)), add=True)
+
+    @precondition(lambda self: self.running)
+    @rule()
+    def checkpoint(self):
+        self._do(sc.Checkpoint())
+
+    @rule(ms=st.sampled_from([1, 999, 5_000, 60_000, DAY]))
+    def tick(self, ms):
+        self.clock += ms
+        self._do(sc.Tick(ms))
+
+    @precondition(lambda self: self.running)
+    @rule()
+    def shutdown(self):
+        self._do(sc.Shutdown())
+        self.running = False
+
+    @precondition(lambda self: not self.running)
+    @rule()
+    def open(self):
+        self._do(sc.Open())
+        self.running = True
+        self._score("clean restarts", 1.0, add=True)
+
+    @invariant()
+    def segments_seen(self):
+        if self.session is not None and self.running:
+            state = self.session.targets[0].state()
+            if state.get("running"):
+                n = max((len(p["segments"]) for p in state["partitions"].values()), default=0)
+                self._score("segments in a partition", float(n))
+
+
+def make_log_machine(backend: str = "sim", targets=("model", "impl")):
+    return type(f"LogMachine_{backend}", (LogMachine,), {"backend": backend, "targets": targets})
+
+
+__all__ = ["LogMachine", "make_log_machine", "consumes"]

@@ -1,0 +1,353 @@
+"""Scenarios: a config and a list of steps — the one vocabulary every path into the suite uses
+(DESIGN.md "Scenarios and corpora"; the format is documented in docs/scenario-format.md).
+
+A step is a frozen attrs value with an ``op`` name; :func:`step_from_json` and :meth:`Scenario.from_json`
+validate everything a user can write and raise :class:`ScenarioError` naming the step index and the
+field.  Batches in an ``append`` are described by their records; :func:`append_bytes` encodes them
+(Kafka's producer layout, base offset 0 as a client sends) so a scenario file stays readable.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+import attrs
+
+from model import compression
+from model.records import build_batch_v2
+
+FORMAT = "klc-scenario"
+VERSION = 1
+CODECS = {"none": compression.NONE, "gzip": compression.GZIP, "snappy": compression.SNAPPY, "lz4": compression.LZ4, "zstd": compression.ZSTD}
+LONG = (-(2**63), 2**63 - 1)
+INT = (-(2**31), 2**31 - 1)
+
+
+class ScenarioError(ValueError):
+    """A scenario file or step that cannot be run: names where (file, step index, field)."""
+
+
+def _int(d: dict, key: str, where: str, default=None, lo=LONG[0], hi=LONG[1]) -> int:
+    value = d.get(key, default)
+    if value is None or type(value) is not int:
+        raise ScenarioError(f"{where}: {key!r} must be an integer, got {value!r}")
+    if not lo <= value <= hi:
+        raise ScenarioError(f"{where}: {key!r} = {value} is outside [{lo}, {hi}]")
+    return value
+
+
+def _bool(d: dict, key: str, where: str, default: bool) -> bool:
+    value = d.get(key, default)
+    if type(value) is not bool:
+        raise ScenarioError(f"{where}: {key!r} must be true or false, got {value!r}")
+    return value
+
+
+def _str(d: dict, key: str, where: str, default=None) -> str:
+    value = d.get(key, default)
+    if not isinstance(value, str) or not value:
+        raise ScenarioError(f"{where}: {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _text(d: dict, key: str, where: str) -> str | None:
+    value = d.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ScenarioError(f"{where}: {key!r} is a string (stored as UTF-8) or null, got {value!r}")
+    return value
+
+
+@attrs.frozen
+class Rec:
+    """One record: timestamp (ms, ≥ 0), key and value (UTF-8 text or None)."""
+
+    timestamp: int
+    key: str | None = None
+    value: str | None = None
+
+
+@attrs.frozen
+class BatchSpec:
+    records: tuple[Rec, ...]
+    codec: str = "none"
+    base_offset: int = 0  # follower appends: the offset the leader assigned
+    leader_epoch: int = 0  # follower appends: the batch's partition leader epoch
+
+
+class Step:
+    op: ClassVar[str]
+    partition_level: ClassVar[bool] = True
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"op": self.op}
+        for f in attrs.fields(type(self)):
+            value = getattr(self, f.name)
+            if f.name == "batches":
+                value = [
+                    {
+                        "records": [attrs.asdict(r) for r in b.records],
+                        **({"codec": b.codec} if b.codec != "none" else {}),
+                        **({"base_offset": b.base_offset} if not self.leader else {}),
+                        **({"leader_epoch": b.leader_epoch} if not self.leader else {}),
+                    }
+                    for b in value
+                ]
+            if value is not None and not (f.default is not attrs.NOTHING and value == f.default and f.name != "topic"):
+                out[f.name] = value
+        return out
+
+
+def _tp(d: dict, where: str) -> dict:
+    return {"topic": _str(d, "topic", where, "t"), "partition": _int(d, "partition", where, 0, 0, INT[1])}
+
+
+@attrs.frozen
+class Create(Step):
+    op = "create"
+    topic: str = "t"
+    partition: int = 0
+    dir: int = 0  # index into the scenario's data dirs
+
+
+@attrs.frozen
+class Append(Step):
+    op = "append"
+    topic: str = "t"
+    partition: int = 0
+    batches: tuple[BatchSpec, ...] = ()
+    leader: bool = True
+    leader_epoch: int = 0  # leader appends: the epoch stamped on every batch
+
+
+@attrs.frozen
+class Roll(Step):
+    op = "roll"
+    topic: str = "t"
+    partition: int = 0
+
+
+@attrs.frozen
+class Read(Step):
+    op = "read"
+    topic: str = "t"
+    partition: int = 0
+    offset: int = 0
+    max_bytes: int = 1 << 20
+    max_offset: int | None = None
+    min_one_message: bool = True
+
+
+@attrs.frozen
+class OffsetForTimestamp(Step):
+    op = "offset_for_timestamp"
+    topic: str = "t"
+    partition: int = 0
+    timestamp: int = -1
+
+
+@attrs.frozen
+class Truncate(Step):
+    op = "truncate"
+    topic: str = "t"
+    partition: int = 0
+    offset: int = 0
+
+
+@attrs.frozen
+class TruncateFully(Step):
+    op = "truncate_fully"
+    topic: str = "t"
+    partition: int = 0
+    offset: int = 0
+
+
+@attrs.frozen
+class DeleteRecords(Step):
+    op = "delete_records"
+    topic: str = "t"
+    partition: int = 0
+    offset: int = 0
+
+
+@attrs.frozen
+class Flush(Step):
+    op = "flush"
+    topic: str = "t"
+    partition: int = 0
+    offset: int | None = None
+
+
+@attrs.frozen
+class Retention(Step):
+    op = "retention"
+    partition_level = False
+
+
+@attrs.frozen
+class Checkpoint(Step):
+    op = "checkpoint"
+    partition_level = False
+
+
+@attrs.frozen
+class Tick(Step):
+    op = "tick"
+    partition_level = False
+    ms: int = 1000
+
+
+@attrs.frozen
+class Shutdown(Step):
+    op = "shutdown"
+    partition_level = False
+
+
+@attrs.frozen
+class Open(Step):
+    op = "open"
+    partition_level = False
+
+
+STEPS: dict[str, type[Step]] = {
+    cls.op: cls
+    for cls in (Create, Append, Roll, Read, OffsetForTimestamp, Truncate, TruncateFully, DeleteRecords, Flush)
+    + (Retention, Checkpoint, Tick, Shutdown, Open)
+}
+
+
+def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
+    raw = d.get("batches")
+    if not isinstance(raw, list) or not raw:
+        raise ScenarioError(f"{where}: 'batches' must be a non-empty list")
+    out = []
+    for i, b in enumerate(raw):
+        bw = f"{where}.batches[{i}]"
+        if not isinstance(b, dict) or not isinstance(b.get("records"), list) or not b["records"]:
+            raise ScenarioError(f"{bw}: a batch is an object with a non-empty 'records' list")
+        codec = b.get("codec", "none")
+        if codec not in CODECS:
+            raise ScenarioError(f"{bw}: codec {codec!r} is not one of {', '.join(CODECS)}")
+        recs = []
+        for j, r in enumerate(b["records"]):
+            rw = f"{bw}.records[{j}]"
+            if not isinstance(r, dict):
+                raise ScenarioError(f"{rw}: a record is an object")
+            if set(r) - {"timestamp", "key", "value"}:
+                raise ScenarioError(f"{rw}: unknown field(s) {', '.join(sorted(set(r) - {'timestamp', 'key', 'value'}))}")
+            recs.append(Rec(_int(r, "timestamp", rw, None, 0), _text(r, "key", rw), _text(r, "value", rw)))
+        base = _int(b, "base_offset", bw, 0, 0) if not leader else 0
+        epoch = _int(b, "leader_epoch", bw, 0, 0, INT[1]) if not leader else 0
+        out.append(BatchSpec(tuple(recs), codec, base, epoch))
+    return tuple(out)
+
+
+def step_from_json(d, where: str = "step") -> Step:
+    if not isinstance(d, dict) or not isinstance(d.get("op"), str):
+        raise ScenarioError(f"{where}: a step is an object with an 'op' string")
+    cls = STEPS.get(d["op"])
+    if cls is None:
+        raise ScenarioError(f"{where}: unknown op {d['op']!r} (known: {', '.join(STEPS)})")
+    known = {f.name for f in attrs.fields(cls)} | {"op"}
+    extra = set(d) - known
+    if extra:
+        raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(extra))} for op {cls.op!r}")
+    kwargs: dict[str, Any] = _tp(d, where) if cls.partition_level else {}
+    if cls is Create:
+        kwargs["dir"] = _int(d, "dir", where, 0, 0, 64)
+    elif cls is Append:
+        kwargs["leader"] = _bool(d, "leader", where, True)
+        kwargs["leader_epoch"] = _int(d, "leader_epoch", where, 0, 0, INT[1])
+        kwargs["batches"] = _batches(d, where, kwargs["leader"])
+    elif cls is Read:
+        kwargs["offset"] = _int(d, "offset", where, 0)
+        kwargs["max_bytes"] = _int(d, "max_bytes", where, 1 << 20, 0, INT[1])
+        kwargs["max_offset"] = None if d.get("max_offset") is None else _int(d, "max_offset", where)
+        kwargs["min_one_message"] = _bool(d, "min_one_message", where, True)
+    elif cls is OffsetForTimestamp:
+        kwargs["timestamp"] = _int(d, "timestamp", where, None, -3)
+    elif cls in (Truncate, TruncateFully, DeleteRecords):
+        kwargs["offset"] = _int(d, "offset", where, None)
+    elif cls is Flush:
+        kwargs["offset"] = None if d.get("offset") is None else _int(d, "offset", where, None, 0)
+    elif cls is Tick:
+        kwargs["ms"] = _int(d, "ms", where, 1000, 0, 10**12)
+    return cls(**kwargs)
+
+
+def append_bytes(step: Append) -> bytes:
+    """The bytes a producer (leader append) or the leader's fetch response (follower) carries."""
+    out = b""
+    for b in step.batches:
+        entries = [(r.timestamp, _utf8(r.key), _utf8(r.value)) for r in b.records]
+        epoch = -1 if step.leader else b.leader_epoch
+        out += build_batch_v2(b.base_offset, entries, codec=CODECS[b.codec], partition_leader_epoch=epoch)
+    return out
+
+
+def _utf8(s: str | None) -> bytes | None:
+    return None if s is None else s.encode("utf-8")
+
+
+@attrs.frozen
+class Scenario:
+    """What a run needs: topic config, data dirs, the clock's start, the jitter seed, the steps."""
+
+    steps: tuple[Step, ...]
+    config: dict = attrs.Factory(dict)
+    data_dirs: int = 1
+    clock_start_ms: int = 1_700_000_000_000
+    jitter_seed: int = 0
+    note: str = ""
+    expect: dict = attrs.Factory(dict)  # e.g. {"violation": "conforms"} for a corpus case
+
+    def to_json(self) -> dict:
+        out = {"format": FORMAT, "version": VERSION, "config": self.config, "data_dirs": self.data_dirs}
+        out |= {"clock_start_ms": self.clock_start_ms, "jitter_seed": self.jitter_seed}
+        if self.note:
+            out["note"] = self.note
+        if self.expect:
+            out["expect"] = self.expect
+        out["steps"] = [s.to_json() for s in self.steps]
+        return out
+
+    def dumps(self) -> str:
+        head = json.dumps({k: v for k, v in self.to_json().items() if k != "steps"}, sort_keys=False)[:-1]
+        steps = ",\n    ".join(json.dumps(s.to_json()) for s in self.steps)
+        return f'{head}, "steps": [\n    {steps}\n]}}\n'
+
+    @classmethod
+    def from_json(cls, d, where: str = "scenario") -> Scenario:
+        if not isinstance(d, dict):
+            raise ScenarioError(f"{where}: a scenario is a JSON object")
+        if d.get("format") != FORMAT or d.get("version") != VERSION:
+            raise ScenarioError(f"{where}: expected \"format\": \"{FORMAT}\" and \"version\": {VERSION}")
+        extra = set(d) - {"format", "version", "config", "data_dirs", "clock_start_ms", "jitter_seed", "note", "expect", "steps"}
+        if extra:
+            raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(extra))}")
+        config = d.get("config", {})
+        if not isinstance(config, dict):
+            raise ScenarioError(f"{where}: 'config' must be an object of topic configs")
+        steps = d.get("steps")
+        if not isinstance(steps, list):
+            raise ScenarioError(f"{where}: 'steps' must be a list")
+        return cls(
+            tuple(step_from_json(s, f"{where}: steps[{i}]") for i, s in enumerate(steps)),
+            config,
+            _int(d, "data_dirs", where, 1, 1, 16),
+            _int(d, "clock_start_ms", where, 1_700_000_000_000, 0, 2**62),
+            _int(d, "jitter_seed", where, 0),
+            d.get("note", "") if isinstance(d.get("note", ""), str) else "",
+            d.get("expect", {}) if isinstance(d.get("expect", {}), dict) else {},
+        )
+
+    @classmethod
+    def load(cls, path: str) -> Scenario:
+        try:
+            with open(path, encoding="utf-8") as f:
+                data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ScenarioError(f"{path}: not JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+        except UnicodeDecodeError as e:
+            raise ScenarioError(f"{path}: not UTF-8 text (byte {e.start})") from None
+        return cls.from_json(data, path)

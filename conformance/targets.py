@@ -1,0 +1,349 @@
+"""The two things a scenario runs against: the model, and impl on a storage backend.
+
+Both expose the same small surface to :mod:`conformance.runner`: ``apply(step)`` returns a JSON-able
+result (``{"error": kind}`` when Kafka would refuse the operation), ``state()`` the logical log of
+every partition, ``files()`` the data dirs' files (paths relative to the target's root), and
+``index_entries()`` the logical index entries of every live segment.  Each target owns its clock
+(advanced only by ``tick``) and gets the same deterministic jitter source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import zlib
+
+import impl.errors
+import impl.log
+import impl.log_manager
+import model.errors
+import model.log
+import model.log_manager
+from conformance import scenario as sc
+from conformance.sim_storage import SimStorage
+from conformance.tracing import TracingStorage
+from impl.config import LogConfig
+from impl.storage import OsStorage
+from model.config import Config
+
+INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+
+
+class Clock:
+    def __init__(self, start_ms: int):
+        self.now = start_ms
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def jitter_source(seed: int):
+    """A deterministic stand-in for Kafka's per-segment ``Random.nextInt`` (spec §9.2 rule 1)."""
+
+    def draw(partition: str, base: int) -> int:
+        return zlib.crc32(f"{seed}:{partition}:{base}".encode()) & 0x7FFFFFFF
+
+    return draw
+
+
+def is_index_file(path: str) -> bool:
+    name = path.removesuffix(".deleted").removesuffix(".swap").removesuffix(".cleaned")
+    return name.endswith(INDEX_SUFFIXES)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()[:16]
+
+
+class NotRunning(Exception):
+    pass
+
+
+def _partition_state(log_start, log_end, recovery_point, segments, epochs) -> dict:
+    return {
+        "log_start_offset": log_start,
+        "log_end_offset": log_end,
+        "recovery_point": recovery_point,
+        "segments": [[base, size, digest(data)] for base, size, data in segments],
+        "epochs": [list(e) for e in epochs],
+    }
+
+
+class _Target:
+    name = "?"
+
+    def __init__(self, scenario: sc.Scenario):
+        self.scenario = scenario
+        self.clock = Clock(scenario.clock_start_ms)
+        self.jitter = jitter_source(scenario.jitter_seed)
+        self.dir_names = [f"d{i}" for i in range(scenario.data_dirs)]
+        self.running = False
+        self.last_load: list[dict] = []
+        self.trace = None  # the storage operation trace (impl targets)
+
+    def apply(self, step: sc.Step) -> dict:
+        if isinstance(step, sc.Tick):
+            self.clock.now += step.ms
+            if self.running:
+                self._tick()
+            return {}
+        if isinstance(step, sc.Open):
+            if self.running:
+                return {"error": "AlreadyRunning"}
+            self.last_load = self._open()
+            self.running = True
+            return {"loaded": self.last_load}
+        if not self.running:
+            return {"error": "NotRunning"}
+        if isinstance(step, sc.Shutdown):
+            self.running = False
+            return {"shutdown": self._shutdown()}
+        try:
+            return self._apply(step)
+        except self.refusals as e:
+            return {"error": getattr(e, "kind", type(e).__name__)}
+
+
+class ModelTarget(_Target):
+    name = "model"
+    refusals = (model.log.LogError, model.errors.IndexFailure, model.errors.RecordFormatError)
+
+    def __init__(self, scenario: sc.Scenario):
+        super().__init__(scenario)
+        self.config = Config.of(scenario.config)
+        self.image: dict[str, bytes] = {}
+        self.directories: set[str] = set()
+        self.manager: model.log_manager.LogManager | None = None
+
+    def _open(self) -> list[dict]:
+        self.manager = model.log_manager.load(
+            self.image, self.dir_names, self.config, self.clock, self.jitter, self.directories
+        )
+        return [
+            {"partition": o.name, "error": o.error, "recovered": o.recovered} for o in self.manager.outcomes
+        ]
+
+    def _shutdown(self):
+        outcome = {d: why is None for d, why in self.manager.shutdown().items()}
+        self.image = self.manager.files()
+        self.directories = self.manager.directories()
+        return outcome
+
+    def _tick(self):
+        self.manager.tick()
+
+    def _apply(self, step):
+        m = self.manager
+        if isinstance(step, sc.Create):
+            m.create_log(step.topic, step.partition, self.dir_names[step.dir % len(self.dir_names)])
+            return {}
+        if isinstance(step, sc.Retention):
+            return {"deleted": sum(log.delete_old_segments() for _, log in sorted((tp, p.log) for tp, p in m.partitions.items()))}
+        if isinstance(step, sc.Checkpoint):
+            m.checkpoint_recovery_points()
+            m.checkpoint_log_start_offsets()
+            return {}
+        log = m.log(step.topic, step.partition)
+        if isinstance(step, sc.Append):
+            first, last = log.append(sc.append_bytes(step), step.leader, step.leader_epoch)
+            return {"first": first, "last": last}
+        if isinstance(step, sc.Roll):
+            return {"base": log.roll().base}
+        if isinstance(step, sc.Read):
+            return {"bytes": log.read(step.offset, step.max_bytes, step.max_offset, step.min_one_message).hex()}
+        if isinstance(step, sc.OffsetForTimestamp):
+            found = log.offset_for_timestamp(step.timestamp)
+            return {"found": list(found) if found else None}
+        if isinstance(step, sc.Truncate):
+            truncated = log.truncate_to(step.offset)
+            if truncated:
+                m.checkpoint_recovery_points(m.dir_of(step.topic, step.partition))
+            return {"truncated": truncated}
+        if isinstance(step, sc.TruncateFully):
+            log.truncate_fully_and_start_at(step.offset)
+            m.checkpoint_recovery_points(m.dir_of(step.topic, step.partition))
+            return {}
+        if isinstance(step, sc.DeleteRecords):
+            return {"log_start_offset": log.delete_records(step.offset)}
+        if isinstance(step, sc.Flush):
+            log.flush(step.offset)
+            return {}
+        raise AssertionError(step)
+
+    def state(self) -> dict:
+        if not self.running:
+            return {"running": False}
+        parts = {}
+        for (topic, partition), p in sorted(self.manager.partitions.items()):
+            log = p.log
+            segs = [(s.base, s.size, bytes(s.log)) for s in log.segments]
+            parts[f"{p.data_dir}/{topic}-{partition}"] = _partition_state(
+                log.log_start_offset, log.log_end_offset, log.recovery_point, segs, log.epochs
+            )
+        return {"running": True, "partitions": parts}
+
+    def files(self, indexes: bool = True) -> dict[str, bytes]:
+        return dict(self.manager.files(indexes)) if self.running else dict(self.image)
+
+    def index_entries(self) -> dict:
+        out = {}
+        if not self.running:
+            return out
+        for (topic, partition), p in self.manager.partitions.items():
+            for i, s in enumerate(p.log.segments):
+                out[f"{p.data_dir}/{topic}-{partition}/{s.base}"] = (
+                    s.offset_index.logical_entries(),
+                    s.time_index.logical_entries(),
+                    bytes(s.log),
+                    i == len(p.log.segments) - 1,
+                )
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+class ImplTarget(_Target):
+    refusals = (impl.log.LogError, impl.errors.IndexFailure, impl.errors.LogFormatError)
+
+    def __init__(self, scenario: sc.Scenario, backend: str = "sim", root: str | None = None):
+        super().__init__(scenario)
+        self.name = f"impl/{backend}"
+        self.backend = backend
+        self.config = LogConfig.from_dict(scenario.config)
+        if backend == "sim":
+            self.root = "/kafka"
+            self.storage = SimStorage(clock=self.clock)
+            self.storage.make_dirs(self.root)
+        elif backend == "os":
+            self._tmp = root is None
+            self.root = root or tempfile.mkdtemp(prefix="klc-")
+            self.storage = OsStorage()
+        else:
+            raise ValueError(f"unknown backend {backend!r} (sim or os)")
+        self.raw_storage = self.storage
+        self.storage = TracingStorage(self.storage)
+        self.trace = self.storage.trace
+        self.manager: impl.log_manager.LogManager | None = None
+        self.load_stats = None
+
+    def _dirs(self) -> list[str]:
+        return [f"{self.root}/{d}" for d in self.dir_names]
+
+    def _open(self) -> list[dict]:
+        self.manager = impl.log_manager.LogManager(self.storage, self._dirs(), self.config, self.clock, self.jitter)
+        before = self.storage.stats.snapshot()
+        loads = self.manager.startup()
+        after = self.storage.stats
+        self.load_stats = {
+            "log_bytes_read": after.log_bytes_read - before.log_bytes_read,
+            "bytes_read": after.bytes_read - before.bytes_read,
+        }
+        return [
+            {
+                "partition": load.name,
+                "error": load.error and load.error.replace(self.root + "/", ""),
+                "recovered": load.report.recovered_segments if load.report else [],
+            }
+            for load in loads
+        ]
+
+    def _shutdown(self):
+        return {d.removeprefix(self.root + "/"): why is None for d, why in self.manager.shutdown().items()}
+
+    def _tick(self):
+        self.manager.tick()
+
+    def _apply(self, step):
+        m = self.manager
+        if isinstance(step, sc.Create):
+            m.create_log(step.topic, step.partition, self._dirs()[step.dir % len(self.dir_names)])
+            return {}
+        if isinstance(step, sc.Retention):
+            return {"deleted": m.retention()}
+        if isinstance(step, sc.Checkpoint):
+            m.checkpoint_recovery_points()
+            m.checkpoint_log_start_offsets()
+            return {}
+        if isinstance(step, sc.Truncate):
+            return {"truncated": m.truncate_to(step.topic, step.partition, step.offset)}
+        if isinstance(step, sc.TruncateFully):
+            m.truncate_fully_and_start_at(step.topic, step.partition, step.offset)
+            return {}
+        log = m.log(step.topic, step.partition)
+        if isinstance(step, sc.Append):
+            r = log.append(sc.append_bytes(step), step.leader, step.leader_epoch)
+            return {"first": r.first_offset, "last": r.last_offset}
+        if isinstance(step, sc.Roll):
+            return {"base": log.roll().base_offset}
+        if isinstance(step, sc.Read):
+            return {"bytes": log.read(step.offset, step.max_bytes, step.max_offset, step.min_one_message).hex()}
+        if isinstance(step, sc.OffsetForTimestamp):
+            found = log.offset_for_timestamp(step.timestamp)
+            return {"found": list(found) if found else None}
+        if isinstance(step, sc.DeleteRecords):
+            return {"log_start_offset": log.delete_records(step.offset)}
+        if isinstance(step, sc.Flush):
+            log.flush(step.offset)
+            return {}
+        raise AssertionError(step)
+
+    def state(self) -> dict:
+        if not self.running:
+            return {"running": False}
+        parts = {}
+        for (topic, partition), log in sorted(self.manager.logs.items()):
+            segs = [(s.base_offset, s.size, bytes(s.view())) for s in log.segments]
+            d = self.manager._dir_of[(topic, partition)].removeprefix(self.root + "/")
+            parts[f"{d}/{topic}-{partition}"] = _partition_state(
+                log.log_start_offset, log.log_end_offset, log.recovery_point, segs, log.epoch_cache.entries
+            )
+        return {"running": True, "partitions": parts}
+
+    def files(self, indexes: bool = True) -> dict[str, bytes]:
+        out = {}
+        if self.backend == "sim":
+            for path, data in self.raw_storage.image().items():
+                if path.startswith(self.root + "/"):
+                    out[path[len(self.root) + 1 :]] = bytes(data)
+            return out
+        for dirpath, _dirs, names in os.walk(self.root):
+            for name in names:
+                full = os.path.join(dirpath, name)
+                with open(full, "rb") as f:
+                    out[os.path.relpath(full, self.root)] = f.read()
+        return out
+
+    def index_entries(self) -> dict:
+        out = {}
+        if not self.running:
+            return out
+        for (topic, partition), log in self.manager.logs.items():
+            d = self.manager._dir_of[(topic, partition)].removeprefix(self.root + "/")
+            segments = log.segments
+            for i, s in enumerate(segments):
+                if s.offset_index.is_materialised and s.time_index.is_materialised:
+                    out[f"{d}/{topic}-{partition}/{s.base_offset}"] = (
+                        s.offset_index.get().logical_entries(),
+                        s.time_index.get().logical_entries(),
+                        bytes(s.view()),
+                        i == len(segments) - 1,
+                    )
+        return out
+
+    def close(self) -> None:
+        if self.running and self.manager:
+            for log in self.manager.logs.values():
+                log.close_handlers()
+        if self.backend == "os" and self._tmp:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def make_target(kind: str, scenario: sc.Scenario, backend: str = "sim") -> _Target:
+    if kind == "model":
+        return ModelTarget(scenario)
+    if kind == "impl":
+        return ImplTarget(scenario, backend)
+    raise ValueError(f"unknown target {kind!r} (model or impl)")

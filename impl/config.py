@@ -1,0 +1,82 @@
+"""Topic-level log configuration (spec §8) with Kafka's defaults and validation.
+
+Keys are Kafka's topic config names (``segment.bytes``, ``retention.ms``, …) so a scenario file reads
+like a topic's ``--config``.  Only what the log layer uses is here.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """A config value Kafka's validator would refuse: names the key and the value."""
+
+    def __init__(self, key: str, value, reason: str):
+        self.key, self.value, self.reason = key, value, reason
+        super().__init__(f"Invalid value {value!r} for configuration {key}: {reason}")
+
+
+# key → (attribute, default, minimum)
+_KEYS = {
+    "segment.bytes": ("segment_bytes", 1073741824, 14),
+    "segment.ms": ("segment_ms", 604800000, 1),
+    "segment.jitter.ms": ("segment_jitter_ms", 0, 0),
+    "segment.index.bytes": ("segment_index_bytes", 10485760, 4),
+    "index.interval.bytes": ("index_interval_bytes", 4096, 0),
+    "flush.messages": ("flush_messages", LONG_MAX, 1),
+    "retention.ms": ("retention_ms", 604800000, -1),
+    "retention.bytes": ("retention_bytes", -1, None),
+    "file.delete.delay.ms": ("file_delete_delay_ms", 60000, 0),
+    "max.message.bytes": ("max_message_bytes", 1048588, 0),
+    "preallocate": ("preallocate", False, None),
+    "cleanup.policy": ("cleanup_policy", "delete", None),
+}
+
+
+@attrs.frozen
+class LogConfig:
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10485760
+    index_interval_bytes: int = 4096
+    flush_messages: int = LONG_MAX
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    file_delete_delay_ms: int = 60000
+    max_message_bytes: int = 1048588
+    preallocate: bool = False
+    cleanup_policy: str = "delete"
+
+    @classmethod
+    def from_dict(cls, values: dict) -> LogConfig:
+        kwargs = {}
+        for key, value in values.items():
+            if key not in _KEYS:
+                raise ConfigError(key, value, "unknown configuration")
+            attr, default, minimum = _KEYS[key]
+            if isinstance(default, bool):
+                if not isinstance(value, bool):
+                    raise ConfigError(key, value, "expected true or false")
+            elif isinstance(default, int):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ConfigError(key, value, "expected an integer")
+                if not -(2**63) <= value <= LONG_MAX:
+                    raise ConfigError(key, value, "out of the range of a long")
+                if minimum is not None and value < minimum:
+                    raise ConfigError(key, value, f"Value must be at least {minimum}")
+            elif value not in ("delete", "compact", "compact,delete", "delete,compact"):
+                raise ConfigError(key, value, "expected delete, compact or both")
+            kwargs[attr] = value
+        return cls(**kwargs)
+
+    @property
+    def delete_enabled(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    def jitter_bound(self) -> int:
+        """``randomSegmentJitter``: 0 when ``segment.jitter.ms`` is 0, else the modulus min(jitter, segment.ms)."""
+        return 0 if self.segment_jitter_ms == 0 else min(self.segment_jitter_ms, self.segment_ms)

@@ -1,0 +1,62 @@
+"""The leader-epoch cache of a partition and its ``leader-epoch-checkpoint`` file (spec §4.14, §5.2
+steps 7 and 9, §6.5).
+
+Entries (epoch, start offset), epochs and start offsets both increasing.  Every change is written
+through :func:`impl.checkpoints.write_epochs` (temp file, fsync, rename, directory fsync).  Kafka
+flushes truncations asynchronously (a scheduler task with no delay); here they are written before
+the operation returns, which is what that task does at the end of the step.
+"""
+
+from __future__ import annotations
+
+from impl.checkpoints import read_epochs, write_epochs
+from impl.storage import Storage
+
+CHECKPOINT_NAME = "leader-epoch-checkpoint"
+
+
+class LeaderEpochCache:
+    def __init__(self, storage: Storage, partition_dir: str):
+        self._storage = storage
+        self.path = f"{partition_dir}/{CHECKPOINT_NAME}"
+        if not storage.exists(self.path):  # CheckpointFile's constructor creates the file
+            storage.open(self.path, create=True).close()
+        self.entries: list[tuple[int, int]] = list(read_epochs(storage, self.path))
+
+    def _write(self) -> None:
+        write_epochs(self._storage, self.path, self.entries)
+
+    def latest_epoch(self) -> int | None:
+        return self.entries[-1][0] if self.entries else None
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"Received invalid partition leader epoch entry (epoch {epoch}, offset {start_offset})")
+        if self.entries:
+            last_epoch, last_start = self.entries[-1]
+            if epoch == last_epoch and start_offset >= last_start:
+                return
+        while self.entries and (self.entries[-1][0] >= epoch or self.entries[-1][1] >= start_offset):
+            self.entries.pop()
+        self.entries.append((epoch, start_offset))
+        self._write()
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Remove entries starting at or after ``end_offset``."""
+        if end_offset >= 0 and self.entries and self.entries[-1][1] >= end_offset:
+            while self.entries and self.entries[-1][1] >= end_offset:
+                self.entries.pop()
+            self._write()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Drop entries starting at or before ``start_offset``; the last dropped epoch starts there."""
+        dropped = None
+        while self.entries and self.entries[0][1] <= start_offset:
+            dropped = self.entries.pop(0)
+        if dropped is not None:
+            self.entries.insert(0, (dropped[0], start_offset))
+            self._write()
+
+    def clear_and_flush(self) -> None:
+        self.entries = []
+        self._write()

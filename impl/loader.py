@@ -1,0 +1,255 @@
+"""Loading one partition directory: Kafka's LogLoader.load() (spec §5.2–§5.7, decision table §5.4).
+
+Temp files (``.deleted``, ``.cleaned``, invalid ``.swap``) are removed, interrupted swaps completed,
+orphan indexes deleted, segments opened with lazy indexes, the load-time recovery cases applied
+(``.index`` missing, corrupt txn index), and after an unclean shutdown every segment from the one
+containing the recovery point onward is recovered until one loses bytes — the rest are deleted.
+Below the recovery point (or after a clean shutdown) nothing of a segment is read at load: its
+indexes are proven lazily on first use (:mod:`impl.segment`).
+
+Not yet here: producer-state snapshots (§5.8) and splitting of overflowed segments (§5.5, issue #6):
+an overflow is reported as this partition's load error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from impl.config import LogConfig
+from impl.errors import IndexFailure
+from impl.leader_epoch import LeaderEpochCache
+from impl.log import PartitionLog, Scheduler
+from impl.names import offset_from_file_name
+from impl.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, LogSegmentOffsetOverflow
+
+INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+
+
+class LoadError(Exception):
+    """This partition cannot be loaded; names the file (and position where known)."""
+
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+@attrs.define
+class LoadReport:
+    """What the load did — Kafka logs most of this as INFO/WARN lines."""
+
+    deleted_files: list[str] = attrs.Factory(list)
+    completed_swaps: list[str] = attrs.Factory(list)
+    recovered_segments: list[int] = attrs.Factory(list)  # base offsets, in recovery order
+    recovery_reasons: dict[int, str] = attrs.Factory(dict)
+    truncated_bytes: int = 0
+    removed_segments: list[int] = attrs.Factory(list)  # deleted after a truncated segment
+
+
+def _offset(path: str) -> int:
+    name = path.rsplit("/", 1)[-1]
+    try:
+        return offset_from_file_name(name)
+    except Exception as e:  # the name rules raise Kafka's kinds; a load stops on any of them
+        raise LoadError(path, f"file name does not start with an offset ({e})") from None
+
+
+def _files(storage, directory: str) -> list[str]:
+    return [f"{directory}/{n}" for n in storage.list_dir(directory) if not storage.is_dir(f"{directory}/{n}")]
+
+
+class PartitionLoader:
+    def __init__(
+        self,
+        storage,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        clock: Callable[[], int],
+        jitter: Callable[[str, int], int],
+        scheduler: Scheduler,
+        had_clean_shutdown: bool,
+        recovery_point_checkpoint: int | None,
+        log_start_offset_checkpoint: int,
+    ):
+        self.storage = storage
+        self.dir = directory
+        self.topic, self.partition = topic, partition
+        self.config = config
+        self.clock = clock
+        self.jitter = jitter
+        self.scheduler = scheduler
+        self.clean = had_clean_shutdown
+        self.recovery_point_known = recovery_point_checkpoint is not None
+        self.recovery_point_checkpoint = recovery_point_checkpoint or 0
+        self.log_start_checkpoint = log_start_offset_checkpoint
+        self.report = LoadReport()
+        self.segments: dict[int, LogSegment] = {}
+
+    def _unlink(self, path: str) -> None:
+        self.storage.unlink(path)
+        self.report.deleted_files.append(path)
+
+    def _open(self, base: int, suffix: str = "") -> LogSegment:
+        bound = self.config.jitter_bound()
+        jitter = self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
+        return LogSegment(self.storage, self.dir, base, self.config, self.clock(), jitter, suffix=suffix, existing=True)
+
+    # §5.2 step 1
+    def remove_temp_files_and_collect_swaps(self) -> list[str]:
+        swaps, cleaned, min_cleaned = [], [], None
+        for path in _files(self.storage, self.dir):
+            if path.endswith(DELETED_SUFFIX) and not path.endswith(".checkpoint.deleted"):
+                self._unlink(path)
+            elif path.endswith(CLEANED_SUFFIX):
+                offset = _offset(path)
+                min_cleaned = offset if min_cleaned is None else min(min_cleaned, offset)
+                cleaned.append(path)
+            elif path.endswith(SWAP_SUFFIX):
+                swaps.append(path)
+        valid = []
+        for path in swaps:
+            if min_cleaned is not None and _offset(path) >= min_cleaned:
+                self._unlink(path)
+            else:
+                valid.append(path)
+        for path in cleaned:
+            self._unlink(path)
+        return valid
+
+    # §5.2 steps 2–4
+    def complete_swaps(self, swaps: list[str]) -> None:
+        log_swaps = [p for p in swaps if p[: -len(SWAP_SUFFIX)].endswith(".log")]
+        if log_swaps:
+            opened = [self._open(_offset(p), SWAP_SUFFIX) for p in log_swaps]
+            low = min(s.base_offset for s in opened)
+            high = max(s.read_next_offset() for s in opened)
+            for s in opened:
+                s.close_handlers()
+            for path in _files(self.storage, self.dir):
+                if path.endswith(SWAP_SUFFIX):
+                    continue
+                try:
+                    offset = offset_from_file_name(path.rsplit("/", 1)[-1])
+                except Exception:
+                    continue
+                if low <= offset < high:
+                    self._unlink(path)
+        for path in _files(self.storage, self.dir):
+            if path.endswith(SWAP_SUFFIX):
+                self.storage.rename(path, path[: -len(SWAP_SUFFIX)])
+                self.report.completed_swaps.append(path)
+
+    # §5.3
+    def load_segment_files(self, epoch_cache: LeaderEpochCache) -> None:
+        files = sorted(_files(self.storage, self.dir))
+        present = set(files)
+        for path in files:
+            if path.endswith(INDEX_SUFFIXES):
+                log = f"{self.dir}/{_offset(path):020d}.log"
+                if log not in present:
+                    self._unlink(path)
+        for path in files:
+            if not path.endswith(".log"):
+                continue
+            base = _offset(path)
+            time_index_new = not self.storage.exists(f"{self.dir}/{base:020d}.timeindex")
+            segment = self._open(base)
+            problem = segment.sanity_check(time_index_new)
+            if problem:
+                self._recover(segment, epoch_cache, problem)
+            self.segments[base] = segment
+
+    def _recover(self, segment: LogSegment, epoch_cache, reason: str) -> int:
+        self.report.recovered_segments.append(segment.base_offset)
+        self.report.recovery_reasons[segment.base_offset] = reason
+        try:
+            truncated = segment.recover(epoch_cache)
+        except LogSegmentOffsetOverflow as e:
+            raise LoadError(segment.log_path, f"{e}; splitting overflowed segments is not supported yet") from None
+        self.report.truncated_bytes += truncated
+        return truncated
+
+    # §5.6
+    def recover_log(self, epoch_cache: LeaderEpochCache) -> tuple[int, int]:
+        bases = sorted(self.segments)
+        if not self.clean:
+            rp = self.recovery_point_checkpoint
+            floor = max((b for b in bases if b <= rp), default=None)
+            unflushed = [b for b in bases if floor is None or b >= floor]
+            for i, base in enumerate(unflushed):
+                segment = self.segments[base]
+                try:
+                    truncated = self._recover(segment, epoch_cache, "unflushed (at or after the recovery point)")
+                except IndexFailure as e:
+                    if e.kind != "InvalidOffsetException":
+                        raise LoadError(segment.log_path, str(e)) from None
+                    truncated = segment.truncate_to(base, self.clock())
+                    self.report.truncated_bytes += truncated
+                if truncated > 0:
+                    doomed = [self.segments.pop(b) for b in unflushed[i + 1 :]]
+                    self.report.removed_segments += [s.base_offset for s in doomed]
+                    self._delete_async(doomed)
+                    break
+        leo = None
+        if self.segments:
+            leo = self._log_end_offset()
+            if leo < self.log_start_checkpoint:
+                doomed = [self.segments.pop(b) for b in sorted(self.segments)]
+                self.report.removed_segments += [s.base_offset for s in doomed]
+                self._delete_async(doomed)
+                epoch_cache.clear_and_flush()
+                leo = None
+        if not self.segments:
+            base = self.log_start_checkpoint
+            self.segments[base] = LogSegment(
+                self.storage, self.dir, base, self.config, self.clock(), preallocate=self.config.preallocate
+            )
+        if self.clean and leo is not None:
+            return leo, leo
+        if leo is None:
+            leo = self.segments[max(self.segments)].read_next_offset()
+        return min(self.recovery_point_checkpoint, leo), leo
+
+    def _log_end_offset(self) -> int:
+        """After a clean shutdown the recovery-point checkpoint was written after the final flush, so
+        it holds the log end offset: no log byte need be read (Kafka reads the active segment's tail
+        after its last index entry).  Otherwise readNextOffset, as Kafka."""
+        active = self.segments[max(self.segments)]
+        if self.clean and self.recovery_point_known and self.recovery_point_checkpoint >= active.base_offset:
+            return self.recovery_point_checkpoint
+        return active.read_next_offset()
+
+    def _delete_async(self, segments: list[LogSegment]) -> None:
+        due = self.clock() + self.config.file_delete_delay_ms
+        for segment in segments:
+            segment.change_file_suffixes("", DELETED_SUFFIX)
+            self.scheduler.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
+
+    def load(self) -> PartitionLog:
+        epoch_cache = LeaderEpochCache(self.storage, self.dir)
+        self.complete_swaps(self.remove_temp_files_and_collect_swaps())
+        self.load_segment_files(epoch_cache)
+        recovery_point, next_offset = self.recover_log(epoch_cache)
+        active = self.segments[max(self.segments)]
+        active.resize_indexes(self.config.segment_index_bytes)
+        epoch_cache.truncate_from_end(next_offset)
+        log_start = max(self.log_start_checkpoint, min(self.segments))
+        epoch_cache.truncate_from_start(self.log_start_checkpoint)
+        return PartitionLog(
+            self.storage,
+            self.dir,
+            self.topic,
+            self.partition,
+            self.config,
+            self.clock,
+            self.jitter,
+            self.scheduler,
+            [self.segments[b] for b in sorted(self.segments)],
+            log_start,
+            recovery_point,
+            next_offset,
+            epoch_cache,
+        )

@@ -1,0 +1,456 @@
+"""A partition's log: Kafka's UnifiedLog + LocalLog over :class:`impl.segment.LogSegment` (spec §4.3,
+§4.5, §4.7, §4.10, §4.13, §4.14, §2.4, §4.8 retention).
+
+Deterministic by construction: time comes from an injected clock, the roll jitter from an injected
+source, and Kafka's scheduler tasks are explicit — the post-roll flush (delay 0) runs before
+:meth:`PartitionLog.roll` returns; the delayed segment deletions (``file.delete.delay.ms``) wait in a
+:class:`Scheduler` until the clock passes their deadline.  One replica: the high watermark follows the
+log end offset.  Producer state (idempotence, transactions) is not modelled yet.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Callable
+
+import attrs
+
+from impl.config import LogConfig
+from impl.file_records import CORRUPT, BatchScan
+from impl.leader_epoch import LeaderEpochCache
+from impl.segment import DELETED_SUFFIX, LogSegment, filename_prefix
+from impl.storage import Storage
+
+EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
+
+
+class LogError(Exception):
+    """An operation Kafka refuses: ``kind`` is Kafka's exception class (OffsetOutOfRangeException, …)."""
+
+    def __init__(self, kind: str, message: str):
+        self.kind = kind
+        super().__init__(f"{kind}: {message}")
+
+
+@attrs.frozen
+class AppendResult:
+    first_offset: int
+    last_offset: int
+
+
+class Scheduler:
+    """Kafka's scheduler for the one kind of delayed task the log layer has: deleting files."""
+
+    def __init__(self):
+        self._tasks: list[tuple[int, int, str, Callable[[], None]]] = []
+        self._seq = 0
+
+    def schedule(self, due_ms: int, name: str, task: Callable[[], None]) -> None:
+        heapq.heappush(self._tasks, (due_ms, self._seq, name, task))
+        self._seq += 1
+
+    def run_due(self, now_ms: int) -> int:
+        ran = 0
+        while self._tasks and self._tasks[0][0] <= now_ms:
+            heapq.heappop(self._tasks)[3]()
+            ran += 1
+        return ran
+
+    def pending(self) -> list[str]:
+        return [name for _, _, name, _ in sorted(self._tasks)]
+
+    def drop_all(self) -> None:
+        """Shutdown: delayed tasks are discarded, their ``.deleted`` files stay for the next load."""
+        self._tasks.clear()
+
+
+class PartitionLog:
+    def __init__(
+        self,
+        storage: Storage,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        clock: Callable[[], int],
+        jitter: Callable[[str, int], int],
+        scheduler: Scheduler,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        recovery_point: int,
+        log_end_offset: int,
+        epoch_cache: LeaderEpochCache,
+    ):
+        self.storage = storage
+        self.dir = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.clock = clock
+        self._jitter = jitter
+        self.scheduler = scheduler
+        self._bases = [s.base_offset for s in segments]
+        self._segments = {s.base_offset: s for s in segments}
+        self.log_end_offset = log_end_offset
+        self.log_start_offset = log_start_offset
+        self.recovery_point = max(recovery_point, log_start_offset)
+        self.epoch_cache = epoch_cache
+
+    # --- the segment map (§4.13) -------------------------------------------------------------------
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return [self._segments[b] for b in self._bases]
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[self._bases[-1]]
+
+    def _add(self, segment: LogSegment) -> None:
+        if segment.base_offset not in self._segments:
+            bisect.insort(self._bases, segment.base_offset)
+        self._segments[segment.base_offset] = segment
+
+    def _remove(self, base: int) -> None:
+        del self._segments[base]
+        self._bases.remove(base)
+
+    def floor_segment(self, offset: int) -> LogSegment | None:
+        i = bisect.bisect_right(self._bases, offset)
+        return self._segments[self._bases[i - 1]] if i else None
+
+    def higher_segment(self, offset: int) -> LogSegment | None:
+        i = bisect.bisect_right(self._bases, offset)
+        return self._segments[self._bases[i]] if i < len(self._bases) else None
+
+    def segments_in_range(self, start: int, end: int) -> list[LogSegment]:
+        """``values(from, to)``: the segment containing ``start`` through bases < ``end``."""
+        if start == end:
+            return []
+        floor = self.floor_segment(start)
+        lo = floor.base_offset if floor else -(2**63)
+        return [self._segments[b] for b in self._bases if lo <= b < end]
+
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments.values())
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    def new_segment(self, base: int) -> LogSegment:
+        bound = self.config.jitter_bound()
+        jitter = self._jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
+        return LogSegment(
+            self.storage,
+            self.dir,
+            base,
+            self.config,
+            self.clock(),
+            jitter,
+            preallocate=self.config.preallocate,
+        )
+
+    # --- deletion (§2.4) ---------------------------------------------------------------------------
+
+    def _delete_segment_files(self, segments: list[LogSegment]) -> None:
+        for segment in segments:
+            if not segment.log_path.endswith(DELETED_SUFFIX):
+                segment.change_file_suffixes("", DELETED_SUFFIX)
+        due = self.clock() + self.config.file_delete_delay_ms
+        for segment in segments:
+            self.scheduler.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
+
+    def _remove_and_delete(self, segments: list[LogSegment]) -> None:
+        for segment in segments:
+            self._remove(segment.base_offset)
+        self._delete_segment_files(segments)
+
+    def _create_and_delete(self, new_offset: int, old: LogSegment) -> LogSegment:
+        if new_offset == old.base_offset:
+            old.change_file_suffixes("", DELETED_SUFFIX)
+        segment = self.new_segment(new_offset)
+        self._add(segment)
+        if new_offset != old.base_offset:
+            self._remove(old.base_offset)
+        self._delete_segment_files([old])
+        return segment
+
+    def _update_log_end_offset(self, offset: int) -> None:
+        self.log_end_offset = offset
+        if self.recovery_point > offset:
+            self.recovery_point = offset
+
+    # --- append (§4.14) ------------------------------------------------------------------------------
+
+    def append(self, records: bytes, leader: bool = True, leader_epoch: int = 0) -> AppendResult:
+        """Append v2 batches: as leader, offsets are assigned from the log end offset and the batches'
+        partition leader epoch set; as follower, offsets are kept and validated."""
+        data = bytearray(records)
+        scan = BatchScan(data)
+        headers = list(scan)
+        if scan.stop == CORRUPT:
+            raise LogError("CorruptRecordException", str(scan.error))
+        if not headers:
+            raise LogError("InvalidRecordException", "the append holds no complete batch")
+        data = data[: scan.valid_bytes]  # trimInvalidBytes: a trailing partial batch is dropped
+        last, monotonic = -1, True
+        for h in headers:
+            if h.magic < 2:
+                raise LogError("UnsupportedForMessageFormatException", f"batch at {h.position} has magic {h.magic}")
+            if leader and h.offset != 0:
+                raise LogError("InvalidRecordException", f"baseOffset of batch at {h.position} should be 0")
+            if h.size > self.config.max_message_bytes:
+                raise LogError("RecordTooLargeException", f"batch of {h.size} bytes at {h.position}")
+            if last >= h.last_offset:
+                monotonic = False
+            last = h.last_offset
+        max_ts, shallow = -1, -1
+        if leader:
+            next_offset = self.log_end_offset
+            for h in headers:
+                last_offset = next_offset + h.records_count - 1
+                base = last_offset - h.last_offset_delta
+                data[h.position : h.position + 8] = base.to_bytes(8, "big", signed=True)
+                data[h.position + 12 : h.position + 16] = leader_epoch.to_bytes(4, "big", signed=True)
+                next_offset = last_offset + 1
+                if h.max_timestamp > max_ts:
+                    max_ts, shallow = h.max_timestamp, last_offset
+            headers = list(BatchScan(data))
+        else:
+            if not monotonic:
+                raise LogError("OffsetsOutOfOrderException", "offsets in the append are not strictly increasing")
+            if headers[0].offset < self.log_end_offset:
+                raise LogError(
+                    "UnexpectedAppendOffsetException",
+                    f"first offset {headers[0].offset} is less than the next offset {self.log_end_offset}",
+                )
+            for h in headers:
+                if h.max_timestamp > max_ts:
+                    max_ts, shallow = h.max_timestamp, h.last_offset
+        first, last = headers[0].offset, headers[-1].last_offset
+        for h in headers:
+            self.epoch_cache.assign(h.partition_leader_epoch, h.offset)
+        if len(data) > self.config.segment_bytes:
+            raise LogError("RecordBatchTooLargeException", f"{len(data)} bytes exceed segment.bytes")
+        segment = self._maybe_roll(len(data), first, last, max_ts)
+        segment.append(last, max_ts, shallow, data)
+        self._update_log_end_offset(last + 1)
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush(self.log_end_offset)
+        return AppendResult(first, last)
+
+    def _maybe_roll(self, size: int, first: int, last: int, max_ts: int) -> LogSegment:
+        segment = self.active_segment
+        if segment.should_roll(self.config.segment_ms, self.config.segment_bytes, max_ts, last, size, self.clock()):
+            return self.roll(first)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """§4.3 step 3–4; the post-roll flush runs before returning (see the module docstring)."""
+        new_offset = max(expected_next_offset or 0, self.log_end_offset)
+        active = self.active_segment
+        if new_offset in self._segments:
+            if active.base_offset == new_offset and active.size == 0:  # KAFKA-6388
+                segment = self._create_and_delete(new_offset, active)
+            else:
+                raise LogError("KafkaException", f"Trying to roll a new log segment with start offset {new_offset} while it already exists")
+        elif new_offset < active.base_offset:
+            raise LogError("KafkaException", f"Trying to roll a new log segment with start offset {new_offset} lower than the active segment's {active.base_offset}")
+        else:
+            prefix = f"{self.dir}/{filename_prefix(new_offset)}"
+            for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+                if self.storage.exists(prefix + suffix):
+                    self.storage.unlink(prefix + suffix)
+            active.on_become_inactive()
+            segment = self.new_segment(new_offset)
+            self._add(segment)
+        self._update_log_end_offset(self.log_end_offset)
+        self.flush(segment.base_offset)
+        return segment
+
+    # --- flush (§4.10) ---------------------------------------------------------------------------------
+
+    def flush(self, offset: int | None = None, inclusive: bool = False) -> None:
+        offset = self.log_end_offset if offset is None else offset
+        flush_offset = offset + 1 if inclusive else offset
+        if flush_offset > self.recovery_point:
+            current = self.recovery_point
+            to_flush = self.segments_in_range(current, flush_offset)
+            for segment in to_flush:
+                segment.flush()
+            if any(s.base_offset >= current for s in to_flush):
+                self.storage.fsync_dir(self.dir)
+            if offset > self.recovery_point:
+                self.recovery_point = offset
+
+    # --- reads (§4.5, §4.8) ----------------------------------------------------------------------------
+
+    def _offset_metadata(self, offset: int) -> tuple[int, int]:
+        """convertToOffsetMetadataOrThrow: (segment base, position) of the batch holding ``offset``."""
+        if offset == self.log_end_offset:
+            return self.active_segment.base_offset, self.active_segment.size
+        segment = self.floor_segment(offset)
+        while segment is not None:
+            mapping = segment.translate_offset(offset)
+            if mapping is not None:
+                return segment.base_offset, mapping.position
+            segment = self.higher_segment(segment.base_offset)
+        return self.active_segment.base_offset, self.active_segment.size
+
+    def read(self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True) -> bytes:
+        """UnifiedLog.read with the log end offset (or ``max_offset``) as the upper bound."""
+        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
+            raise LogError(
+                "OffsetOutOfRangeException",
+                f"offset {start_offset} is outside [{self.log_start_offset}, {self.log_end_offset}]",
+            )
+        max_offset = self.log_end_offset if max_offset is None else max_offset
+        if max_offset < self.log_start_offset or max_offset > self.log_end_offset:
+            raise LogError("OffsetOutOfRangeException", f"max offset {max_offset} is outside the log")
+        if start_offset >= max_offset:
+            return b""
+        max_base, max_position = self._offset_metadata(max_offset)
+        segment = self.floor_segment(start_offset)
+        while segment is not None:
+            if segment.base_offset < max_base:
+                limit = segment.size
+            elif segment.base_offset == max_base:
+                limit = max_position
+            else:
+                limit = None
+            data = segment.read(start_offset, max_bytes, limit, min_one_message)
+            if data is not None:
+                return data
+            segment = self.higher_segment(segment.base_offset)
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """fetchOffsetByTimestamp: (timestamp, offset), None if no record qualifies."""
+        if timestamp == EARLIEST_TIMESTAMP:
+            return (-1, self.log_start_offset)
+        if timestamp == LATEST_TIMESTAMP:
+            return (-1, self.log_end_offset)
+        segments = self.segments
+        if timestamp == MAX_TIMESTAMP:
+            best = max(segments, key=lambda s: s.max_timestamp_so_far())  # first of equals, like maxBy
+            max_ts, offset = best.max_timestamp_and_offset()
+            position = best._offsets().lookup(offset)[1]
+            for header in best.batches(position):
+                if header.max_timestamp == max_ts:
+                    return best.offset_of_max_timestamp(header)
+            return None
+        for segment in segments:
+            if segment.largest_timestamp() >= timestamp:
+                return segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+        return None
+
+    # --- truncation and the log start offset (§4.7) -------------------------------------------------
+
+    def truncate_to(self, target: int) -> bool:
+        if target < 0:
+            raise LogError("IllegalArgumentException", f"Cannot truncate to a negative offset ({target})")
+        if target >= self.log_end_offset:
+            self.epoch_cache.truncate_from_end(self.log_end_offset)
+            return False
+        if self._bases[0] > target:
+            self.truncate_fully_and_start_at(target)
+            return True
+        self._remove_and_delete([s for s in self.segments if s.base_offset > target])
+        self.active_segment.truncate_to(target, self.clock())
+        self._update_log_end_offset(target)
+        self.epoch_cache.truncate_from_end(target)
+        self.log_start_offset = min(target, self.log_start_offset)
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int, log_start_offset: int | None = None) -> None:
+        segments = self.segments
+        self._remove_and_delete(segments[:-1])
+        self._create_and_delete(new_offset, segments[-1])
+        self._update_log_end_offset(new_offset)
+        self.epoch_cache.clear_and_flush()
+        self.log_start_offset = new_offset if log_start_offset is None else log_start_offset
+
+    def maybe_increment_log_start_offset(self, new_start: int) -> bool:
+        if new_start > self.high_watermark:
+            raise LogError(
+                "OffsetOutOfRangeException",
+                f"Cannot increment the log start offset to {new_start} since it is larger than the high watermark {self.high_watermark}",
+            )
+        if new_start <= self.log_start_offset:
+            return False
+        self.log_start_offset = new_start
+        if self.recovery_point < new_start:
+            self.recovery_point = new_start
+        self.epoch_cache.truncate_from_start(new_start)
+        return True
+
+    def delete_records(self, offset: int) -> int:
+        """deleteRecords: raise the log start offset (segments go at the next retention pass)."""
+        if offset < 0:
+            raise LogError("OffsetOutOfRangeException", f"offset {offset} is negative")
+        self.maybe_increment_log_start_offset(offset)
+        return self.log_start_offset
+
+    # --- retention (UnifiedLog.deleteOldSegments) ----------------------------------------------------
+
+    def delete_old_segments(self) -> int:
+        n = self._delete_old(lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
+        if self.config.delete_enabled:
+            n += self._retention_size()
+            n += self._retention_ms()
+        return n
+
+    def _retention_size(self) -> int:
+        limit = self.config.retention_bytes
+        if limit < 0 or self.size_in_bytes() < limit:
+            return 0
+        diff = self.size_in_bytes() - limit
+
+        def should_delete(segment, _next):
+            nonlocal diff
+            if diff - segment.size >= 0:
+                diff -= segment.size
+                return True
+            return False
+
+        return self._delete_old(should_delete)
+
+    def _retention_ms(self) -> int:
+        if self.config.retention_ms < 0:
+            return 0
+        start = self.clock()
+        return self._delete_old(lambda seg, _n: start - seg.largest_timestamp() > self.config.retention_ms)
+
+    def _delete_old(self, predicate) -> int:
+        segments = self.segments
+        deletable = []
+        for i, segment in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            upper = nxt.base_offset if nxt else self.log_end_offset
+            if not (self.high_watermark >= upper and predicate(segment, nxt)) or (nxt is None and segment.size == 0):
+                break
+            deletable.append(segment)
+        if not deletable:
+            return 0
+        to_delete = deletable
+        if len(segments) == len(deletable):
+            new = self.roll()
+            if deletable[-1].base_offset == new.base_offset:
+                to_delete = deletable[:-1]
+        if to_delete:
+            self.maybe_increment_log_start_offset(self.higher_segment(to_delete[-1].base_offset).base_offset)
+            self._remove_and_delete(to_delete)
+        return len(deletable)
+
+    # --- lifecycle -----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        for segment in self.segments:
+            segment.close()
+
+    def close_handlers(self) -> None:
+        for segment in self.segments:
+            segment.close_handlers()
+

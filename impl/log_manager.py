@@ -1,0 +1,267 @@
+"""LogManager: several data dirs, startup (load), checkpoints, graceful shutdown and the
+clean-shutdown marker (spec §6.1–§6.5).
+
+Startup, per data dir: the marker is deleted as soon as it is seen (KAFKA-10471), both offset
+checkpoints are read (an unreadable one counts as empty), and every partition directory is loaded.
+Better than Kafka, and documented (DESIGN.md ``isolated``): a directory whose name is not a
+partition name, or a partition whose files cannot be loaded, is reported with the file and
+reason and left out — every other partition loads (Kafka aborts the broker or offlines the whole
+dir).  Such a dir is not certified clean at the next shutdown (no marker), so its partitions are
+recovered next time.
+
+Shutdown, per data dir: flush every log through its log end offset (even an empty active segment,
+KAFKA-13603), close it, then write the recovery-point and log-start-offset checkpoints, and only
+then the marker — only if the dir had one at startup or finished loading (KAFKA-15375).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import attrs
+
+from impl.checkpoints import read_offsets, write_offsets
+from impl.config import LogConfig
+from impl.errors import IndexFailure, LogFormatError
+from impl.leader_epoch import LeaderEpochCache
+from impl.loader import LoadError, LoadReport, PartitionLoader
+from impl.log import LogError, PartitionLog, Scheduler
+from impl.names import parse_topic_partition
+from impl.segment import LogSegment
+from impl.storage import Storage
+
+MARKER = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+IGNORED_DIRS = ("remote-log-index-cache",)
+METADATA_TOPIC = "__cluster_metadata"
+
+
+@attrs.define
+class PartitionLoad:
+    """One partition directory's load: the log, or the error that left it out."""
+
+    data_dir: str
+    name: str
+    topic: str | None
+    partition: int | None
+    log: PartitionLog | None
+    error: str | None
+    report: LoadReport | None = None
+
+
+@attrs.define
+class DataDirState:
+    path: str
+    had_clean_shutdown: bool = False
+    load_completed: bool = False
+    warnings: list[str] = attrs.Factory(list)
+
+
+def _random_jitter(_partition: str, _base: int) -> int:
+    return random.getrandbits(31)
+
+
+class LogManager:
+    def __init__(
+        self,
+        storage: Storage,
+        data_dirs: list[str],
+        config: LogConfig,
+        clock: Callable[[], int],
+        jitter: Callable[[str, int], int] = _random_jitter,
+        topic_configs: dict[str, LogConfig] | None = None,
+        broker_epoch: int = -1,
+    ):
+        self.storage = storage
+        self.data_dirs = list(data_dirs)
+        self.config = config
+        self.topic_configs = topic_configs or {}
+        self.clock = clock
+        self.jitter = jitter
+        self.broker_epoch = broker_epoch
+        self.scheduler = Scheduler()
+        self.dirs = {d: DataDirState(d) for d in self.data_dirs}
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
+        self._dir_of: dict[tuple[str, int], str] = {}
+        self.loads: list[PartitionLoad] = []
+
+    def config_for(self, topic: str) -> LogConfig:
+        return self.topic_configs.get(topic, self.config)
+
+    # --- startup (§6.1, §6.2) --------------------------------------------------------------------
+
+    def _ensure_checkpoint_files(self, data_dir: str) -> None:
+        for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT):
+            path = f"{data_dir}/{name}"
+            if not self.storage.exists(path):
+                self.storage.open(path, create=True).close()
+
+    def _read_checkpoint(self, state: DataDirState, name: str) -> dict:
+        try:
+            return read_offsets(self.storage, f"{state.path}/{name}")
+        except Exception as e:  # §6.2 steps 3–4: any failure → empty map (recover everything)
+            state.warnings.append(f"{state.path}/{name}: {e}; using an empty map")
+            return {}
+
+    def startup(self) -> list[PartitionLoad]:
+        loads = []
+        for data_dir in self.data_dirs:
+            self.storage.make_dirs(data_dir)
+            self._ensure_checkpoint_files(data_dir)
+        for data_dir in self.data_dirs:
+            loads += self._load_dir(self.dirs[data_dir])
+        self.loads = loads
+        return loads
+
+    def _load_dir(self, state: DataDirState) -> list[PartitionLoad]:
+        marker = f"{state.path}/{MARKER}"
+        state.had_clean_shutdown = self.storage.exists(marker)
+        if state.had_clean_shutdown:
+            self.storage.unlink(marker)  # at once, before any log is loaded (KAFKA-10471)
+        recovery_points = self._read_checkpoint(state, RECOVERY_POINT_CHECKPOINT)
+        log_starts = self._read_checkpoint(state, LOG_START_OFFSET_CHECKPOINT)
+        loads = []
+        for name in self.storage.list_dir(state.path):
+            path = f"{state.path}/{name}"
+            if not self.storage.is_dir(path) or name in IGNORED_DIRS:
+                continue
+            try:
+                topic, partition, _kind = parse_topic_partition(name)
+            except Exception as e:
+                loads.append(PartitionLoad(state.path, name, None, None, None, f"{path}: {e}"))
+                continue
+            if topic == METADATA_TOPIC:
+                continue
+            loads.append(self._load_partition(state, name, topic, partition, recovery_points, log_starts))
+        state.load_completed = all(load.error is None for load in loads)
+        return loads
+
+    def _load_partition(self, state, name, topic, partition, recovery_points, log_starts) -> PartitionLoad:
+        path = f"{state.path}/{name}"
+        tp = (topic, partition)
+        loader = PartitionLoader(
+            self.storage,
+            path,
+            topic,
+            partition,
+            self.config_for(topic),
+            self.clock,
+            self.jitter,
+            self.scheduler,
+            state.had_clean_shutdown,
+            recovery_points.get(tp),
+            log_starts.get(tp, 0),
+        )
+        try:
+            log = loader.load()
+        except (LoadError, LogFormatError, IndexFailure, LogError, OSError, ValueError) as e:
+            return PartitionLoad(state.path, name, topic, partition, None, str(e), loader.report)
+        if tp in self.logs:
+            log.close_handlers()
+            other = self._dir_of[tp]
+            return PartitionLoad(
+                state.path, name, topic, partition, None, f"Duplicate log directories for {topic}-{partition} are found in both {other} and {path}", loader.report
+            )
+        self.logs[tp] = log
+        self._dir_of[tp] = state.path
+        return PartitionLoad(state.path, name, topic, partition, log, None, loader.report)
+
+    # --- logs ----------------------------------------------------------------------------------
+
+    def create_log(self, topic: str, partition: int, data_dir: str | None = None) -> PartitionLog:
+        """getOrCreateLog: a new partition directory with one empty segment at offset 0."""
+        tp = (topic, partition)
+        if tp in self.logs:
+            return self.logs[tp]
+        data_dir = data_dir or self.data_dirs[0]
+        parse_topic_partition(f"{topic}-{partition}")
+        path = f"{data_dir}/{topic}-{partition}"
+        self.storage.make_dirs(path)
+        config = self.config_for(topic)
+        epoch_cache = LeaderEpochCache(self.storage, path)
+        segment = LogSegment(self.storage, path, 0, config, self.clock(), preallocate=config.preallocate)
+        log = PartitionLog(
+            self.storage, path, topic, partition, config, self.clock, self.jitter, self.scheduler, [segment], 0, 0, 0, epoch_cache
+        )
+        self.logs[tp] = log
+        self._dir_of[tp] = data_dir
+        return log
+
+    def log(self, topic: str, partition: int) -> PartitionLog:
+        try:
+            return self.logs[(topic, partition)]
+        except KeyError:
+            raise LogError("UnknownTopicOrPartitionException", f"{topic}-{partition} has no log") from None
+
+    def logs_in(self, data_dir: str) -> list[tuple[tuple[str, int], PartitionLog]]:
+        return sorted((tp, log) for tp, log in self.logs.items() if self._dir_of[tp] == data_dir)
+
+    def tick(self) -> int:
+        """Run the delayed tasks (file deletions) whose time has come."""
+        return self.scheduler.run_due(self.clock())
+
+    def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
+        truncated = self.log(topic, partition).truncate_to(offset)
+        if truncated:
+            self.checkpoint_recovery_points(self._dir_of[(topic, partition)])
+        return truncated
+
+    def truncate_fully_and_start_at(self, topic: str, partition: int, offset: int) -> None:
+        self.log(topic, partition).truncate_fully_and_start_at(offset)
+        self.checkpoint_recovery_points(self._dir_of[(topic, partition)])
+
+    # --- checkpoints (§6.5) ------------------------------------------------------------------------
+
+    def checkpoint_recovery_points(self, data_dir: str | None = None) -> None:
+        for d in [data_dir] if data_dir else self.data_dirs:
+            entries = {tp: log.recovery_point for tp, log in self.logs_in(d)}
+            write_offsets(self.storage, f"{d}/{RECOVERY_POINT_CHECKPOINT}", entries)
+
+    def checkpoint_log_start_offsets(self, data_dir: str | None = None) -> None:
+        """Only logs whose start offset is above their first segment's base are written (§6.3 b)."""
+        for d in [data_dir] if data_dir else self.data_dirs:
+            entries = {
+                tp: log.log_start_offset
+                for tp, log in self.logs_in(d)
+                if log.log_start_offset > log.segments[0].base_offset
+            }
+            write_offsets(self.storage, f"{d}/{LOG_START_OFFSET_CHECKPOINT}", entries)
+
+    def retention(self) -> int:
+        return sum(log.delete_old_segments() for _, log in sorted(self.logs.items()))
+
+    # --- shutdown (§6.3, §6.4) ------------------------------------------------------------------------
+
+    def write_marker(self, data_dir: str) -> None:
+        f = self.storage.open(f"{data_dir}/{MARKER}", create=True)
+        try:
+            f.truncate(0)
+            f.write_at(0, b'{"version":0,"brokerEpoch":%d}' % self.broker_epoch)
+            f.fsync()
+        finally:
+            f.close()
+
+    def shutdown(self) -> dict[str, str | None]:
+        """Returns, per data dir, None if it shut down cleanly (marker written) or why not."""
+        outcome = {}
+        self.scheduler.drop_all()
+        for d in self.data_dirs:
+            state = self.dirs[d]
+            try:
+                for _, log in self.logs_in(d):
+                    log.flush(log.log_end_offset, inclusive=True)
+                    log.close()
+                self.checkpoint_recovery_points(d)
+                self.checkpoint_log_start_offsets(d)
+            except (OSError, IndexFailure, LogFormatError, LogError) as e:
+                outcome[d] = f"shutdown of {d} failed: {e}"
+                continue
+            if state.had_clean_shutdown or state.load_completed:
+                self.write_marker(d)
+                outcome[d] = None
+            else:
+                outcome[d] = "not every partition finished loading: no clean-shutdown marker (KAFKA-15375)"
+        self.logs.clear()
+        return outcome

@@ -1,0 +1,397 @@
+"""LogSegment: one ``.log`` file with its lazy offset and time indexes and its txn index (spec §4).
+
+Kafka's rules, step by step as §4.2–§4.12 give them, through the storage protocol.  Two things are
+better than Kafka, and neither changes what a reader sees:
+
+* the indexes of a segment that was loaded without recovery (trusted below the recovery point, or
+  after a clean shutdown, KIP-263) are *proven on first use* against one scan of the log and rebuilt
+  if unsound (:mod:`impl.index_verify`), so a lookup never follows a wrong entry;
+* index truncation zeroes the dropped slots (:mod:`impl.index`).
+"""
+
+from __future__ import annotations
+
+from impl.config import LogConfig
+from impl.errors import IndexFailure, LogFormatError
+from impl.file_records import BatchScan
+from impl.index import CORRUPT, LazyIndex
+from impl.index_verify import rebuild, soundness_problem
+from impl.record_walk import offset_of_max_timestamp, search_for_timestamp
+from impl.storage import Storage
+from impl.txn_index import TransactionIndex
+
+INT32_MAX = 2**31 - 1
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+
+
+class LogSegmentOffsetOverflow(Exception):
+    """LogSegmentOffsetOverflowException: an offset not representable relative to the base (§4.2, §4.6)."""
+
+    def __init__(self, segment: LogSegment, offset: int):
+        self.segment = segment
+        self.offset = offset
+        super().__init__(
+            f"{segment.log_path}: offset {offset} cannot be stored relative to base offset {segment.base_offset}"
+        )
+
+
+def filename_prefix(offset: int) -> str:
+    """§2.1: the base offset in decimal, zero-padded to 20 digits."""
+    return f"{offset:020d}" if offset >= 0 else "-" + f"{-offset:020d}"
+
+
+class LogSegment:
+    def __init__(
+        self,
+        storage: Storage,
+        directory: str,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        jitter_ms: int = 0,
+        suffix: str = "",
+        existing: bool = False,
+        preallocate: bool = False,
+    ):
+        self.storage = storage
+        self.dir = directory
+        self.base_offset = base_offset
+        self.config = config
+        prefix = f"{directory}/{filename_prefix(base_offset)}"
+        self.log_path = prefix + ".log" + suffix
+        self._log = storage.open(self.log_path, create=not existing)
+        if not existing and preallocate:
+            self._log.truncate(config.segment_bytes)  # FileRecords.open: length set, logical end 0
+            self._size = 0
+        else:
+            self._size = self._log.size()
+        self.offset_index = LazyIndex.offset_index(
+            storage, prefix + ".index" + suffix, base_offset, config.segment_index_bytes
+        )
+        self.time_index = LazyIndex.time_index(
+            storage, prefix + ".timeindex" + suffix, base_offset, config.segment_index_bytes
+        )
+        self.txn_index = TransactionIndex(storage, prefix + ".txnindex" + suffix, base_offset)
+        self.roll_jitter_ms = jitter_ms
+        self.created_ms = now_ms
+        self.bytes_since_last_index_entry = 0
+        self.rolling_based_timestamp: int | None = None
+        self._max_ts: tuple[int, int] | None = None  # (timestamp, shallow offset); None = not loaded
+        self.indexes_checked = not existing  # set by the loader for segments it recovered
+        self.rebuilt_because: str | None = None
+
+    # --- files ------------------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def view(self):
+        """The valid bytes of the ``.log`` file (zero-copy where the backend allows)."""
+        whole = self._log.view()
+        return memoryview(whole)[: self._size] if len(whole) != self._size else whole
+
+    def batches(self, start: int = 0):
+        """Batch headers from ``start``; every batch scanned counts as log bytes read."""
+        stats = self.storage.stats
+        for header in BatchScan(self.view(), start):
+            stats.log_bytes_read += header.size
+            yield header
+
+    def _indexes(self):
+        """The materialised offset and time indexes; proven against the log on first use if this
+        segment was loaded without recovery (see the module docstring)."""
+        offsets, times = self.offset_index.get(), self.time_index.get()
+        if not self.indexes_checked:
+            self.indexes_checked = True
+            problem = next(
+                (f"{i.path}: {i.recognition_detail}" for i in (offsets, times) if i.recognition == CORRUPT), None
+            )
+            view = self.view()
+            self.storage.stats.log_bytes_read += self._size
+            problem = problem or soundness_problem(offsets, times, view, inactive=True)
+            if problem:
+                self.rebuilt_because = problem
+                rebuild(offsets, times, view, self.config.index_interval_bytes)
+                offsets.resize(self.config.segment_index_bytes)
+                times.resize(self.config.segment_index_bytes)
+        return offsets, times
+
+    def _offsets(self):
+        return self._indexes()[0]
+
+    def _times(self):
+        return self._indexes()[1]
+
+    # --- timestamps (§4.1, §4.8) ---------------------------------------------------------------------
+
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        if self._max_ts is None:
+            self._max_ts = self._times().last_entry
+        return self._max_ts
+
+    def max_timestamp_so_far(self) -> int:
+        return self.max_timestamp_and_offset()[0]
+
+    def largest_timestamp(self) -> int:
+        """§4.8: the max timestamp if any batch had one ≥ 0, else the ``.log`` file's mtime."""
+        ts = self.max_timestamp_so_far()
+        return ts if ts >= 0 else self.storage.mtime_ms(self.log_path)
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    # --- append and roll (§4.2, §4.3) --------------------------------------------------------------
+
+    def append(self, largest_offset: int, largest_timestamp: int, shallow_offset_of_max: int, data) -> None:
+        if not data:
+            return
+        position = self._size
+        if position == 0:
+            self.rolling_based_timestamp = largest_timestamp
+        if not self.can_convert_to_relative_offset(largest_offset):
+            raise LogSegmentOffsetOverflow(self, largest_offset)
+        self._log.write_at(position, data)
+        self._size += len(data)
+        if largest_timestamp > self.max_timestamp_so_far():
+            self._max_ts = (largest_timestamp, shallow_offset_of_max)
+        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+            offsets, times = self._indexes()
+            offsets.append(largest_offset, position)
+            times.maybe_append(*self.max_timestamp_and_offset())
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += len(data)
+
+    def _load_first_batch_timestamp(self) -> None:
+        if self.rolling_based_timestamp is None:
+            for header in self.batches():
+                self.rolling_based_timestamp = header.max_timestamp
+                break
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        self._load_first_batch_timestamp()
+        ts = -1 if self.rolling_based_timestamp is None else self.rolling_based_timestamp
+        return message_timestamp - ts if ts >= 0 else now_ms - self.created_ms
+
+    def should_roll(self, max_segment_ms, max_segment_bytes, max_ts_in_messages, max_offset_in_messages, size, now):
+        reached_roll_ms = self.time_waited_for_roll(now, max_ts_in_messages) > max_segment_ms - self.roll_jitter_ms
+        return (
+            self._size > max_segment_bytes - size
+            or (self._size > 0 and reached_roll_ms)
+            or self._offsets().is_full()
+            or self._times().is_full()
+            or not self.can_convert_to_relative_offset(max_offset_in_messages)
+        )
+
+    def on_become_inactive(self) -> None:
+        """§4.4: the final time-index entry, then trim both indexes and the log."""
+        offsets, times = self._indexes()
+        times.maybe_append(*self.max_timestamp_and_offset(), skip_full_check=True)
+        offsets.trim_to_valid_size()
+        times.trim_to_valid_size()
+        self._trim_log()
+
+    def _trim_log(self) -> None:
+        if self._log.size() != self._size:
+            self._log.truncate(self._size)
+
+    # --- lookups (§4.5, §4.8) ----------------------------------------------------------------------
+
+    def translate_offset(self, offset: int, starting_position: int = 0):
+        """The first batch (header) at or after the index's lower bound whose last offset is ≥ offset."""
+        start = max(self._offsets().lookup(offset)[1], starting_position)
+        for header in self.batches(start):
+            if header.last_offset >= offset:
+                return header
+        return None
+
+    def read(self, start_offset: int, max_size: int, max_position: int | None, min_one_message: bool):
+        """§4.5 read: None if no batch reaches start_offset; else the bytes (possibly empty)."""
+        if max_size < 0:
+            raise ValueError(f"Invalid max size {max_size} for log read from segment {self.log_path}")
+        mapping = self.translate_offset(start_offset)
+        if mapping is None:
+            return None
+        adjusted = max(max_size, mapping.size) if min_one_message else max_size
+        if adjusted == 0 or max_position is None:
+            return b""
+        fetch = min(max_position - mapping.position, adjusted)
+        end = min(mapping.position + max(fetch, 0), self._size)
+        return bytes(self.view()[mapping.position : end])
+
+    def read_next_offset(self) -> int:
+        """§4.5 readNextOffset: trusts the offset index's last entry, as Kafka does."""
+        offsets = self._offsets()
+        mapping = self.translate_offset(offsets.last_offset)
+        if mapping is None:
+            return self.base_offset
+        last = None
+        for header in self.batches(mapping.position):
+            last = header
+        return last.last_offset + 1 if last else self.base_offset
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int):
+        """§4.8 rule 5: (timestamp, offset) of the first record at or after ``timestamp``, or None."""
+        offsets, times = self._indexes()
+        entry_offset = times.lookup(timestamp)[1]
+        position = offsets.lookup(max(entry_offset, starting_offset))[1]
+        return search_for_timestamp(self.view(), timestamp, position, starting_offset)
+
+    def offset_of_max_timestamp(self, header) -> tuple[int, int] | None:
+        """RecordBatch.offsetOfMaxTimestamp for the batch ``header``: (its max timestamp, the offset
+        of its first record carrying it), None for magic 0 or if no record does."""
+        offset = offset_of_max_timestamp(self.view(), header)
+        return None if offset is None else (header.max_timestamp, offset)
+
+    # --- recovery and truncation (§4.6, §4.7) ------------------------------------------------------
+
+    def recover(self, epoch_cache=None) -> int:
+        """§4.6 (without producer state): rebuild the indexes from the batches, truncate at the first
+        invalid one; returns the bytes truncated.  Overflow and index refusals propagate."""
+        offsets, times = self.offset_index.get(), self.time_index.get()
+        self.indexes_checked = True
+        offsets.reset()
+        times.reset()
+        self.txn_index.reset()
+        valid = last_index_entry = 0
+        self._max_ts = None
+        view = self.view()
+        scan = BatchScan(view)
+        for h in scan:
+            if not self.can_convert_to_relative_offset(h.last_offset):
+                raise LogSegmentOffsetOverflow(self, h.last_offset)
+            if h.max_timestamp > self.max_timestamp_so_far():
+                self._max_ts = (h.max_timestamp, h.last_offset)
+            if valid - last_index_entry > self.config.index_interval_bytes:
+                offsets.append(h.last_offset, valid)
+                times.maybe_append(*self.max_timestamp_and_offset())
+                last_index_entry = valid
+            valid += h.size
+            if h.magic >= 2 and epoch_cache is not None and h.partition_leader_epoch >= 0:
+                latest = epoch_cache.latest_epoch()
+                if latest is None or h.partition_leader_epoch > latest:
+                    epoch_cache.assign(h.partition_leader_epoch, h.offset)
+        self.storage.stats.log_bytes_read += self._size
+        truncated = self._size - valid
+        self._truncate_log(valid)
+        offsets.trim_to_valid_size()
+        times.maybe_append(*self.max_timestamp_and_offset(), skip_full_check=True)
+        times.trim_to_valid_size()
+        return truncated
+
+    def _truncate_log(self, size: int) -> None:
+        if size < self._size or self._log.size() > size:
+            self._log.truncate(size)
+        self._size = min(self._size, size)
+
+    def truncate_to(self, offset: int, now_ms: int) -> int:
+        mapping = self.translate_offset(offset)
+        offsets, times = self._indexes()
+        offsets.truncate_to(offset)
+        times.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
+        offsets.resize(self.config.segment_index_bytes)
+        times.resize(self.config.segment_index_bytes)
+        truncated = 0
+        if mapping is not None:
+            truncated = self._size - mapping.position
+            self._truncate_log(mapping.position)
+        if self._size == 0:
+            self.created_ms = now_ms
+            self.rolling_based_timestamp = None
+        self.bytes_since_last_index_entry = 0
+        if self.max_timestamp_so_far() >= 0:
+            self._max_ts = self._read_largest_timestamp()
+        return truncated
+
+    def _read_largest_timestamp(self) -> tuple[int, int]:
+        offsets, times = self._indexes()
+        last = times.last_entry
+        best = last
+        for header in self.batches(offsets.lookup(last[1])[1]):
+            if header.max_timestamp > best[0]:
+                best = (header.max_timestamp, header.last_offset)
+        return best
+
+    def resize_indexes(self, size: int) -> None:
+        """End of load (§5.7): the active segment's indexes back to full size (no soundness check —
+        that waits for first use, so a clean load reads no log bytes)."""
+        self.offset_index.get().resize(size)
+        self.time_index.get().resize(size)
+
+    # --- load-time check (§4.12) --------------------------------------------------------------------
+
+    def sanity_check(self, time_index_newly_created: bool) -> str | None:
+        """None if fine, else why Kafka would recover this segment at load (``.index`` missing or a
+        corrupt txn index).  A time index that did not exist is materialised empty."""
+        if not self.storage.exists(self.offset_index.path):
+            return f"{self.offset_index.path} does not exist"
+        if time_index_newly_created:
+            self.time_index.get().resize(0)
+        try:
+            self.txn_index.sanity_check()
+        except IndexFailure as e:
+            return str(e)
+        return None
+
+    # --- durability and lifecycle (§4.9) --------------------------------------------------------------
+
+    def flush(self) -> None:
+        self._log.fsync()
+        offsets, times = self.offset_index.get(), self.time_index.get()
+        offsets.flush()
+        times.flush()
+        self.txn_index.flush()
+
+    def close(self) -> None:
+        if self._max_ts is not None:
+            try:
+                self._times().maybe_append(*self._max_ts, skip_full_check=True)
+            except (IndexFailure, LogFormatError):
+                pass
+        self.offset_index.close()
+        self.time_index.close()
+        self._log.fsync()
+        self._trim_log()
+        self._log.close()
+        self.txn_index.close()
+
+    def close_handlers(self) -> None:
+        self.offset_index.close_handler()
+        self.time_index.close_handler()
+        self._log.close()
+        self.txn_index.close()
+
+    def change_file_suffixes(self, old: str, new: str) -> None:
+        """§4.9 rule 5: rename log, offset index, time index, txn index in that order."""
+
+        def renamed(path: str) -> str:
+            if not path.endswith(old):
+                raise ValueError(f"{path} does not end with {old!r}")
+            return path[: len(path) - len(old)] + new
+
+        new_log = renamed(self.log_path)
+        self.storage.rename(self.log_path, new_log)
+        self.log_path = new_log
+        self._log.path = new_log
+        self.offset_index.rename_to(renamed(self.offset_index.path))
+        self.time_index.rename_to(renamed(self.time_index.path))
+        txn_new = renamed(self.txn_index.path)
+        if self.storage.exists(self.txn_index.path):
+            self.storage.rename(self.txn_index.path, txn_new)
+        self.txn_index.path = txn_new
+
+    def files(self) -> list[str]:
+        return [self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path]
+
+    def delete_if_exists(self) -> None:
+        """§4.9 rule 4 (files already closed or never opened are fine)."""
+        self.close_handlers()
+        for path in self.files():
+            if self.storage.exists(path):
+                self.storage.unlink(path)
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path}, size={self._size})"

@@ -1,0 +1,82 @@
+"""The topic configuration the log layer reads (spec §8), with Kafka's defaults and minimums."""
+
+from __future__ import annotations
+
+import attrs
+
+LONG_MAX = 2**63 - 1
+
+DEFAULTS = {
+    "segment.bytes": 1073741824,
+    "segment.ms": 604800000,
+    "segment.jitter.ms": 0,
+    "segment.index.bytes": 10485760,
+    "index.interval.bytes": 4096,
+    "flush.messages": LONG_MAX,
+    "retention.ms": 604800000,
+    "retention.bytes": -1,
+    "file.delete.delay.ms": 60000,
+    "max.message.bytes": 1048588,
+    "preallocate": False,
+    "cleanup.policy": "delete",
+}
+MINIMUMS = {
+    "segment.bytes": 14,
+    "segment.ms": 1,
+    "segment.jitter.ms": 0,
+    "segment.index.bytes": 4,
+    "index.interval.bytes": 0,
+    "flush.messages": 1,
+    "retention.ms": -1,
+    "file.delete.delay.ms": 0,
+    "max.message.bytes": 0,
+}
+POLICIES = ("delete", "compact", "compact,delete", "delete,compact")
+
+
+class ConfigError(ValueError):
+    def __init__(self, key: str, value, reason: str):
+        self.key, self.value, self.reason = key, value, reason
+        super().__init__(f"Invalid value {value!r} for configuration {key}: {reason}")
+
+
+def _check(key: str, value):
+    if key not in DEFAULTS:
+        raise ConfigError(key, value, "unknown configuration")
+    default = DEFAULTS[key]
+    if isinstance(default, bool):
+        if type(value) is not bool:
+            raise ConfigError(key, value, "expected true or false")
+    elif isinstance(default, int):
+        if type(value) is not int:
+            raise ConfigError(key, value, "expected an integer")
+        if value < -(2**63) or value > LONG_MAX:
+            raise ConfigError(key, value, "out of the range of a long")
+        if key in MINIMUMS and value < MINIMUMS[key]:
+            raise ConfigError(key, value, f"Value must be at least {MINIMUMS[key]}")
+    elif value not in POLICIES:
+        raise ConfigError(key, value, "expected delete, compact or both")
+    return value
+
+
+@attrs.frozen
+class Config:
+    values: dict = attrs.field(factory=dict)
+
+    @classmethod
+    def of(cls, overrides: dict | None = None) -> Config:
+        merged = dict(DEFAULTS)
+        for key, value in (overrides or {}).items():
+            merged[key] = _check(key, value)
+        return cls(merged)
+
+    def __getattr__(self, name: str):
+        key = name.replace("_", ".")
+        try:
+            return self.values[key]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def jitter_bound(self) -> int:
+        jitter = self.values["segment.jitter.ms"]
+        return 0 if jitter == 0 else min(jitter, self.values["segment.ms"])

@@ -1,0 +1,382 @@
+"""Data dirs, loading, checkpoints, shutdown and the clean-shutdown marker (spec §5.2–§5.7, §6),
+as pure functions of a disk image.
+
+A disk image is a dict {path: bytes}.  :func:`load` turns an image (plus config, clock and jitter)
+into a :class:`LogManager`; :meth:`LogManager.files` renders the image the broker would leave.  The
+loader follows LogLoader.load() step by step for what the log issue covers: ``.deleted`` /
+``.cleaned`` / ``.swap`` handling, orphan indexes, load-time recovery when ``.index`` is missing or
+the txn index is corrupt, recoverLog after an unclean shutdown (stop at the first segment that lost
+bytes and delete the rest), LEO below the log start offset, the empty log, recovery point =
+min(checkpoint, LEO) unless clean, epoch-cache truncation.  Not yet: producer snapshots (§5.8) and
+splitting overflowed segments (§5.5) — an overflow is this partition's load error.
+
+Two documented departures from Kafka, shared with ``impl`` (DESIGN.md ``isolated``): a partition that
+cannot be loaded (bad directory name, bad file name, overflow) is reported and left out instead of
+stopping the broker; and a data dir with such a partition gets no marker at shutdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from model.checkpoints import parse_epochs, parse_offsets, render_epochs, render_offsets
+from model.config import Config
+from model.errors import IndexFailure, RecordFormatError
+from model.file_records import iterate_file
+from model.indexes import OffsetIndex, TimeIndex, TransactionIndex, rebuild_from_log
+from model.log import Log, LogError, Segment, prefix
+from model.names import offset_from_file_name, parse_topic_partition
+
+MARKER = ".kafka_cleanshutdown"
+RECOVERY_POINTS = "recovery-point-offset-checkpoint"
+LOG_STARTS = "log-start-offset-checkpoint"
+EPOCHS = "leader-epoch-checkpoint"
+INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+NEVER = 2**63
+
+
+class PartitionLoadError(Exception):
+    def __init__(self, path: str, message: str):
+        self.path = path
+        super().__init__(f"{path}: {message}")
+
+
+@attrs.define
+class LoadOutcome:
+    data_dir: str
+    name: str
+    topic: str | None
+    partition: int | None
+    error: str | None
+    recovered: list[int] = attrs.Factory(list)
+    truncated_bytes: int = 0
+
+
+@attrs.define(eq=False)
+class PartitionFiles:
+    """A loaded partition: its Log plus the files the log layer does not own (kept as found)."""
+
+    log: Log
+    data_dir: str
+    other: dict[str, bytes] = attrs.Factory(dict)  # name → bytes (snapshots, partition.metadata, …)
+    epoch_text: bytes = b""  # leader-epoch-checkpoint as last written
+
+
+def _children(image: dict[str, bytes], directory: str) -> dict[str, bytes]:
+    """Files directly inside ``directory`` (name → bytes)."""
+    lead = directory.rstrip("/") + "/"
+    return {p[len(lead) :]: b for p, b in image.items() if p.startswith(lead) and "/" not in p[len(lead) :]}
+
+
+def _subdirs(image: dict[str, bytes], directory: str, dirs: set[str]) -> list[str]:
+    lead = directory.rstrip("/") + "/"
+    names = {p[len(lead) :].split("/", 1)[0] for p in image if p.startswith(lead) and "/" in p[len(lead) :]}
+    names |= {d[len(lead) :] for d in dirs if d.startswith(lead) and "/" not in d[len(lead) :]}
+    return sorted(names)
+
+
+def _file_offset(directory: str, name: str) -> int:
+    try:
+        return offset_from_file_name(name)
+    except Exception as e:
+        raise PartitionLoadError(f"{directory}/{name}", f"file name does not start with an offset ({e})") from None
+
+
+class LogManager:
+    def __init__(self, data_dirs, config: Config, clock: Callable[[], int], jitter, broker_epoch: int = -1):
+        self.data_dirs = list(data_dirs)
+        self.config = config
+        self.clock = clock
+        self.jitter = jitter
+        self.broker_epoch = broker_epoch
+        self.partitions: dict[tuple[str, int], PartitionFiles] = {}
+        self.dir_files: dict[str, dict[str, bytes]] = {d: {} for d in self.data_dirs}  # name → bytes
+        self.extra_dirs: set[str] = set()  # directories kept as found (bad names, failed loads)
+        self.extra_files: dict[str, bytes] = {}
+        self.had_marker: dict[str, bool] = {}
+        self.load_completed: dict[str, bool] = {}
+        self.outcomes: list[LoadOutcome] = []
+
+    # --- the image ------------------------------------------------------------------------------
+
+    def files(self, indexes: bool = True) -> dict[str, bytes]:
+        """The image; ``indexes=False`` leaves out the live segments' index files (cheaper)."""
+        out = dict(self.extra_files)
+        for d, files in self.dir_files.items():
+            out.update({f"{d}/{n}": b for n, b in files.items()})
+        for p in self.partitions.values():
+            log = p.log
+            path = f"{p.data_dir}/{log.name}"
+            out.update({f"{path}/{n}": b for n, b in p.other.items()})
+            out[f"{path}/{EPOCHS}"] = render_epochs(log.epochs).encode() if log.epoch_writes else p.epoch_text
+            for s in log.segments + [s for _, s in log.deleted]:
+                suffix = ".deleted" if s.deleted else ""
+                out[f"{path}/{prefix(s.base)}.log{suffix}"] = bytes(s.log)
+                if indexes and not s.deleted:
+                    out[f"{path}/{prefix(s.base)}.index"] = s.offset_index.file_bytes()
+                    out[f"{path}/{prefix(s.base)}.timeindex"] = s.time_index.file_bytes()
+        return out
+
+    def directories(self) -> set[str]:
+        return set(self.data_dirs) | {f"{p.data_dir}/{p.log.name}" for p in self.partitions.values()} | self.extra_dirs
+
+    # --- logs -------------------------------------------------------------------------------------
+
+    def log(self, topic: str, partition: int) -> Log:
+        try:
+            return self.partitions[(topic, partition)].log
+        except KeyError:
+            raise LogError("UnknownTopicOrPartitionException", f"{topic}-{partition} has no log") from None
+
+    def create_log(self, topic: str, partition: int, data_dir: str | None = None) -> Log:
+        if (topic, partition) in self.partitions:
+            return self.partitions[(topic, partition)].log
+        parse_topic_partition(f"{topic}-{partition}")
+        log = Log(topic, partition, self.config, self.clock, self.jitter, [])
+        log.segments.append(log.new_segment(0))
+        self.partitions[(topic, partition)] = PartitionFiles(log, data_dir or self.data_dirs[0])
+        return log
+
+    def logs_in(self, data_dir: str):
+        return sorted((tp, p.log) for tp, p in self.partitions.items() if p.data_dir == data_dir)
+
+    def dir_of(self, topic: str, partition: int) -> str:
+        return self.partitions[(topic, partition)].data_dir
+
+    def tick(self) -> None:
+        now = self.clock()
+        for p in self.partitions.values():
+            p.log.run_due_deletions(now)
+
+    def checkpoint_recovery_points(self, data_dir: str | None = None) -> None:
+        for d in [data_dir] if data_dir else self.data_dirs:
+            entries = {tp: log.recovery_point for tp, log in self.logs_in(d)}
+            self.dir_files[d][RECOVERY_POINTS] = render_offsets(entries).encode()
+
+    def checkpoint_log_start_offsets(self, data_dir: str | None = None) -> None:
+        for d in [data_dir] if data_dir else self.data_dirs:
+            entries = {
+                tp: log.log_start_offset for tp, log in self.logs_in(d) if log.log_start_offset > log.segments[0].base
+            }
+            self.dir_files[d][LOG_STARTS] = render_offsets(entries).encode()
+
+    def shutdown(self) -> dict[str, str | None]:
+        outcome = {}
+        for p in self.partitions.values():  # delayed deletions are dropped; their files stay
+            p.log.deleted = [(NEVER, s) for _, s in p.log.deleted]
+        for d in self.data_dirs:
+            for _, log in self.logs_in(d):
+                log.flush(log.log_end_offset, inclusive=True)
+                log.close()
+            self.checkpoint_recovery_points(d)
+            self.checkpoint_log_start_offsets(d)
+            if self.had_marker.get(d) or self.load_completed.get(d, True):
+                self.dir_files[d][MARKER] = b'{"version":0,"brokerEpoch":%d}' % self.broker_epoch
+                outcome[d] = None
+            else:
+                outcome[d] = "not every partition finished loading: no clean-shutdown marker (KAFKA-15375)"
+        return outcome
+
+
+# --- loading (§6.2, §5.2) --------------------------------------------------------------------------------
+
+
+def load(image: dict[str, bytes], data_dirs, config: Config, clock, jitter, directories=(), broker_epoch=-1) -> LogManager:
+    """The broker's startup on ``image``: a new LogManager holding every loadable partition."""
+    manager = LogManager(data_dirs, config, clock, jitter, broker_epoch)
+    dirs = set(directories)
+    inside = lambda p: any(p.startswith(d.rstrip("/") + "/") or p == d for d in data_dirs)  # noqa: E731
+    manager.extra_files = {p: b for p, b in image.items() if not inside(p)}
+    for d in data_dirs:
+        files = _children(image, d)
+        had_marker = MARKER in files
+        files.pop(MARKER, None)  # deleted at once (KAFKA-10471)
+        manager.had_marker[d] = had_marker
+        for name in (RECOVERY_POINTS, LOG_STARTS):
+            files.setdefault(name, b"")
+        manager.dir_files[d] = files
+        recovery_points = _read_offsets(files[RECOVERY_POINTS], f"{d}/{RECOVERY_POINTS}")
+        log_starts = _read_offsets(files[LOG_STARTS], f"{d}/{LOG_STARTS}")
+        ok = True
+        for name in _subdirs(image, d, dirs):
+            path = f"{d}/{name}"
+            if name == "remote-log-index-cache":
+                _keep(manager, image, path, dirs)
+                continue
+            try:
+                topic, partition, _ = parse_topic_partition(name)
+            except Exception as e:
+                manager.outcomes.append(LoadOutcome(d, name, None, None, f"{path}: {e}"))
+                _keep(manager, image, path, dirs)
+                ok = False
+                continue
+            if topic == "__cluster_metadata":
+                _keep(manager, image, path, dirs)
+                continue
+            outcome = LoadOutcome(d, name, topic, partition, None)
+            try:
+                if (topic, partition) in manager.partitions:
+                    raise PartitionLoadError(path, f"Duplicate log directories for {topic}-{partition}")
+                pf = _load_partition(
+                    _children(image, path), path, topic, partition, config, clock, jitter, had_marker,
+                    recovery_points.get((topic, partition), 0), log_starts.get((topic, partition), 0), outcome,
+                )  # fmt: skip
+                pf.data_dir = d
+                manager.partitions[(topic, partition)] = pf
+            except (PartitionLoadError, LogError, IndexFailure, RecordFormatError) as e:
+                outcome.error = str(e)
+                _keep(manager, image, path, dirs)
+                ok = False
+            manager.outcomes.append(outcome)
+        manager.load_completed[d] = ok
+    return manager
+
+
+def _keep(manager: LogManager, image, path: str, dirs: set[str]) -> None:
+    manager.extra_dirs.add(path)
+    manager.extra_dirs |= {x for x in dirs if x.startswith(path + "/")}
+    manager.extra_files.update({p: b for p, b in image.items() if p.startswith(path + "/")})
+
+
+def _read_offsets(data: bytes, path: str) -> dict:
+    try:
+        return parse_offsets(data.decode("utf-8"), path)
+    except Exception:  # §6.2: any failure → an empty map
+        return {}
+
+
+def _load_partition(files, path, topic, partition, config, clock, jitter, clean, rp_checkpoint, ls_checkpoint, outcome):
+    files = dict(files)
+    epochs_text = files.pop(EPOCHS, b"")
+    try:
+        epochs = parse_epochs(epochs_text.decode("utf-8"), f"{path}/{EPOCHS}")
+    except Exception as e:
+        raise PartitionLoadError(f"{path}/{EPOCHS}", str(e)) from None
+    log = Log(topic, partition, config, clock, jitter, [], epochs=list(epochs))
+    pf = PartitionFiles(log, "", epoch_text=epochs_text)
+
+    # step 1: temp files, swaps (§5.2 steps 1–4)
+    cleaned = [n for n in files if n.endswith(".cleaned")]
+    min_cleaned = min((_file_offset(path, n) for n in cleaned), default=None)
+    for name in list(files):
+        if name.endswith(".deleted") and not name.endswith(".checkpoint.deleted"):
+            del files[name]
+    swaps = [n for n in files if n.endswith(".swap")]
+    for name in swaps:
+        if min_cleaned is not None and _file_offset(path, name) >= min_cleaned:
+            del files[name]
+    for name in cleaned:
+        del files[name]
+    log_swaps = [n for n in files if n.endswith(".log.swap")]
+    if log_swaps:
+        low = min(_file_offset(path, n) for n in log_swaps)
+        high = max(_next_offset(files[n], _file_offset(path, n)) for n in log_swaps)
+        for name in list(files):
+            if name.endswith(".swap"):
+                continue
+            try:
+                offset = offset_from_file_name(name)
+            except Exception:
+                continue
+            if low <= offset < high:
+                del files[name]
+    for name in [n for n in files if n.endswith(".swap")]:
+        files[name[: -len(".swap")]] = files.pop(name)
+    # §5.3: orphan indexes, then every segment
+    for name in [n for n in files if n.endswith(INDEX_SUFFIXES)]:
+        if f"{prefix(_file_offset(path, name))}.log" not in files:
+            del files[name]
+    segments = {}
+    for name in sorted(n for n in files if n.endswith(".log")):
+        base = _file_offset(path, name)
+        p = prefix(base)
+        bound = config.jitter_bound()
+        seg = Segment(base, config, clock(), jitter(log.name, base) % bound if bound else 0, bytearray(files.pop(name)))
+        index_bytes, time_bytes = files.pop(f"{p}.index", None), files.pop(f"{p}.timeindex", None)
+        txn = files.pop(f"{p}.txnindex", None)
+        seg.offset_index = OffsetIndex.open_existing(base, config.segment_index_bytes, index_bytes or b"")
+        seg.time_index = TimeIndex.open_existing(base, config.segment_index_bytes, time_bytes or b"")
+        reason = None
+        if index_bytes is None:
+            reason = f"{path}/{p}.index does not exist"
+        elif txn is not None:
+            try:
+                TransactionIndex.open_existing(base, txn).sanity_check()
+            except IndexFailure as e:
+                reason = str(e)
+        if reason:
+            outcome.truncated_bytes += _recover(seg, log, outcome, path)
+        segments[base] = seg
+    pf.other = files
+    log.segments = [segments[b] for b in sorted(segments)]
+    # §5.6 recoverLog
+    if not clean:
+        floor = max((s.base for s in log.segments if s.base <= rp_checkpoint), default=None)
+        unflushed = [s for s in log.segments if floor is None or s.base >= floor]
+        for i, seg in enumerate(unflushed):
+            try:
+                removed = _recover(seg, log, outcome, path)
+            except IndexFailure as e:
+                if e.kind != "InvalidOffsetException":
+                    raise PartitionLoadError(f"{path}/{prefix(seg.base)}.log", str(e)) from None
+                removed = seg.size
+                seg.log = bytearray()
+                seg.offset_index = OffsetIndex.create(seg.base, config.segment_index_bytes)
+                seg.time_index = TimeIndex.create(seg.base, config.segment_index_bytes)
+            outcome.truncated_bytes += removed
+            if removed > 0:
+                log.remove_and_delete(unflushed[i + 1 :])
+                break
+    leo = None
+    if log.segments:
+        leo = log.segments[-1].next_offset()
+        if leo < ls_checkpoint:
+            log.remove_and_delete(list(log.segments))
+            log.epochs_clear()
+            leo = None
+    if not log.segments:
+        log.segments.append(log.new_segment(ls_checkpoint))
+    if clean and leo is not None:
+        recovery_point = leo
+    else:
+        leo = log.segments[-1].next_offset() if leo is None else leo
+        recovery_point = min(rp_checkpoint, leo)
+    log.segments[-1].offset_index.resize(config.segment_index_bytes)
+    log.segments[-1].time_index.resize(config.segment_index_bytes)
+    log.epochs_truncate_from_end(leo)
+    log.log_start_offset = max(ls_checkpoint, log.segments[0].base)
+    log.epochs_truncate_from_start(ls_checkpoint)
+    log.log_end_offset = leo
+    log.recovery_point = max(recovery_point, log.log_start_offset)
+    return pf
+
+
+def _next_offset(data: bytes, base: int) -> int:
+    batches = iterate_file(data).batches
+    return batches[-1].header().last_offset + 1 if batches else base
+
+
+def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
+    """§4.6 on the model: indexes rebuilt from the batches, the log cut after the last valid one,
+    new leader epochs found in v2 batches assigned."""
+    outcome.recovered.append(seg.base)
+    for batch in iterate_file(bytes(seg.log)).batches:
+        h = batch.header()
+        if not seg.fits(h.last_offset):
+            raise PartitionLoadError(
+                f"{path}/{prefix(seg.base)}.log",
+                f"offset {h.last_offset} cannot be stored relative to base offset {seg.base}; splitting overflowed segments is not supported yet",
+            )
+        if h.magic >= 2 and h.partition_leader_epoch >= 0:
+            if not log.epochs or h.partition_leader_epoch > log.epochs[-1][0]:
+                log.assign_epoch(h.partition_leader_epoch, h.offset)
+    offsets, times, valid = rebuild_from_log(
+        bytes(seg.log), seg.base, seg.config.index_interval_bytes, seg.config.segment_index_bytes
+    )
+    removed = seg.size - valid
+    del seg.log[valid:]
+    seg.offset_index, seg.time_index = offsets, times
+    seg.max_ts = None
+    return removed

@@ -1,0 +1,15 @@
+"""The log state machine (conformance/log_machine.py): impl on the simulated backend and on real
+files, against the model, every property after every step."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+
+from conformance.log_machine import make_log_machine
+
+SimMachine = make_log_machine("sim")
+OsMachine = make_log_machine("os")
+
+TestLogMachineSim = SimMachine.TestCase
+TestLogMachineOs = OsMachine.TestCase
+TestLogMachineOs.settings = settings(settings(), max_examples=max(10, settings().max_examples // 4))
