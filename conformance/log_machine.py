@@ -106,7 +106,11 @@ class LogMachine(RuleBasedStateMachine):
         n = data.draw(st.integers(1, n_max), label="records")
         lag = data.draw(st.sampled_from([0, 500, 5_000, 3 * DAY]), label="lag")
         return tuple(
-            sc.Rec(max(0, self.clock - lag + data.draw(st.integers(-200, 200))), data.draw(text | st.none()), data.draw(text))
+            sc.Rec(
+                max(0, self.clock - lag + data.draw(st.integers(-200, 200))),
+                data.draw(text | st.none()),
+                data.draw(text),
+            )
             for _ in range(n)
         )
 

@@ -19,7 +19,13 @@ from model.records import build_batch_v2
 
 FORMAT = "klc-scenario"
 VERSION = 1
-CODECS = {"none": compression.NONE, "gzip": compression.GZIP, "snappy": compression.SNAPPY, "lz4": compression.LZ4, "zstd": compression.ZSTD}
+CODECS = {
+    "none": compression.NONE,
+    "gzip": compression.GZIP,
+    "snappy": compression.SNAPPY,
+    "lz4": compression.LZ4,
+    "zstd": compression.ZSTD,
+}
 LONG = (-(2**63), 2**63 - 1)
 INT = (-(2**31), 2**31 - 1)
 
@@ -234,7 +240,9 @@ def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
             if not isinstance(r, dict):
                 raise ScenarioError(f"{rw}: a record is an object")
             if set(r) - {"timestamp", "key", "value"}:
-                raise ScenarioError(f"{rw}: unknown field(s) {', '.join(sorted(set(r) - {'timestamp', 'key', 'value'}))}")
+                raise ScenarioError(
+                    f"{rw}: unknown field(s) {', '.join(sorted(set(r) - {'timestamp', 'key', 'value'}))}"
+                )
             recs.append(Rec(_int(r, "timestamp", rw, None, 0), _text(r, "key", rw), _text(r, "value", rw)))
         base = _int(b, "base_offset", bw, 0, 0) if not leader else 0
         epoch = _int(b, "leader_epoch", bw, 0, 0, INT[1]) if not leader else 0
@@ -321,8 +329,18 @@ class Scenario:
         if not isinstance(d, dict):
             raise ScenarioError(f"{where}: a scenario is a JSON object")
         if d.get("format") != FORMAT or d.get("version") != VERSION:
-            raise ScenarioError(f"{where}: expected \"format\": \"{FORMAT}\" and \"version\": {VERSION}")
-        extra = set(d) - {"format", "version", "config", "data_dirs", "clock_start_ms", "jitter_seed", "note", "expect", "steps"}
+            raise ScenarioError(f'{where}: expected "format": "{FORMAT}" and "version": {VERSION}')
+        extra = set(d) - {
+            "format",
+            "version",
+            "config",
+            "data_dirs",
+            "clock_start_ms",
+            "jitter_seed",
+            "note",
+            "expect",
+            "steps",
+        }
         if extra:
             raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(extra))}")
         config = d.get("config", {})

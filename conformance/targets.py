@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import struct
 import tempfile
 import zlib
 
@@ -121,9 +122,7 @@ class ModelTarget(_Target):
         self.manager = model.log_manager.load(
             self.image, self.dir_names, self.config, self.clock, self.jitter, self.directories
         )
-        return [
-            {"partition": o.name, "error": o.error, "recovered": o.recovered} for o in self.manager.outcomes
-        ]
+        return [{"partition": o.name, "error": o.error, "recovered": o.recovered} for o in self.manager.outcomes]
 
     def _shutdown(self):
         outcome = {d: why is None for d, why in self.manager.shutdown().items()}
@@ -140,7 +139,11 @@ class ModelTarget(_Target):
             m.create_log(step.topic, step.partition, self.dir_names[step.dir % len(self.dir_names)])
             return {}
         if isinstance(step, sc.Retention):
-            return {"deleted": sum(log.delete_old_segments() for _, log in sorted((tp, p.log) for tp, p in m.partitions.items()))}
+            return {
+                "deleted": sum(
+                    log.delete_old_segments() for _, log in sorted((tp, p.log) for tp, p in m.partitions.items())
+                )
+            }
         if isinstance(step, sc.Checkpoint):
             m.checkpoint_recovery_points()
             m.checkpoint_log_start_offsets()
@@ -229,17 +232,47 @@ class ImplTarget(_Target):
         self.manager: impl.log_manager.LogManager | None = None
         self.load_stats = None
 
+    def apply(self, step: sc.Step) -> dict:
+        mark = len(self.trace)
+        try:
+            return super().apply(step)
+        finally:
+            if self.backend == "os":
+                self._stamp(self.trace[mark:])
+
+    def _stamp(self, ops) -> None:
+        """Real files get the wall clock as modification time; give them the scenario's clock, as
+        the simulated backend does (time retention falls back to it, spec §4.8)."""
+        for path in {op.path for op in ops if op.name in ("write", "truncate", "create")}:
+            if self.raw_storage.exists(path):
+                self.raw_storage.set_mtime_ms(path, self.clock())
+
     def _dirs(self) -> list[str]:
         return [f"{self.root}/{d}" for d in self.dir_names]
 
+    def tail_bytes(self) -> int:
+        """What Kafka's loader must read of a cleanly shut down log: each partition's active segment
+        from its last offset-index entry to the end (readNextOffset, spec §4.5 rule 3)."""
+        files = self.files()
+        total = 0
+        for d in {p.rsplit("/", 1)[0] for p in files if p.endswith(".log")}:
+            logs = sorted(p for p in files if p.startswith(d + "/") and p.endswith(".log"))
+            index = files.get(logs[-1][: -len(".log")] + ".index", b"")
+            position = struct.unpack_from(">i", index, len(index) - 4)[0] if len(index) >= 8 else 0
+            total += max(0, len(files[logs[-1]]) - position)
+        return total
+
     def _open(self) -> list[dict]:
         self.manager = impl.log_manager.LogManager(self.storage, self._dirs(), self.config, self.clock, self.jitter)
+        tail = self.tail_bytes()
         before = self.storage.stats.snapshot()
         loads = self.manager.startup()
         after = self.storage.stats
         self.load_stats = {
             "log_bytes_read": after.log_bytes_read - before.log_bytes_read,
             "bytes_read": after.bytes_read - before.bytes_read,
+            "index_bytes_read": after.index_bytes_read - before.index_bytes_read,
+            "tail_bytes": tail,
         }
         return [
             {

@@ -71,7 +71,7 @@ class PartitionLoader:
         jitter: Callable[[str, int], int],
         scheduler: Scheduler,
         had_clean_shutdown: bool,
-        recovery_point_checkpoint: int | None,
+        recovery_point_checkpoint: int,
         log_start_offset_checkpoint: int,
     ):
         self.storage = storage
@@ -82,8 +82,7 @@ class PartitionLoader:
         self.jitter = jitter
         self.scheduler = scheduler
         self.clean = had_clean_shutdown
-        self.recovery_point_known = recovery_point_checkpoint is not None
-        self.recovery_point_checkpoint = recovery_point_checkpoint or 0
+        self.recovery_point_checkpoint = recovery_point_checkpoint
         self.log_start_checkpoint = log_start_offset_checkpoint
         self.report = LoadReport()
         self.segments: dict[int, LogSegment] = {}
@@ -195,7 +194,7 @@ class PartitionLoader:
                     break
         leo = None
         if self.segments:
-            leo = self._log_end_offset()
+            leo = self.segments[max(self.segments)].read_next_offset()
             if leo < self.log_start_checkpoint:
                 doomed = [self.segments.pop(b) for b in sorted(self.segments)]
                 self.report.removed_segments += [s.base_offset for s in doomed]
@@ -212,15 +211,6 @@ class PartitionLoader:
         if leo is None:
             leo = self.segments[max(self.segments)].read_next_offset()
         return min(self.recovery_point_checkpoint, leo), leo
-
-    def _log_end_offset(self) -> int:
-        """After a clean shutdown the recovery-point checkpoint was written after the final flush, so
-        it holds the log end offset: no log byte need be read (Kafka reads the active segment's tail
-        after its last index entry).  Otherwise readNextOffset, as Kafka."""
-        active = self.segments[max(self.segments)]
-        if self.clean and self.recovery_point_known and self.recovery_point_checkpoint >= active.base_offset:
-            return self.recovery_point_checkpoint
-        return active.read_next_offset()
 
     def _delete_async(self, segments: list[LogSegment]) -> None:
         due = self.clock() + self.config.file_delete_delay_ms

@@ -255,9 +255,15 @@ class PartitionLog:
             if active.base_offset == new_offset and active.size == 0:  # KAFKA-6388
                 segment = self._create_and_delete(new_offset, active)
             else:
-                raise LogError("KafkaException", f"Trying to roll a new log segment with start offset {new_offset} while it already exists")
+                raise LogError(
+                    "KafkaException",
+                    f"Trying to roll a new log segment with start offset {new_offset} while it already exists",
+                )
         elif new_offset < active.base_offset:
-            raise LogError("KafkaException", f"Trying to roll a new log segment with start offset {new_offset} lower than the active segment's {active.base_offset}")
+            raise LogError(
+                "KafkaException",
+                f"Trying to roll a new log segment with start offset {new_offset} lower than the active segment's {active.base_offset}",
+            )
         else:
             prefix = f"{self.dir}/{filename_prefix(new_offset)}"
             for suffix in (".log", ".index", ".timeindex", ".txnindex"):
@@ -267,13 +273,23 @@ class PartitionLog:
             segment = self.new_segment(new_offset)
             self._add(segment)
         self._update_log_end_offset(self.log_end_offset)
-        self.flush(segment.base_offset)
+        self._flush(segment.base_offset)
         return segment
 
     # --- flush (§4.10) ---------------------------------------------------------------------------------
 
     def flush(self, offset: int | None = None, inclusive: bool = False) -> None:
+        """Flush through ``offset`` (default: the log end offset, the periodic flusher's call)."""
         offset = self.log_end_offset if offset is None else offset
+        if not 0 <= offset <= self.log_end_offset:
+            raise LogError(
+                "OffsetOutOfRangeException", f"cannot flush to {offset}: the log ends at {self.log_end_offset}"
+            )
+        self._flush(offset, inclusive)
+
+    def _flush(self, offset: int, inclusive: bool = False) -> None:
+        """UnifiedLog.flush(offset, includingOffset); after a roll with a gap the new base (and so
+        the recovery point) may lie past the log end offset, as in Kafka."""
         flush_offset = offset + 1 if inclusive else offset
         if flush_offset > self.recovery_point:
             current = self.recovery_point
@@ -299,7 +315,9 @@ class PartitionLog:
             segment = self.higher_segment(segment.base_offset)
         return self.active_segment.base_offset, self.active_segment.size
 
-    def read(self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True) -> bytes:
+    def read(
+        self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
+    ) -> bytes:
         """UnifiedLog.read with the log end offset (or ``max_offset``) as the upper bound."""
         if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
             raise LogError(
@@ -453,4 +471,3 @@ class PartitionLog:
     def close_handlers(self) -> None:
         for segment in self.segments:
             segment.close_handlers()
-

@@ -151,7 +151,7 @@ class LogManager:
             self.jitter,
             self.scheduler,
             state.had_clean_shutdown,
-            recovery_points.get(tp),
+            recovery_points.get(tp, 0),
             log_starts.get(tp, 0),
         )
         try:
@@ -162,7 +162,13 @@ class LogManager:
             log.close_handlers()
             other = self._dir_of[tp]
             return PartitionLoad(
-                state.path, name, topic, partition, None, f"Duplicate log directories for {topic}-{partition} are found in both {other} and {path}", loader.report
+                state.path,
+                name,
+                topic,
+                partition,
+                None,
+                f"Duplicate log directories for {topic}-{partition} are found in both {other} and {path}",
+                loader.report,
             )
         self.logs[tp] = log
         self._dir_of[tp] = state.path
@@ -183,7 +189,19 @@ class LogManager:
         epoch_cache = LeaderEpochCache(self.storage, path)
         segment = LogSegment(self.storage, path, 0, config, self.clock(), preallocate=config.preallocate)
         log = PartitionLog(
-            self.storage, path, topic, partition, config, self.clock, self.jitter, self.scheduler, [segment], 0, 0, 0, epoch_cache
+            self.storage,
+            path,
+            topic,
+            partition,
+            config,
+            self.clock,
+            self.jitter,
+            self.scheduler,
+            [segment],
+            0,
+            0,
+            0,
+            epoch_cache,
         )
         self.logs[tp] = log
         self._dir_of[tp] = data_dir

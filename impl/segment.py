@@ -222,13 +222,14 @@ class LogSegment:
         return bytes(self.view()[mapping.position : end])
 
     def read_next_offset(self) -> int:
-        """§4.5 readNextOffset: trusts the offset index's last entry, as Kafka does."""
-        offsets = self._offsets()
-        mapping = self.translate_offset(offsets.last_offset)
-        if mapping is None:
-            return self.base_offset
+        """§4.5 readNextOffset: scan from the offset index's last entry, trusting it as Kafka does
+        (no soundness check here: at load this reads only the tail after the last entry)."""
+        offsets = self.offset_index.get()
+        start = offsets.lookup(offsets.last_offset)[1]
         last = None
-        for header in self.batches(mapping.position):
+        for header in self.batches(start):
+            if last is None and header.last_offset < offsets.last_offset:
+                continue
             last = header
         return last.last_offset + 1 if last else self.base_offset
 

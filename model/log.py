@@ -296,7 +296,9 @@ class Log:
             if any(a >= b for a, b in zip(lasts, lasts[1:], strict=False)):
                 raise LogError("OffsetsOutOfOrderException", "offsets in the append are not strictly increasing")
             if headers[0].offset < self.log_end_offset:
-                raise LogError("UnexpectedAppendOffsetException", f"first offset {headers[0].offset} < {self.log_end_offset}")
+                raise LogError(
+                    "UnexpectedAppendOffsetException", f"first offset {headers[0].offset} < {self.log_end_offset}"
+                )
         max_ts, shallow = -1, -1
         for h in headers:
             if h.max_timestamp > max_ts:
@@ -329,12 +331,20 @@ class Log:
         else:
             active.on_become_inactive()
             self.segments.append(self.new_segment(new_offset))
-        self.flush(new_offset)
+        self.mark_flushed(new_offset)
         return self.active
 
     # §4.10
     def flush(self, offset: int | None = None, inclusive: bool = False) -> None:
         offset = self.log_end_offset if offset is None else offset
+        if not 0 <= offset <= self.log_end_offset:
+            raise LogError(
+                "OffsetOutOfRangeException", f"cannot flush to {offset}: the log ends at {self.log_end_offset}"
+            )
+        self.mark_flushed(offset, inclusive)
+
+    def mark_flushed(self, offset: int, inclusive: bool = False) -> None:
+        """The recovery point moves forward only (after a roll with a gap, past the log end)."""
         if offset + (1 if inclusive else 0) > self.recovery_point:
             self.recovery_point = max(self.recovery_point, offset)
 

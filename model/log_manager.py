@@ -183,7 +183,9 @@ class LogManager:
 # --- loading (§6.2, §5.2) --------------------------------------------------------------------------------
 
 
-def load(image: dict[str, bytes], data_dirs, config: Config, clock, jitter, directories=(), broker_epoch=-1) -> LogManager:
+def load(
+    image: dict[str, bytes], data_dirs, config: Config, clock, jitter, directories=(), broker_epoch=-1
+) -> LogManager:
     """The broker's startup on ``image``: a new LogManager holding every loadable partition."""
     manager = LogManager(data_dirs, config, clock, jitter, broker_epoch)
     dirs = set(directories)
