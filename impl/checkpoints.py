@@ -135,7 +135,7 @@ def read_epochs(storage: Storage, path: str) -> list[tuple[int, int]]:
 
 def write_atomically(storage: Storage, path: str, lines: list[str]) -> None:
     """CheckpointFile.write + atomicMoveWithFallback: temp, fsync, rename, directory fsync."""
-    text = "0\n%d\n" % len(lines) + "".join(line + "\n" for line in lines)
+    text = f"0\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
     tmp = path + ".tmp"
     f = storage.open(tmp, create=True)
     try:
