@@ -64,3 +64,120 @@ def dump(
         sys.exit(0)
     if failed:
         sys.exit(1)
+
+
+@main.command()
+@click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str))
+@click.option(
+    "--target",
+    type=click.Choice(["both", "model", "impl"]),
+    default="both",
+    show_default=True,
+    help="both: model against impl (checks conforms); or one of them alone.",
+)
+@click.option("--backend", type=click.Choice(["sim", "os"]), default="sim", show_default=True, help="impl's storage.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON verdict per scenario, with every step's results.")
+def replay(scenarios: tuple[str, ...], target: str, backend: str, as_json: bool) -> None:
+    """Run scenario files (docs/scenario-format.md) through the runner and check every property.
+
+    Exit status: 0 all passed, 1 a property was violated, 2 a file is not a valid scenario.
+    """
+    import json
+
+    from conformance.runner import run
+    from conformance.scenario import Scenario, ScenarioError
+
+    targets = ("model", "impl") if target == "both" else (target,)
+    worst = 0
+    for path in scenarios:
+        try:
+            scenario = Scenario.load(path)
+        except (ScenarioError, OSError) as e:
+            click.echo(
+                f"klc replay: {e}" if isinstance(e, ScenarioError) else f"klc replay: {path}: {e.strerror}", err=True
+            )
+            worst = 2
+            continue
+        verdict = run(scenario, targets, backend)
+        if as_json:
+            click.echo(json.dumps({"scenario": path} | verdict.to_json()))
+        elif verdict.ok:
+            checked = ", ".join(f"{k} {v}" for k, v in sorted(verdict.checked.items()))
+            click.echo(
+                f"PASS {path}: {len(scenario.steps)} steps on {' vs '.join(verdict.targets)} (checked: {checked})"
+            )
+        else:
+            click.echo(f"FAIL {path}: {verdict.violations[0]}")
+        if not verdict.ok:
+            worst = max(worst, 1)
+    sys.exit(worst)
+
+
+def _config_option(values: tuple[str, ...]):
+    from impl.config import ConfigError, LogConfig
+
+    parsed = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not key=value", param_hint="--config")
+        parsed[key] = raw == "true" if raw in ("true", "false") else int(raw) if raw.lstrip("-").isdigit() else raw
+    try:
+        return LogConfig.from_dict(parsed)
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint="--config") from None
+
+
+@main.command()
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="The whole report as one JSON object.")
+@click.option("--config", "config_items", multiple=True, metavar="KEY=VALUE", help="A topic config (repeatable).")
+def load(dirs: tuple[str, ...], as_json: bool, config_items: tuple[str, ...]) -> None:
+    """Load broker data dirs as a broker would and report every partition: log start and end
+    offsets, recovery point, segments, what recovery did, and any error.
+
+    DIRS are never modified: the loader runs on a private (sparse) copy.
+    """
+    import json
+
+    from conformance.load_report import format_text, load_dirs
+
+    report = load_dirs(list(dirs), _config_option(config_items))
+    if as_json:
+        click.echo(json.dumps(report, indent=1))
+    else:
+        for line in format_text(report):
+            click.echo(line)
+    if report["problems"]:
+        sys.exit(1)
+
+
+@main.command()
+@click.option(
+    "--budget-seconds",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="Time for the state machines after the corpora.",
+)
+@click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
+def check(budget_seconds: float, as_json: bool) -> None:
+    """The conformance gate: replay the corpora, run the state machines within the budget, print a
+    per-property summary.  Exit status 1 on any violation."""
+    import json
+
+    from conformance.gate import run_gate
+
+    report = run_gate(budget_seconds, progress=lambda line: None if as_json else click.echo(line))
+    if as_json:
+        click.echo(json.dumps(report.to_json()))
+    else:
+        click.echo(f"checked ({report.seconds} s):")
+        for prop, n in sorted(report.checked.items()):
+            click.echo(f"  {prop:15} {n:8} checks")
+        for name, n in report.machine_cases.items():
+            click.echo(f"  {name}: {n} cases")
+        click.echo("PASS: no property violated" if report.ok else "FAIL:")
+        for v in report.violations:
+            click.echo(f"  {v}")
+    sys.exit(0 if report.ok else 1)

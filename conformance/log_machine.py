@@ -23,14 +23,16 @@ TOPICS = ("t", "orders")
 DAY = 86_400_000
 
 configs = st.fixed_dictionaries(
-    {"segment.index.bytes": st.sampled_from([12, 16, 24, 40, 64, 4096])},
+    {
+        "segment.index.bytes": st.sampled_from([12, 16, 24, 40, 64, 4096]),
+        "retention.ms": st.sampled_from([-1, 1000, 60_000, 2 * DAY, 7 * DAY]),
+    },
     optional={
         "segment.bytes": st.integers(200, 3000),
         "segment.ms": st.integers(1, 20_000),
         "segment.jitter.ms": st.integers(0, 5_000),
         "index.interval.bytes": st.sampled_from([0, 1, 100, 4096]),
         "flush.messages": st.integers(1, 20),
-        "retention.ms": st.sampled_from([-1, 1000, 60_000, 2 * DAY]),
         "retention.bytes": st.sampled_from([-1, 0, 500, 2000]),
         "file.delete.delay.ms": st.sampled_from([0, 1000, 60_000]),
         "max.message.bytes": st.sampled_from([150, 1048588]),
@@ -104,7 +106,7 @@ class LogMachine(RuleBasedStateMachine):
 
     def _records(self, data, n_max=4):
         n = data.draw(st.integers(1, n_max), label="records")
-        lag = data.draw(st.sampled_from([0, 500, 5_000, 3 * DAY]), label="lag")
+        lag = data.draw(st.sampled_from([0, 0, 5_000, 3 * DAY, 30 * DAY]), label="lag")
         return tuple(
             sc.Rec(
                 max(0, self.clock - lag + data.draw(st.integers(-200, 200))),

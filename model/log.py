@@ -197,7 +197,8 @@ class Log:
     log_end_offset: int = 0
     epochs: list[tuple[int, int]] = attrs.Factory(list)
     epoch_writes: int = 0  # times the leader-epoch-checkpoint was rewritten
-    deleted: list[tuple[int, Segment]] = attrs.Factory(list)  # (due ms, segment renamed .deleted)
+    deleted: dict[int, Segment] = attrs.Factory(dict)  # base → the segment whose files are <base>.*.deleted
+    delete_tasks: list[tuple[int, int]] = attrs.Factory(list)  # (due ms, base): deletes whatever is there then
 
     @property
     def name(self) -> str:
@@ -227,7 +228,8 @@ class Log:
     def schedule_delete(self, segments: list[Segment]) -> None:
         for s in segments:
             s.deleted = True
-            self.deleted.append((self.clock() + self.config.file_delete_delay_ms, s))
+            self.deleted[s.base] = s  # a rename replaces an older .deleted file of the same name
+            self.delete_tasks.append((self.clock() + self.config.file_delete_delay_ms, s.base))
 
     def remove_and_delete(self, segments: list[Segment]) -> None:
         for s in segments:
@@ -235,7 +237,9 @@ class Log:
         self.schedule_delete(segments)
 
     def run_due_deletions(self, now_ms: int) -> None:
-        self.deleted = [(due, s) for due, s in self.deleted if due > now_ms]
+        for due, base in [t for t in self.delete_tasks if t[0] <= now_ms]:
+            self.deleted.pop(base, None)
+        self.delete_tasks = [t for t in self.delete_tasks if t[0] > now_ms]
 
     def set_log_end_offset(self, offset: int) -> None:
         self.log_end_offset = offset

@@ -34,7 +34,6 @@ RECOVERY_POINTS = "recovery-point-offset-checkpoint"
 LOG_STARTS = "log-start-offset-checkpoint"
 EPOCHS = "leader-epoch-checkpoint"
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
-NEVER = 2**63
 
 
 class PartitionLoadError(Exception):
@@ -111,7 +110,7 @@ class LogManager:
             path = f"{p.data_dir}/{log.name}"
             out.update({f"{path}/{n}": b for n, b in p.other.items()})
             out[f"{path}/{EPOCHS}"] = render_epochs(log.epochs).encode() if log.epoch_writes else p.epoch_text
-            for s in log.segments + [s for _, s in log.deleted]:
+            for s in log.segments + list(log.deleted.values()):
                 suffix = ".deleted" if s.deleted else ""
                 out[f"{path}/{prefix(s.base)}.log{suffix}"] = bytes(s.log)
                 if indexes and not s.deleted:
@@ -165,7 +164,7 @@ class LogManager:
     def shutdown(self) -> dict[str, str | None]:
         outcome = {}
         for p in self.partitions.values():  # delayed deletions are dropped; their files stay
-            p.log.deleted = [(NEVER, s) for _, s in p.log.deleted]
+            p.log.delete_tasks = []
         for d in self.data_dirs:
             for _, log in self.logs_in(d):
                 log.flush(log.log_end_offset, inclusive=True)

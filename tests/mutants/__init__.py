@@ -40,6 +40,7 @@ class Mutant:
         name = f"{self.module}__mutant_{self.name.replace('-', '_')}"
         module = types.ModuleType(name)
         module.__file__ = f"<mutant {self.name} of {self.module}>"
+        module.MUTANT_OF = self.module  # which real module it stands in for
         code = compile(self.source(), module.__file__, "exec")
         sys.modules[name] = module  # dataclass/NamedTuple machinery looks the module up
         try:
@@ -123,4 +124,50 @@ INDEX_MUTANTS = (
     ),
 )
 
-ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS}
+LOG_MUTANTS = (
+    Mutant(
+        name="roll-one-batch-late",
+        module="impl.segment",
+        old="self._size > max_segment_bytes - size",
+        new="self._size > max_segment_bytes",
+        description="the segment rolls only once it already exceeds segment.bytes, one append too late (§4.3 rule 1)",
+        caught_by=("log-scenarios", "log-machine"),
+    ),
+    Mutant(
+        name="retention-by-mtime",
+        module="impl.log",
+        old="lambda seg, _n: start - seg.largest_timestamp() > self.config.retention_ms",
+        new="lambda seg, _n: start - self.storage.mtime_ms(seg.log_path) > self.config.retention_ms",
+        description="time retention judges a segment by its file's modification time instead of its largest record timestamp (§4.8)",
+        caught_by=("log-scenarios", "log-machine"),
+    ),
+    Mutant(
+        name="checkpoint-in-place",
+        module="impl.checkpoints",
+        old='tmp = path + ".tmp"',
+        new="tmp = path",
+        description="checkpoint files rewritten in place instead of temp file + fsync + rename + directory fsync (§6.5)",
+        caught_by=("log-scenarios", "log-machine"),
+    ),
+    Mutant(
+        name="truncate-keeps-target-batch",
+        module="impl.segment",
+        old="self._truncate_log(mapping.position)",
+        new="self._truncate_log(mapping.position + mapping.size)",
+        description="truncateTo keeps the batch that contains the target offset instead of removing it (§4.7 step 4)",
+        caught_by=("log-scenarios", "log-machine"),
+    ),
+    Mutant(
+        name="marker-before-checkpoints",
+        module="impl.log_manager",
+        old="""                self.checkpoint_recovery_points(d)
+                self.checkpoint_log_start_offsets(d)""",
+        new="""                self.write_marker(d)
+                self.checkpoint_recovery_points(d)
+                self.checkpoint_log_start_offsets(d)""",
+        description="the clean-shutdown marker is written before the dir's checkpoints (§6.3: the marker comes last)",
+        caught_by=("log-scenarios", "log-machine"),
+    ),
+)
+
+ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS}

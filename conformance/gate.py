@@ -1,0 +1,84 @@
+"""``klc check``: the conformance gate as a command — the corpora, then the state machines, within a
+time budget; a per-property summary; a violation anywhere fails the gate."""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from conformance import runner
+from conformance.log_checks import corpus_scenarios
+from conformance.properties import PropertyViolation
+
+
+@attrs.define
+class GateReport:
+    corpus_cases: int = 0
+    machine_cases: dict = attrs.Factory(dict)
+    violations: list[str] = attrs.Factory(list)
+    checked: dict = attrs.Factory(dict)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def to_json(self) -> dict:
+        return attrs.asdict(self) | {"ok": self.ok}
+
+
+def _machines():
+    import impl.index
+    from conformance.index_machine import make_index_machine
+    from conformance.log_machine import make_log_machine
+
+    return {
+        "log machine (impl on the simulated backend)": make_log_machine("sim"),
+        "log machine (impl on real files)": make_log_machine("os"),
+        "index machine": make_index_machine(impl.index),
+    }
+
+
+def run_gate(budget_seconds: float = 60.0, progress=lambda line: None) -> GateReport:
+    start = time.monotonic()
+    report = GateReport()
+    before = runner.TOTALS.copy()
+    for path, scenario in corpus_scenarios():
+        for backend in ("sim", "os"):
+            verdict = runner.run(scenario, backend=backend)
+            report.corpus_cases += 1
+            for v in verdict.violations:
+                report.violations.append(f"{path} ({backend}): {v}")
+    progress(f"corpora: {report.corpus_cases} replays, {len(report.violations)} violations")
+    machines = _machines()
+    seed = 0
+    while time.monotonic() - start < budget_seconds and not report.violations:
+        for name, machine in machines.items():
+            if time.monotonic() - start >= budget_seconds:
+                break
+            try:
+                run_state_machine_as_test(
+                    machine,
+                    settings=settings(
+                        max_examples=10,
+                        database=None,
+                        deadline=None,
+                        derandomize=False,
+                        stateful_step_count=30,
+                        phases=[Phase.generate, Phase.shrink],
+                        suppress_health_check=list(HealthCheck),
+                    ),
+                )
+            except PropertyViolation as e:
+                report.violations.append(f"{name}: {e}")
+            except Exception as e:  # noqa: BLE001 — the gate reports any failure
+                report.violations.append(f"{name}: {type(e).__name__}: {e}")
+            report.machine_cases[name] = report.machine_cases.get(name, 0) + 10
+        seed += 1
+        progress(f"state machines: {sum(report.machine_cases.values())} cases in {time.monotonic() - start:.0f} s")
+    report.checked = dict(runner.TOTALS - before)
+    report.seconds = round(time.monotonic() - start, 1)
+    return report

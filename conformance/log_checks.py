@@ -1,0 +1,104 @@
+"""Log checks runnable against the real ``impl`` or a mutant of one of its log modules.
+
+A mutant is a stand-alone module object (tests/mutants).  :func:`impl_stack` installs it in place of
+the module it mutates and re-executes, from their own source, the impl modules that depend on it, so
+the whole log stack — segment, log, loader, log manager — runs with the mutation; everything is put
+back afterwards.  The checks:
+
+* ``log-scenarios`` — every scenario under ``corpora/log/`` replayed through the runner (the
+  deterministic catch: each mutant of the log issue has its case there);
+* ``log-machine`` — the log state machine within a fixed, derandomized budget.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import importlib
+import os
+import sys
+import types
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+import impl
+from conformance.properties import PropertyViolation
+from conformance.scenario import Scenario
+
+# impl's log modules in dependency order: each may import the ones before it
+LOG_STACK = ("impl.checkpoints", "impl.leader_epoch", "impl.segment", "impl.log", "impl.loader", "impl.log_manager")
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpora", "log")
+
+
+@contextlib.contextmanager
+def impl_stack(module: types.ModuleType | None = None):
+    """Run the enclosed code with ``module`` (a mutant) standing in for the impl module it mutates."""
+    real = getattr(module, "MUTANT_OF", None)
+    if real is None:
+        yield
+        return
+    saved = {name: sys.modules[name] for name in LOG_STACK if name in sys.modules}
+    saved.setdefault(real, importlib.import_module(real))
+    attrs_saved = {name: getattr(impl, name.split(".")[1]) for name in saved}
+    try:
+        sys.modules[real] = module
+        setattr(impl, real.split(".")[1], module)
+        after = False
+        for name in LOG_STACK:
+            if name == real:
+                after = True
+                continue
+            if not after:
+                continue
+            original = importlib.import_module(name) if name not in saved else saved[name]
+            fresh = types.ModuleType(name)
+            fresh.__file__ = original.__file__
+            with open(original.__file__, encoding="utf-8") as f:
+                code = compile(f.read(), original.__file__, "exec")
+            sys.modules[name] = fresh
+            exec(code, fresh.__dict__)
+            setattr(impl, name.split(".")[1], fresh)
+        yield
+    finally:
+        for name, mod in saved.items():
+            sys.modules[name] = mod
+            setattr(impl, name.split(".")[1], attrs_saved[name])
+
+
+def corpus_scenarios(folder: str = CORPUS) -> list[tuple[str, Scenario]]:
+    return [(p, Scenario.load(p)) for p in sorted(glob.glob(os.path.join(folder, "*.json")))]
+
+
+def check_log_scenarios(module=None) -> None:
+    from conformance.runner import run
+
+    with impl_stack(module):
+        for path, scenario in corpus_scenarios():
+            for backend in ("sim", "os"):
+                verdict = run(scenario, backend=backend)
+                if verdict.violations:
+                    v = verdict.violations[0]
+                    raise PropertyViolation(v.prop, f"{os.path.basename(path)} ({backend}): {v}")
+
+
+def check_log_machine(module=None, max_examples: int = 300) -> None:
+    from conformance.log_machine import make_log_machine
+
+    with impl_stack(module):
+        machine = make_log_machine("sim")
+        run_state_machine_as_test(
+            machine,
+            settings=settings(
+                max_examples=max_examples,
+                derandomize=True,
+                database=None,
+                deadline=None,
+                stateful_step_count=30,
+                phases=[Phase.explicit, Phase.reuse, Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+
+
+LOG_CHECKS = {"log-scenarios": check_log_scenarios, "log-machine": check_log_machine}
