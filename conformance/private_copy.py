@@ -47,7 +47,7 @@ def _copy_file(src: str, dst: str) -> None:
 def private_copy(src: str, dst: str) -> list[str]:
     """Copy the tree ``src`` to ``dst``; returns problems (unreadable paths), empty when complete."""
     problems = []
-    for dirpath, dirnames, filenames in os.walk(src, onerror=lambda e: problems.append(f"{e.filename}: {e.strerror}")):
+    for dirpath, _dirs, filenames in os.walk(src, onerror=lambda e: problems.append(f"{e.filename}: {e.strerror}")):
         rel = os.path.relpath(dirpath, src)
         os.makedirs(os.path.join(dst, rel), exist_ok=True)
         for name in filenames:

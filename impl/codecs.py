@@ -1,8 +1,8 @@
 """Decompression of batch payloads for record-level reads (spec §1.3, §1.8), every output capped.
 
-gzip (concatenated members), snappy (xerial framing or a raw block), lz4 (Kafka's frame; the magic-0
-header-checksum quirk is not needed here: magic-0 data carries no timestamps, so record walks never
-decompress it), zstd (fed in slices so a tiny frame cannot expand far past the cap).  Any failure is
+gzip (concatenated members), snappy (xerial framing or a raw block), lz4 (Kafka's frame; for magic 0
+the frame header's checksum byte is Kafka's historical wrong one, so those frames are walked block by
+block without checking it), zstd (fed in slices so a tiny frame cannot expand far past the cap).  Any failure is
 a :class:`CodecError`; the caller turns it into a LogFormatError with the batch position.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import zlib
 
 import cramjam
+import lz4.block
 import lz4.frame
 import zstandard
 
@@ -84,6 +85,35 @@ def unlz4(data, limit: int) -> bytes:
     return out
 
 
+def unlz4_ignoring_header_checksum(data, limit: int) -> bytes:
+    """The LZ4 frame of a magic-0 wrapper: descriptor, then blocks (size with the high bit meaning
+    "stored"), an optional 4-byte checksum after each, a zero end mark (§1.8)."""
+    data = bytes(data)
+    if len(data) < 7 or data[:4] != b"\x04\x22\x4d\x18":
+        raise CodecError("lz4: not an LZ4 frame")
+    flags, bd = data[4], data[5]
+    block_max = 1 << (8 + 2 * ((bd >> 4) & 7))
+    pos = 6 + (8 if flags & 0x08 else 0) + 1
+    out = bytearray()
+    while True:
+        if pos + 4 > len(data):
+            raise CodecError("lz4: truncated frame")
+        size = int.from_bytes(data[pos : pos + 4], "little")
+        pos += 4
+        if size == 0:
+            return bytes(out)
+        stored, size = size & 0x80000000, size & 0x7FFFFFFF
+        block = data[pos : pos + size]
+        if len(block) != size or size > block_max:
+            raise CodecError("lz4: block runs past the end of the frame")
+        try:
+            out += block if stored else lz4.block.decompress(block, uncompressed_size=block_max)
+        except Exception as e:
+            raise CodecError(f"lz4: {e}") from None
+        _cap(len(out), limit)
+        pos += size + (4 if flags & 0x10 else 0)
+
+
 def unzstd(data, limit: int) -> bytes:
     out, rest = bytearray(), bytes(data)
     while rest:
@@ -105,7 +135,9 @@ def unzstd(data, limit: int) -> bytes:
 DECOMPRESSORS = {1: gunzip, 2: unsnappy, 3: unlz4, 4: unzstd}
 
 
-def decompress(codec: int, data, limit: int = LIMIT) -> bytes:
+def decompress(codec: int, data, limit: int = LIMIT, magic: int = 2) -> bytes:
+    if codec == 3 and magic == 0:
+        return unlz4_ignoring_header_checksum(data, limit)
     try:
         return DECOMPRESSORS[codec](data, limit)
     except KeyError:

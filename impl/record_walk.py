@@ -60,23 +60,28 @@ def _v2(buf, h) -> Iterator[tuple[int, int]]:
         pos = start + length
 
 
-def _legacy_messages(data) -> Iterator[tuple[int, int, int, bytes | None]]:
-    """(offset, magic, timestamp, value) of each whole message in ``data``."""
+def _legacy_messages(data, inner: bool = False) -> Iterator[tuple[int, int, int, int, bytes | None]]:
+    """(offset, magic, timestamp, attributes, value) of each message in ``data``.  Inside a wrapper
+    a short or truncated last message ends the iteration, as Kafka's inner iterator does."""
     pos = 0
-    while pos + 12 <= len(data):
+    while len(data) - pos >= 12:
         offset, size = struct.unpack_from(">qi", data, pos)
         end = pos + 12 + size
-        if size < 14 or end > len(data):
+        if size < 14:
+            raise _Truncated
+        if end > len(data):
+            if inner:
+                return
             raise _Truncated
         _, _, _, magic, attributes = _LEGACY.unpack_from(data, pos)
-        p = pos + 22 if magic == 1 else pos + 18
+        p = pos + 26 if magic == 1 else pos + 18
         ts = struct.unpack_from(">q", data, pos + 18)[0] if magic == 1 else -1
         key_len = struct.unpack_from(">i", data, p)[0]
         p += 4 + max(key_len, 0)
         value_len = struct.unpack_from(">i", data, p)[0]
-        value = None if value_len < 0 else bytes(data[p + 4 : p + 4 + value_len])
         if p + 4 + max(value_len, 0) > end:
             raise _Truncated
+        value = None if value_len < 0 else bytes(data[p + 4 : p + 4 + value_len])
         yield offset, magic, ts, attributes, value
         pos = end
 
@@ -88,8 +93,10 @@ def _legacy(buf, h) -> Iterator[tuple[int, int]]:
         if not codec:
             yield offset, ts
             continue
-        inner = list(_legacy_messages(decompress(codec, value or b"")))
-        shift = offset - inner[-1][0] if magic == 1 and inner else 0
+        inner = list(_legacy_messages(decompress(codec, value or b"", magic=magic), inner=True))
+        if not inner:
+            raise _Truncated
+        shift = offset - inner[-1][0] if magic == 1 and offset != 0 else 0
         for inner_offset, _, inner_ts, _, _ in inner:
             yield inner_offset + shift, ts if magic == 1 and attributes & 0x08 else inner_ts
 

@@ -237,7 +237,7 @@ class Log:
         self.schedule_delete(segments)
 
     def run_due_deletions(self, now_ms: int) -> None:
-        for due, base in [t for t in self.delete_tasks if t[0] <= now_ms]:
+        for _due, base in [t for t in self.delete_tasks if t[0] <= now_ms]:
             self.deleted.pop(base, None)
         self.delete_tasks = [t for t in self.delete_tasks if t[0] > now_ms]
 

@@ -1,0 +1,109 @@
+"""Scenario files, the runner's verdicts, ``klc replay`` and ``klc check``; the corpora replay clean
+on impl with both backends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from conformance import scenario as sc
+from conformance.cli import main
+from conformance.log_checks import CORPUS, check_log_scenarios, corpus_scenarios
+from conformance.runner import run
+
+T0 = 1_700_000_000_000
+
+
+def _scenario(*steps, **kw) -> sc.Scenario:
+    return sc.Scenario(tuple(steps), **kw)
+
+
+def _append(n=2, ts=T0):
+    return sc.Append("t", 0, (sc.BatchSpec(tuple(sc.Rec(ts + i, "k", "v") for i in range(n))),), True, 0)
+
+
+def test_every_corpus_case_replays_clean_on_both_backends():
+    assert len(corpus_scenarios()) >= 5
+    check_log_scenarios()
+
+
+def test_scenario_json_round_trip():
+    s = _scenario(sc.Create("t", 0), _append(), sc.Read("t", 0, 1, 10, None, False), sc.Tick(5), sc.Shutdown(), sc.Open(),
+                  config={"segment.bytes": 500}, data_dirs=2, note="n")  # fmt: skip
+    again = sc.Scenario.from_json(json.loads(s.dumps()))
+    assert again == s
+
+
+@pytest.mark.parametrize(
+    "doc, message",
+    [
+        ([], "a scenario is a JSON object"),
+        ({"format": "x"}, "expected \"format\""),
+        ({"format": "klc-scenario", "version": 1, "steps": {}}, "'steps' must be a list"),
+        ({"format": "klc-scenario", "version": 1, "steps": [{"op": "fly"}]}, "steps[0]: unknown op 'fly'"),
+        ({"format": "klc-scenario", "version": 1, "steps": [{"op": "read", "offset": "1"}]}, "'offset' must be an integer"),
+        ({"format": "klc-scenario", "version": 1, "steps": [{"op": "append"}]}, "'batches' must be a non-empty list"),
+        ({"format": "klc-scenario", "version": 1, "steps": [{"op": "append", "batches": [{"records": [{"timestamp": -5}]}]}]},
+         "'timestamp' = -5 is outside"),
+        ({"format": "klc-scenario", "version": 1, "steps": [{"op": "append", "batches": [{"records": [{"timestamp": 1}], "codec": "brotli"}]}]},
+         "codec 'brotli'"),
+        ({"format": "klc-scenario", "version": 1, "steps": [{"op": "tick", "ms": 1, "x": 2}]}, "unknown field(s) x"),
+        ({"format": "klc-scenario", "version": 1, "data_dirs": 0, "steps": []}, "'data_dirs' = 0"),
+    ],
+)  # fmt: skip
+def test_bad_scenarios_are_named_errors(doc, message):
+    with pytest.raises(sc.ScenarioError) as info:
+        sc.Scenario.from_json(doc, "case.json")
+    assert message in str(info.value) and str(info.value).startswith("case.json")
+
+
+def test_refusals_are_results_not_failures():
+    s = _scenario(sc.Create("t", 0), _append(), sc.Read("t", 0, 99, 10), sc.Truncate("t", 0, -1), sc.DeleteRecords("t", 0, 9),
+                  sc.Flush("t", 0, 7), sc.Roll("orders", 3), sc.Shutdown(), sc.Append("t", 0, _append().batches), sc.Open())  # fmt: skip
+    verdict = run(s)
+    assert verdict.ok, verdict.violations
+    errors = [r["model"].get("error") for r in verdict.results]
+    assert errors[2:9] == [
+        "OffsetOutOfRangeException", "IllegalArgumentException", "OffsetOutOfRangeException", "OffsetOutOfRangeException",
+        "UnknownTopicOrPartitionException", None, "NotRunning",
+    ]  # fmt: skip
+
+
+def test_a_single_target_run_checks_what_it_can():
+    s = _scenario(sc.Create("t", 0), _append(), sc.Shutdown(), sc.Open())
+    for target in ("model", "impl"):
+        verdict = run(s, (target,))
+        assert verdict.ok and "conforms" not in verdict.checked and verdict.checked["clean-restart"] >= 2
+
+
+def test_klc_replay(tmp_path):
+    good = tmp_path / "good.json"
+    good.write_text(_scenario(sc.Create("t", 0), _append(), sc.Shutdown(), sc.Open()).dumps())
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "klc-scenario", "version": 1, "steps": [{"op": "nope"}]}')
+    runner = CliRunner()
+    ok = runner.invoke(main, ["replay", str(good), "--backend", "os"])
+    assert ok.exit_code == 0 and ok.output.startswith("PASS") and "model vs impl/os" in ok.output
+    as_json = runner.invoke(main, ["replay", "--json", "--target", "impl", str(good)])
+    assert as_json.exit_code == 0 and json.loads(as_json.output)["ok"] is True
+    broken = runner.invoke(main, ["replay", str(good), str(bad), str(tmp_path / "missing.json")])
+    assert broken.exit_code == 2 and "unknown op 'nope'" in broken.output and "missing.json" in broken.output
+    (tmp_path / "junk.json").write_bytes(b"\xff\xfe{")
+    junk = runner.invoke(main, ["replay", str(tmp_path / "junk.json")])
+    assert junk.exit_code == 2 and "junk.json" in junk.output
+
+
+def test_klc_check_runs_the_corpora_and_reports_per_property():
+    result = CliRunner().invoke(main, ["check", "--budget-seconds", "0", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["ok"] and summary["corpus_cases"] == 2 * len(corpus_scenarios())
+    assert {"conforms", "index-agrees", "clean-restart", "durable"} <= set(summary["checked"])
+
+
+def test_corpus_folder_is_documented():
+    with open(CORPUS.rsplit("/", 1)[0] + "/README.md", encoding="utf-8") as f:
+        text = f.read()
+    assert all(path.rsplit("/", 1)[-1] in text for path, _ in corpus_scenarios())
