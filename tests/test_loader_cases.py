@@ -1,0 +1,138 @@
+"""The loader on hand-made disk images (spec §5.2–§5.6, §6.2): model (a pure function of the image)
+and impl (on the simulated backend holding the same image) must leave the same logs and files."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from conformance.runner import _comparable_files
+from conformance.sim_storage import SimStorage
+from impl.config import LogConfig
+from impl.log_manager import LogManager
+from model.config import Config
+from model.log_manager import load as model_load
+from model.records import build_batch_v2
+
+T0 = 1_700_000_000_000
+
+
+def seg(base: int, batches: int = 2, per: int = 3) -> bytes:
+    out, offset = b"", base
+    for _ in range(batches):
+        out += build_batch_v2(
+            offset, [(T0 + offset + i, b"k", b"v" * 20) for i in range(per)], partition_leader_epoch=0
+        )
+        offset += per
+    return out
+
+
+def time_entry(ts: int, rel: int) -> bytes:
+    return struct.pack(">qi", ts, rel)
+
+
+def clean_partition(p: str, bases=(0, 6, 12)) -> dict[str, bytes]:
+    files = {}
+    for b in bases:
+        files[f"{p}/{b:020d}.log"] = seg(b)
+        files[f"{p}/{b:020d}.index"] = b""
+        files[f"{p}/{b:020d}.timeindex"] = time_entry(T0 + b + 5, 5)
+    files[f"{p}/leader-epoch-checkpoint"] = b"0\n1\n0 0\n"
+    return files
+
+
+def both(image: dict[str, bytes], dirs=("/k/d0",)):
+    directories = {p.rsplit("/", 1)[0] for p in image if p.count("/") > 3}
+    storage = SimStorage.from_image(image, directories=[*dirs, *directories])
+    impl = LogManager(storage, list(dirs), LogConfig(segment_index_bytes=4096), lambda: T0)
+    impl_loads = {load.name: load for load in impl.startup()}
+    model = model_load(
+        image, list(dirs), Config.of({"segment.index.bytes": 4096}), lambda: T0, lambda p, b: 0, directories
+    )
+    model_loads = {o.name: o for o in model.outcomes}
+    assert set(impl_loads) == set(model_loads)
+    for name, load in impl_loads.items():
+        assert (load.error is None) == (model_loads[name].error is None), (name, load.error, model_loads[name].error)
+        if load.log is None:
+            continue
+        mlog = model.partitions[(load.topic, load.partition)].log
+        assert (load.log.log_start_offset, load.log.log_end_offset, load.log.recovery_point) == (
+            mlog.log_start_offset, mlog.log_end_offset, mlog.recovery_point)  # fmt: skip
+        assert [(s.base_offset, s.size) for s in load.log.segments] == [(s.base, s.size) for s in mlog.segments]
+        assert load.report.recovered_segments == model_loads[name].recovered
+    impl_files = _comparable_files(storage.image(), True)
+    model_files = _comparable_files(model.files(), True)
+    assert impl_files == model_files
+    return impl_loads, impl_files
+
+
+def test_clean_shutdown_trusts_everything():
+    image = clean_partition("/k/d0/t-0") | {
+        "/k/d0/.kafka_cleanshutdown": b"",
+        "/k/d0/recovery-point-offset-checkpoint": b"0\n1\nt 0 18\n",
+    }
+    loads, files = both(image)
+    assert loads["t-0"].report.recovered_segments == [] and "/k/d0/.kafka_cleanshutdown" not in files
+
+
+def test_unclean_shutdown_recovers_from_the_recovery_point_and_drops_what_follows_a_torn_segment():
+    image = clean_partition("/k/d0/t-0")
+    image["/k/d0/t-0/00000000000000000006.log"] = seg(6)[:-7]  # torn tail in a middle segment
+    image["/k/d0/recovery-point-offset-checkpoint"] = b"0\n1\nt 0 7\n"
+    loads, files = both(image)
+    report = loads["t-0"].report
+    assert report.recovered_segments == [6] and report.removed_segments == [12] and report.truncated_bytes > 0
+    assert "/k/d0/t-0/00000000000000000012.log.deleted" in files
+
+
+def test_temp_files_swaps_and_orphans():
+    image = clean_partition("/k/d0/t-0") | {"/k/d0/.kafka_cleanshutdown": b""}
+    image["/k/d0/t-0/00000000000000000003.log.deleted"] = b"x"
+    image["/k/d0/t-0/00000000000000000009.log.cleaned"] = b"x"
+    image["/k/d0/t-0/00000000000000000012.log.swap"] = b"stale swap above a .cleaned"  # invalid: deleted
+    image["/k/d0/t-0/00000000000000000042.index"] = b""  # orphan
+    image["/k/d0/t-0/leader-epoch-checkpoint.deleted"] = b""
+    image["/k/d0/t-0/x.checkpoint.deleted"] = b"kept"
+    _, files = both(image)
+    names = {p.rsplit("/", 1)[1] for p in files}
+    assert not any(n.endswith((".cleaned", ".swap")) for n in names) and "00000000000000000042.index" not in names
+    assert "x.checkpoint.deleted" in names and "00000000000000000003.log.deleted" not in names
+
+
+def test_a_swap_replaces_the_segments_it_covers():
+    image = clean_partition("/k/d0/t-0") | {"/k/d0/.kafka_cleanshutdown": b""}
+    image["/k/d0/t-0/00000000000000000000.log.swap"] = seg(0, batches=4)  # covers offsets 0..11
+    image["/k/d0/t-0/00000000000000000000.index.swap"] = b""
+    loads, files = both(image)
+    assert [s.base_offset for s in loads["t-0"].log.segments] == [0, 12]
+
+
+def test_missing_offset_index_means_recovery_even_after_a_clean_shutdown():
+    image = clean_partition("/k/d0/t-0") | {"/k/d0/.kafka_cleanshutdown": b""}
+    del image["/k/d0/t-0/00000000000000000006.index"]
+    loads, _ = both(image)
+    assert loads["t-0"].report.recovered_segments == [6]
+
+
+def test_log_end_below_the_log_start_offset_empties_the_log():
+    image = clean_partition("/k/d0/t-0") | {"/k/d0/log-start-offset-checkpoint": b"0\n1\nt 0 50\n",
+                                           "/k/d0/recovery-point-offset-checkpoint": b"0\n1\nt 0 18\n"}  # fmt: skip
+    loads, _ = both(image)
+    log = loads["t-0"].log
+    assert [s.base_offset for s in log.segments] == [50] and log.log_end_offset == 50 == log.log_start_offset
+
+
+@pytest.mark.parametrize("bad", ["/k/d0/t-0/abc.log", "/k/d0/weird/00000000000000000000.log"])
+def test_a_bad_name_is_isolated(bad):
+    image = clean_partition("/k/d0/t-0") | clean_partition("/k/d0/u-1") | {bad: b""}
+    loads, _ = both(image)
+    bad_one = [n for n, load in loads.items() if load.error]
+    assert len(bad_one) == 1 and bad.split("/")[3] == bad_one[0] and loads["u-1"].error is None
+    assert bad.split("/")[3] in loads[bad_one[0]].error
+
+
+def test_malformed_recovery_checkpoint_recovers_everything():
+    image = clean_partition("/k/d0/t-0") | {"/k/d0/recovery-point-offset-checkpoint": b"0\n2\nt 0 18\n"}
+    loads, _ = both(image)
+    assert loads["t-0"].report.recovered_segments == [0, 6, 12] and loads["t-0"].log.recovery_point == 0
