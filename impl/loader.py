@@ -203,8 +203,10 @@ class PartitionLoader:
                 leo = None
         if not self.segments:
             base = self.log_start_checkpoint
+            bound = self.config.jitter_bound()
+            jitter = self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
             self.segments[base] = LogSegment(
-                self.storage, self.dir, base, self.config, self.clock(), preallocate=self.config.preallocate
+                self.storage, self.dir, base, self.config, self.clock(), jitter, preallocate=self.config.preallocate
             )
         if self.clean and leo is not None:
             return leo, leo

@@ -187,7 +187,9 @@ class LogManager:
         self.storage.make_dirs(path)
         config = self.config_for(topic)
         epoch_cache = LeaderEpochCache(self.storage, path)
-        segment = LogSegment(self.storage, path, 0, config, self.clock(), preallocate=config.preallocate)
+        bound = config.jitter_bound()
+        jitter = self.jitter(f"{topic}-{partition}", 0) % bound if bound else 0
+        segment = LogSegment(self.storage, path, 0, config, self.clock(), jitter, preallocate=config.preallocate)
         log = PartitionLog(
             self.storage,
             path,
