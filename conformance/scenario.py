@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import attrs
 
 from model import compression
+from model.config import Config, ConfigError
 from model.records import build_batch_v2
 
 FORMAT = "klc-scenario"
@@ -346,6 +347,10 @@ class Scenario:
         config = d.get("config", {})
         if not isinstance(config, dict):
             raise ScenarioError(f"{where}: 'config' must be an object of topic configs")
+        try:
+            Config.of(config)
+        except ConfigError as e:
+            raise ScenarioError(f"{where}: config: {e}") from None
         steps = d.get("steps")
         if not isinstance(steps, list):
             raise ScenarioError(f"{where}: 'steps' must be a list")

@@ -118,18 +118,20 @@ class ModelTarget(_Target):
         super().__init__(scenario)
         self.config = Config.of(scenario.config)
         self.image: dict[str, bytes] = {}
+        self.mtimes: dict[str, int] = {}
         self.directories: set[str] = set()
         self.manager: model.log_manager.LogManager | None = None
 
     def _open(self) -> list[dict]:
         self.manager = model.log_manager.load(
-            self.image, self.dir_names, self.config, self.clock, self.jitter, self.directories
+            self.image, self.dir_names, self.config, self.clock, self.jitter, self.directories, mtimes=self.mtimes
         )
         return [{"partition": o.name, "error": o.error, "recovered": o.recovered} for o in self.manager.outcomes]
 
     def _shutdown(self):
         outcome = {d: why is None for d, why in self.manager.shutdown().items()}
         self.image = self.manager.files()
+        self.mtimes = self.manager.mtimes()
         self.directories = self.manager.directories()
         return outcome
 

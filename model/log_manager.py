@@ -118,6 +118,15 @@ class LogManager:
                     out[f"{path}/{prefix(s.base)}.timeindex"] = s.time_index.file_bytes()
         return out
 
+    def mtimes(self) -> dict[str, int]:
+        """Modification times of the ``.log`` files (time retention falls back to them, §4.8)."""
+        out = {}
+        for p in self.partitions.values():
+            path = f"{p.data_dir}/{p.log.name}"
+            for s in p.log.segments + list(p.log.deleted.values()):
+                out[f"{path}/{prefix(s.base)}.log{'.deleted' if s.deleted else ''}"] = s.mtime_ms
+        return out
+
     def directories(self) -> set[str]:
         return set(self.data_dirs) | {f"{p.data_dir}/{p.log.name}" for p in self.partitions.values()} | self.extra_dirs
 
@@ -183,9 +192,10 @@ class LogManager:
 
 
 def load(
-    image: dict[str, bytes], data_dirs, config: Config, clock, jitter, directories=(), broker_epoch=-1
+    image: dict[str, bytes], data_dirs, config: Config, clock, jitter, directories=(), broker_epoch=-1, mtimes=None
 ) -> LogManager:
-    """The broker's startup on ``image``: a new LogManager holding every loadable partition."""
+    """The broker's startup on ``image`` (``mtimes``: modification times of its files, 0 where not
+    given): a new LogManager holding every loadable partition."""
     manager = LogManager(data_dirs, config, clock, jitter, broker_epoch)
     dirs = set(directories)
     inside = lambda p: any(p.startswith(d.rstrip("/") + "/") or p == d for d in data_dirs)  # noqa: E731
@@ -223,6 +233,7 @@ def load(
                 pf = _load_partition(
                     _children(image, path), path, topic, partition, config, clock, jitter, had_marker,
                     recovery_points.get((topic, partition), 0), log_starts.get((topic, partition), 0), outcome,
+                    mtimes or {},
                 )  # fmt: skip
                 pf.data_dir = d
                 manager.partitions[(topic, partition)] = pf
@@ -248,7 +259,9 @@ def _read_offsets(data: bytes, path: str) -> dict:
         return {}
 
 
-def _load_partition(files, path, topic, partition, config, clock, jitter, clean, rp_checkpoint, ls_checkpoint, outcome):
+def _load_partition(
+    files, path, topic, partition, config, clock, jitter, clean, rp_checkpoint, ls_checkpoint, outcome, mtimes
+):
     files = dict(files)
     epochs_text = files.pop(EPOCHS, b"")
     try:
@@ -295,6 +308,7 @@ def _load_partition(files, path, topic, partition, config, clock, jitter, clean,
         p = prefix(base)
         bound = config.jitter_bound()
         seg = Segment(base, config, clock(), jitter(log.name, base) % bound if bound else 0, bytearray(files.pop(name)))
+        seg.mtime_ms = mtimes.get(f"{path}/{name}", 0)
         index_bytes, time_bytes = files.pop(f"{p}.index", None), files.pop(f"{p}.timeindex", None)
         txn = files.pop(f"{p}.txnindex", None)
         seg.offset_index = OffsetIndex.open_existing(base, config.segment_index_bytes, index_bytes or b"")
@@ -324,6 +338,7 @@ def _load_partition(files, path, topic, partition, config, clock, jitter, clean,
                     raise PartitionLoadError(f"{path}/{prefix(seg.base)}.log", str(e)) from None
                 removed = seg.size
                 seg.log = bytearray()
+                seg.mtime_ms = clock() if removed else seg.mtime_ms
                 seg.offset_index = OffsetIndex.create(seg.base, config.segment_index_bytes)
                 seg.time_index = TimeIndex.create(seg.base, config.segment_index_bytes)
             outcome.truncated_bytes += removed
@@ -378,6 +393,8 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
     )
     removed = seg.size - valid
     del seg.log[valid:]
+    if removed:
+        seg.mtime_ms = log.clock()
     seg.offset_index, seg.time_index = offsets, times
     seg.max_ts = None
     return removed

@@ -107,3 +107,47 @@ def test_corpus_folder_is_documented():
     with open(CORPUS.rsplit("/", 1)[0] + "/README.md", encoding="utf-8") as f:
         text = f.read()
     assert all(path.rsplit("/", 1)[-1] in text for path, _ in corpus_scenarios())
+
+
+@pytest.mark.parametrize(
+    "config, reason",
+    [
+        ({"segment.bytes": 13}, "at least 14"),
+        ({"segment.bytes": "1"}, "expected an integer"),
+        ({"preallocate": 1}, "true or false"),
+        ({"cleanup.policy": "shred"}, "delete, compact"),
+        ({"no.such.key": 1}, "unknown configuration"),
+        ({"retention.ms": 2**63}, "range of a long"),
+    ],
+)
+def test_configs_are_validated_alike(config, reason):
+    from impl.config import ConfigError as ImplConfigError
+    from impl.config import LogConfig
+    from model.config import Config, ConfigError
+
+    with pytest.raises(ConfigError, match=reason):
+        Config.of(config)
+    with pytest.raises(ImplConfigError, match=reason):
+        LogConfig.from_dict(config)
+    with pytest.raises(sc.ScenarioError, match=reason):
+        sc.Scenario.from_json({"format": "klc-scenario", "version": 1, "config": config, "steps": []}, "c.json")
+
+
+def test_valid_configs_reach_both_sides():
+    from impl.config import LogConfig
+    from model.config import Config
+
+    values = {
+        "segment.bytes": 100,
+        "preallocate": True,
+        "cleanup.policy": "compact,delete",
+        "segment.jitter.ms": 50,
+        "segment.ms": 20,
+    }
+    m, i = Config.of(values), LogConfig.from_dict(values)
+    assert (
+        (m.segment_bytes, m.preallocate, m.jitter_bound())
+        == (i.segment_bytes, i.preallocate, i.jitter_bound())
+        == (100, True, 20)
+    )
+    assert i.delete_enabled and "delete" in m.cleanup_policy
