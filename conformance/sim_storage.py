@@ -116,6 +116,8 @@ class SimFile:
     def write_at(self, offset: int, data) -> None:
         inode = self._mutate()
         data = bytes(data)
+        if not data:  # pwrite of nothing changes nothing, not even the length
+            return
         end = offset + len(data)
         if end > len(inode.data):
             inode.resize(end)

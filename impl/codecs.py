@@ -1,9 +1,14 @@
-"""Decompression of batch payloads for record-level reads (spec §1.3, §1.8), every output capped.
+"""Decompression of batch payloads for record-level reads (spec §1.3, §1.7, §1.8), output capped.
 
-gzip (concatenated members), snappy (xerial framing or a raw block), lz4 (Kafka's frame; for magic 0
-the frame header's checksum byte is Kafka's historical wrong one, so those frames are walked block by
-block without checking it), zstd (fed in slices so a tiny frame cannot expand far past the cap).  Any failure is
-a :class:`CodecError`; the caller turns it into a LogFormatError with the batch position.
+* gzip — one or more concatenated gzip members (zlib, gzip framing only);
+* snappy — xerial framing (magic, two int32 versions, then ``int32 length`` + raw block), or one raw
+  block when the magic is absent; each block's claimed length is checked before it is expanded;
+* lz4 — a Kafka LZ4 frame; for magic 0 the header checksum byte is Kafka's historical wrong one
+  (KAFKA-3160), which Kafka ignores: it is replaced by the right one before the frame is decoded;
+* zstd — one or more frames, fed in slices small enough that no frame expands far past the cap.
+
+No input makes these allocate much beyond ``limit`` bytes.  Failures raise :class:`CodecError`, or
+:class:`OverLimit` when the output would exceed ``limit``; the caller adds the batch position.
 """
 
 from __future__ import annotations
@@ -11,134 +16,144 @@ from __future__ import annotations
 import zlib
 
 import cramjam
-import lz4.block
 import lz4.frame
 import zstandard
 
-LIMIT = 256 * 1024 * 1024
+LIMIT = 256 * 1024 * 1024  # the most one batch may expand to
 XERIAL = b"\x82SNAPPY\x00"
+LZ4_MAGIC = b"\x04\x22\x4d\x18"
 
 
 class CodecError(ValueError):
-    pass
+    """A compressed stream that does not decode (Kafka: KafkaException wrapping an IOException)."""
 
 
-def _cap(n: int, limit: int) -> None:
-    if n > limit:
-        raise CodecError(f"decompressed size exceeds the limit of {limit} bytes")
+class OverLimit(CodecError):
+    def __init__(self, limit: int):
+        super().__init__(f"decompressed size exceeds the limit of {limit} bytes")
 
 
 def gunzip(data, limit: int) -> bytes:
-    out, rest = bytearray(), bytes(data)
-    while rest:
-        d = zlib.decompressobj(47)
+    parts, total, rest = [], 0, data
+    while True:
+        d = zlib.decompressobj(31)
         try:
-            out += d.decompress(rest, limit + 1 - len(out))
+            part = d.decompress(rest, limit + 1 - total)
         except zlib.error as e:
             raise CodecError(f"gzip: {e}") from None
-        _cap(len(out), limit)
-        if d.unconsumed_tail:
-            raise CodecError(f"decompressed size exceeds the limit of {limit} bytes")
+        parts.append(part)
+        total += len(part)
+        if total > limit or d.unconsumed_tail:
+            raise OverLimit(limit)
         if not d.eof:
             raise CodecError("gzip: truncated stream")
         rest = d.unused_data
-    return bytes(out)
+        if not rest:
+            return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _snappy_block(block: bytes, budget: int) -> bytes:
+def _snappy_block(block, budget: int, limit: int) -> bytes:
     try:
-        _cap(cramjam.snappy.decompress_raw_len(block), budget)
-        return bytes(cramjam.snappy.decompress_raw(block))
-    except CodecError:
-        raise
+        claimed = cramjam.snappy.decompress_raw_len(block)
+    except Exception as e:  # cramjam's DecompressionError
+        raise CodecError(f"snappy: {e}") from None
+    if claimed > budget:
+        raise OverLimit(limit)
+    try:
+        return cramjam.snappy.decompress_raw(block)
     except Exception as e:
         raise CodecError(f"snappy: {e}") from None
 
 
-def unsnappy(data, limit: int) -> bytes:
+def unsnappy(data, limit: int) -> bytes | bytearray:
     data = bytes(data)
     if not data.startswith(XERIAL):
-        return _snappy_block(data, limit)
-    out, pos = bytearray(), 16  # magic (8), version (4), compatible version (4)
-    if len(data) < pos:
+        return bytes(_snappy_block(data, limit, limit))
+    end, pos, out = len(data), 16, bytearray()  # magic (8), version, compatible version (4 + 4)
+    if end < pos:
         raise CodecError("snappy: truncated xerial header")
-    while pos < len(data):
+    while pos < end:
         n = int.from_bytes(data[pos : pos + 4], "big", signed=True)
-        if pos + 4 > len(data) or n < 0 or pos + 4 + n > len(data):
-            raise CodecError(f"snappy: xerial block at {pos} runs past the end")
-        out += _snappy_block(data[pos + 4 : pos + 4 + n], limit - len(out))
+        if pos + 4 > end or n < 0 or n > end - pos - 4:
+            raise CodecError(f"snappy: xerial block at {pos} runs past the end of the stream")
+        out += _snappy_block(data[pos + 4 : pos + 4 + n], limit - len(out), limit)
         pos += 4 + n
-    return bytes(out)
-
-
-def unlz4(data, limit: int) -> bytes:
-    d = lz4.frame.LZ4FrameDecompressor()
-    try:
-        out = d.decompress(bytes(data), max_length=limit + 1)
-    except RuntimeError as e:
-        raise CodecError(f"lz4: {e}") from None
-    _cap(len(out), limit)
-    if not d.eof:
-        raise CodecError(
-            "lz4: truncated frame" if d.needs_input else f"decompressed size exceeds the limit of {limit} bytes"
-        )
     return out
 
 
-def unlz4_ignoring_header_checksum(data, limit: int) -> bytes:
-    """The LZ4 frame of a magic-0 wrapper: descriptor, then blocks (size with the high bit meaning
-    "stored"), an optional 4-byte checksum after each, a zero end mark (§1.8)."""
-    data = bytes(data)
-    if len(data) < 7 or data[:4] != b"\x04\x22\x4d\x18":
-        raise CodecError("lz4: not an LZ4 frame")
-    flags, bd = data[4], data[5]
-    block_max = 1 << (8 + 2 * ((bd >> 4) & 7))
-    pos = 6 + (8 if flags & 0x08 else 0) + 1
-    out = bytearray()
-    while True:
-        if pos + 4 > len(data):
+def _xxh32_short(b: bytes) -> int:
+    """xxHash32 (seed 0) of fewer than 16 bytes: all an LZ4 frame descriptor needs."""
+    m = 0xFFFFFFFF
+    h, i = (374761393 + len(b)) & m, 0
+    for i in range(0, len(b) - 3, 4):
+        h = (h + int.from_bytes(b[i : i + 4], "little") * 3266489917) & m
+        h = ((h << 17 | h >> 15) & m) * 668265263 & m
+    for c in b[len(b) & ~3 :]:
+        h = (h + c * 374761393) & m
+        h = ((h << 11 | h >> 21) & m) * 2654435761 & m
+    h = (h ^ h >> 15) * 2246822519 & m
+    h = (h ^ h >> 13) * 3266489917 & m
+    return h ^ h >> 16
+
+
+def _fix_header_checksum(data) -> bytearray:
+    """The frame with its header checksum byte recomputed over FLG, BD [, content size]."""
+    frame = bytearray(data)
+    if len(frame) < 7 or frame[:4] != LZ4_MAGIC:
+        raise CodecError("lz4: not an LZ4 frame (bad magic or short header)")
+    hc = 14 if frame[4] & 0x08 else 6
+    if hc >= len(frame):
+        raise CodecError("lz4: truncated frame descriptor")
+    frame[hc] = _xxh32_short(bytes(frame[4:hc])) >> 8 & 0xFF
+    return frame
+
+
+def unlz4(data, limit: int, magic: int = 2) -> bytes:
+    if magic == 0:
+        data = _fix_header_checksum(data)
+    d = lz4.frame.LZ4FrameDecompressor()
+    try:
+        out = d.decompress(data, max_length=limit + 1)
+    except Exception as e:  # RuntimeError from the library
+        raise CodecError(f"lz4: {e}") from None
+    if len(out) > limit:
+        raise OverLimit(limit)
+    if not d.eof:
+        if d.needs_input:
             raise CodecError("lz4: truncated frame")
-        size = int.from_bytes(data[pos : pos + 4], "little")
-        pos += 4
-        if size == 0:
-            return bytes(out)
-        stored, size = size & 0x80000000, size & 0x7FFFFFFF
-        block = data[pos : pos + size]
-        if len(block) != size or size > block_max:
-            raise CodecError("lz4: block runs past the end of the frame")
-        try:
-            out += block if stored else lz4.block.decompress(block, uncompressed_size=block_max)
-        except Exception as e:
-            raise CodecError(f"lz4: {e}") from None
-        _cap(len(out), limit)
-        pos += size + (4 if flags & 0x10 else 0)
+        raise OverLimit(limit)
+    return out
 
 
-def unzstd(data, limit: int) -> bytes:
+def unzstd(data, limit: int) -> bytearray:
     out, rest = bytearray(), bytes(data)
     while rest:
         d = zstandard.ZstdDecompressor().decompressobj()
         pos = 0
-        try:
-            while not d.eof and pos < len(rest):
-                out += d.decompress(rest[pos : pos + 512])
-                pos += 512
-                _cap(len(out), limit)
-        except zstandard.ZstdError as e:
-            raise CodecError(f"zstd: {e}") from None
+        while not d.eof and pos < len(rest):
+            # one input byte expands to at most ~32 KiB (a 4-byte RLE block of 128 KiB)
+            step = max(256, (limit - len(out)) >> 15)
+            try:
+                out += d.decompress(rest[pos : pos + step])
+            except zstandard.ZstdError as e:
+                raise CodecError(f"zstd: {e}") from None
+            pos += step
+            if len(out) > limit:
+                raise OverLimit(limit)
         if not d.eof:
             raise CodecError("zstd: truncated frame")
         rest = d.unused_data + rest[pos:]
-    return bytes(out)
+    return out
 
 
-DECOMPRESSORS = {1: gunzip, 2: unsnappy, 3: unlz4, 4: unzstd}
-
-
-def decompress(codec: int, data, limit: int = LIMIT, magic: int = 2) -> bytes:
-    if codec == 3 and magic == 0:
-        return unlz4_ignoring_header_checksum(data, limit)
-    try:
-        return DECOMPRESSORS[codec](data, limit)
-    except KeyError:
-        raise CodecError(f"unknown compression codec {codec}") from None
+def decompress(codec: int, data, limit: int = LIMIT, magic: int = 2):
+    """The decompressed bytes (a bytes-like object) of a Kafka-framed stream of codec 1–4."""
+    if codec == 1:
+        return gunzip(data, limit)
+    if codec == 2:
+        return unsnappy(data, limit)
+    if codec == 3:
+        return unlz4(data, limit, magic)
+    if codec == 4:
+        return unzstd(data, limit)
+    raise CodecError(f"Unknown compression type id: {codec}")

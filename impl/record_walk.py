@@ -1,131 +1,251 @@
-"""Record-level walks over one batch: (offset, timestamp) of each record, without building record
-objects (spec §1.6–§1.8).  Used by the two reads that look inside batches: Kafka's
-``FileRecords.searchForTimestamp`` (offset for a timestamp, §4.8 rule 5) and
-``RecordBatch.offsetOfMaxTimestamp`` (the max-timestamp lookup).
+"""Record-level walks over one batch: the (offset, timestamp) of each record, with no record objects
+(spec §1.4, §1.6–§1.8), and the two reads built on them: Kafka's ``FileRecords.searchForTimestamp``
+(§1.11 rule 10, §4.8) and ``RecordBatch.offsetOfMaxTimestamp``.
 
-v2: each record is skipped by its length prefix after reading its timestamp and offset deltas.
-v0/v1: a shallow message is its own record; a compressed wrapper's value holds the inner messages,
-whose offsets are absolute (v0) or relative to the wrapper's (v1: wrapper offset − last inner
-offset + inner offset), and whose timestamps are the wrapper's under LogAppendTime.  Malformed
-content raises :class:`impl.errors.LogFormatError` naming the batch position.
+v2: the records (decompressed first if the batch is compressed, §1.3) are walked varint by varint:
+key, value and headers are skipped by their lengths, never copied.  Offset = baseOffset + offsetDelta;
+timestamp = baseTimestamp + timestampDelta, or maxTimestamp for a LogAppendTime batch (§1.4).
+v0/v1: an uncompressed message is its own record (v0 timestamp −1).  A compressed wrapper holds
+inner messages whose offsets are absolute (v0) or relative (v1: wrapper offset − last inner offset +
+inner offset, base 0 when the wrapper offset is 0), and whose timestamps are the wrapper's under
+LogAppendTime (§1.8).  Control batches are walked like any other (their keys are not interpreted).
+
+A batch is walked whole before any of its records is returned (as the model's decoder does, and
+Kafka for compressed batches), and is checked as Kafka's record iterators check it (§1.4 rule 9,
+§1.6 parse rules, §1.8 rule 3): malformed content raises :class:`LogFormatError` with the Kafka
+exception kind, the model's reason code and the batch position, never another exception.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 
-from impl.codecs import CodecError, decompress
+from impl.codecs import LIMIT, CodecError, OverLimit, decompress
 from impl.errors import LogFormatError
 from impl.file_records import BatchScan
 
-CORRUPT_RECORD = "CorruptRecordException"
-_LEGACY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+CORRUPT = "CorruptRecordException"
+INVALID = "InvalidRecordException"
+ILLEGAL = "IllegalArgumentException"
+KAFKA = "KafkaException"
+
+_M32, _M64 = 0xFFFFFFFF, 0xFFFFFFFFFFFFFFFF
+_int32 = struct.Struct(">i").unpack_from
+_int64 = struct.Struct(">q").unpack_from
+_entry = struct.Struct(">qi").unpack_from  # offset, size: the 12-byte log overhead
+_magic_attrs = struct.Struct(">bb").unpack_from
 
 
-class _Truncated(Exception):
-    pass
+class _Bad(Exception):
+    def __init__(self, kind: str, reason: str, detail: str):
+        super().__init__(kind, reason, detail)
 
 
-def _varint(buf, pos: int) -> tuple[int, int]:
-    """Zigzag varint (up to 10 bytes) at ``pos``: (value, next position)."""
-    shift = raw = 0
-    while True:
-        if pos >= len(buf):
-            raise _Truncated
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
+class _Short(Exception):
+    """The data ended inside a field."""
+
+
+class _Long(Exception):
+    """A varint longer than 5 (int32) or 10 (int64) bytes."""
+
+
+def _varint(data, p: int, size: int = 5, mask: int = _M32) -> tuple[int, int]:
+    """Zigzag varint at ``p`` (excess high bits dropped, as Kafka's register does): (value, next)."""
+    end = len(data)
+    if p < end:  # fast paths for 1 and 2 bytes, the common cases
+        u = data[p]
+        if u < 0x80:
+            return (u >> 1) ^ -(u & 1), p + 1
+        if p + 1 < end and data[p + 1] < 0x80:
+            u = u & 0x7F | data[p + 1] << 7
+            return (u >> 1) ^ -(u & 1), p + 2
+    u = shift = 0
+    for q in range(p, min(p + size, end)):
+        b = data[q]
+        u |= (b & 0x7F) << shift
+        if b < 0x80:
+            u &= mask
+            return (u >> 1) ^ -(u & 1), q + 1
         shift += 7
-        if shift > 63:
-            raise _Truncated
+    raise _Long if end - p >= size else _Short
 
 
-def _v2(buf, h) -> Iterator[tuple[int, int]]:
-    payload = memoryview(buf)[h.position + 61 : h.position + h.size]
+def _skip(data, p: int) -> int:
+    """Past the varint-length-prefixed bytes at ``p`` (a negative length is null: no bytes)."""
+    n, p = _varint(data, p)
+    if n > len(data) - p:
+        raise _Short
+    return p + n if n > 0 else p
+
+
+def _v2(raw: bytes, h, limit: int) -> list[tuple[int, int]]:
+    count = h.records_count
+    if count < 0:
+        raise _Bad(INVALID, "negative-record-count", f"Found invalid record count {count}")
+    if count == 0:
+        return []
     codec = h.attributes & 0x07
-    if codec:
-        payload = decompress(codec, payload)
-    log_append = bool(h.attributes & 0x08)
-    pos = 0
-    for _ in range(max(h.records_count, 0)):
-        length, start = _varint(payload, pos)
-        if length < 0 or start + length > len(payload):
-            raise _Truncated
-        ts_delta, p = _varint(payload, start + 1)
-        offset_delta, _ = _varint(payload, p)
-        yield h.offset + offset_delta, h.max_timestamp if log_append else h.base_timestamp + ts_delta
-        pos = start + length
+    if codec > 4:
+        raise _Bad(ILLEGAL, "unknown-codec", f"Unknown compression type id: {codec}")
+    data, pos = (decompress(codec, memoryview(raw)[61:], limit), 0) if codec else (raw, 61)
+    end = len(data)
+    base, base_ts = h.offset, h.base_timestamp
+    append_ts = h.max_timestamp if h.attributes & 0x08 else None
+    out = []
+    for _ in range(count):
+        try:
+            length, body = _varint(data, pos)
+        except _Short:
+            raise _Bad(INVALID, "premature-eof", "Incorrect declared batch size, premature EOF reached") from None
+        except _Long:
+            raise _Bad(ILLEGAL, "malformed-varint", "record length varint longer than 5 bytes") from None
+        if length > end - body:
+            raise _Bad(INVALID, "invalid-record-size", f"record length {length} exceeds the {end - body} bytes left")
+        try:
+            if body >= end:  # no attributes byte
+                raise _Short
+            ts_delta, p = _varint(data, body + 1, 10, _M64)
+            offset_delta, p = _varint(data, p)
+            p = _skip(data, _skip(data, p))  # key, value
+            headers, p = _varint(data, p)
+            if headers < 0:
+                raise _Bad(INVALID, "negative-header-count", f"Found invalid number of record headers {headers}")
+            if headers > end - p:
+                raise _Bad(INVALID, "header-count-exceeds-remaining", f"{headers} headers in {end - p} bytes")
+            for _ in range(headers):
+                n, p = _varint(data, p)
+                if n < 0:
+                    raise _Bad(INVALID, "negative-header-key-length", "Invalid negative header key size")
+                if n > end - p:
+                    raise _Short
+                p = _skip(data, p + n)  # the key, then the value
+        except (_Short, _Long):
+            raise _Bad(INVALID, "invalid-record-structure", "Found invalid record structure") from None
+        if p - body != length:
+            raise _Bad(INVALID, "record-size-mismatch", f"record length {length}, fields took {p - body} bytes")
+        out.append((base + offset_delta, base_ts + ts_delta if append_ts is None else append_ts))
+        pos = p
+    if pos != end:
+        raise _Bad(INVALID, "records-remaining", "Incorrect declared batch size, records still remaining")
+    return out
 
 
-def _legacy_messages(data, inner: bool = False) -> Iterator[tuple[int, int, int, int, bytes | None]]:
-    """(offset, magic, timestamp, attributes, value) of each message in ``data``.  Inside a wrapper
-    a short or truncated last message ends the iteration, as Kafka's inner iterator does."""
-    pos = 0
-    while len(data) - pos >= 12:
-        offset, size = struct.unpack_from(">qi", data, pos)
-        end = pos + 12 + size
-        if size < 14:
-            raise _Truncated
-        if end > len(data):
-            if inner:
-                return
-            raise _Truncated
-        _, _, _, magic, attributes = _LEGACY.unpack_from(data, pos)
-        p = pos + 26 if magic == 1 else pos + 18
-        ts = struct.unpack_from(">q", data, pos + 18)[0] if magic == 1 else -1
-        key_len = struct.unpack_from(">i", data, p)[0]
-        p += 4 + max(key_len, 0)
-        value_len = struct.unpack_from(">i", data, p)[0]
-        if p + 4 + max(value_len, 0) > end:
-            raise _Truncated
-        value = None if value_len < 0 else bytes(data[p + 4 : p + 4 + value_len])
-        yield offset, magic, ts, attributes, value
-        pos = end
+def _message(data, rec: int, end: int) -> tuple[int, int, int, int, int]:
+    """The legacy record at ``rec`` (its crc field), ending at ``end``: (magic, attributes,
+    timestamp, value position, value length); _Bad with reason "" for a magic other than 0/1,
+    _Short for lengths that do not fit."""
+    magic, attributes = _magic_attrs(data, rec + 4)
+    if magic != 0 and magic != 1:
+        raise _Bad(INVALID, "", f"invalid magic {magic} for a legacy record")
+    p, ts = rec + 6, -1
+    if magic == 1:
+        if p + 8 > end:
+            raise _Short
+        ts = _int64(data, p)[0]
+        p += 8
+    p, n = _sized(data, p, end)  # the key
+    p, n = _sized(data, p + max(n, 0), end)  # the value
+    return magic, attributes, ts, p, n
 
 
-def _legacy(buf, h) -> Iterator[tuple[int, int]]:
-    data = memoryview(buf)[h.position : h.position + h.size]
-    for offset, magic, ts, attributes, value in _legacy_messages(data):
-        codec = attributes & 0x07
-        if not codec:
-            yield offset, ts
-            continue
-        inner = list(_legacy_messages(decompress(codec, value or b"", magic=magic), inner=True))
-        if not inner:
-            raise _Truncated
-        shift = offset - inner[-1][0] if magic == 1 and offset != 0 else 0
-        for inner_offset, _, inner_ts, _, _ in inner:
-            yield inner_offset + shift, ts if magic == 1 and attributes & 0x08 else inner_ts
+def _sized(data, p: int, end: int) -> tuple[int, int]:
+    """The int32 length at ``p`` (negative = null) and the position after it; _Short unless the
+    length field and the bytes it announces fit before ``end``."""
+    if p + 4 > end:
+        raise _Short
+    n = _int32(data, p)[0]
+    if n > end - p - 4:
+        raise _Short
+    return p + 4, n
 
 
-def records(buf, header) -> Iterator[tuple[int, int]]:
-    """(offset, timestamp) of every record of the batch at ``header``."""
-    walk = _v2 if header.magic >= 2 else _legacy
+def _legacy(raw: bytes, h, limit: int) -> list[tuple[int, int]]:
     try:
-        yield from walk(buf, header)
-    except (_Truncated, struct.error, IndexError) as e:
-        raise LogFormatError(
-            CORRUPT_RECORD, "record-truncated", header.position, str(e) or "record runs past its batch"
-        ) from None
+        magic, attributes, ts, value_pos, value_len = _message(raw, 12, len(raw))
+    except _Bad as e:
+        raise _Bad(INVALID, "invalid-magic", e.args[2]) from None
+    except _Short:
+        raise _Bad(INVALID, "invalid-record-structure", "key or value length runs past the record") from None
+    codec = attributes & 0x07
+    if codec == 0:
+        return [(h.offset, ts)]
+    if codec > 4:
+        raise _Bad(ILLEGAL, "unknown-codec", f"Unknown compression type id: {codec}")
+    if codec == 4:
+        raise _Bad(INVALID, "zstd-in-legacy", "zstd is not allowed for magic < 2")
+    if value_len < 0:
+        raise _Bad(INVALID, "null-wrapper-value", "compressed wrapper has a null value")
+    stream = decompress(codec, memoryview(raw)[value_pos : value_pos + value_len], limit, magic)
+    inner, pos, end = [], 0, len(stream)
+    while end - pos >= 12:  # a short inner header, or a truncated inner record, ends the wrapper
+        offset, size = _entry(stream, pos)
+        if size < 14:
+            raise _Bad(CORRUPT, "inner-record-too-small", f"inner record size {size} < 14")
+        if size > end - pos - 12:
+            break
+        try:
+            _, inner_attributes, inner_ts, _, _ = _message(stream, pos + 12, pos + 12 + size)
+        except (_Bad, _Short):
+            raise _Bad(INVALID, "invalid-inner-record", f"malformed inner record at {pos}") from None
+        if inner_attributes & 0x07:
+            raise _Bad(INVALID, "nested-compression", "inner record is itself compressed")
+        inner.append((offset, inner_ts))
+        pos += 12 + size
+    if not inner:
+        raise _Bad(INVALID, "empty-wrapper", "compressed wrapper holds no records")
+    if magic == 0:
+        return inner
+    wrapper, last = h.offset, inner[-1][0]
+    if wrapper < last and wrapper != 0:
+        raise _Bad(INVALID, "wrapper-offset-below-last-inner", f"wrapper offset {wrapper} < last inner {last}")
+    shift = wrapper - last if wrapper else 0
+    if attributes & 0x08:  # LogAppendTime: every inner record carries the wrapper's timestamp
+        return [(offset + shift, ts) for offset, _ in inner]
+    return [(offset + shift, inner_ts) for offset, inner_ts in inner]
+
+
+def _batch_bytes(buf, h) -> bytes:
+    with memoryview(buf) as m:
+        if m.format == "B" and m.ndim == 1:
+            return bytes(m[h.position : h.position + h.size])
+        with m.cast("B") as b:
+            return bytes(b[h.position : h.position + h.size])
+
+
+def records(buf, header, limit: int = LIMIT) -> list[tuple[int, int]]:
+    """(offset, timestamp) of every record of the batch ``header`` (a :class:`BatchHeader` of
+    ``buf``), in order; a compressed batch may expand to at most ``limit`` bytes."""
+    try:
+        raw = _batch_bytes(buf, header)
+        return _v2(raw, header, limit) if header.magic >= 2 else _legacy(raw, header, limit)
+    except _Bad as e:
+        kind, reason, detail = e.args
+    except OverLimit as e:
+        kind, reason, detail = KAFKA, "decompression-limit", str(e)
     except CodecError as e:
-        raise LogFormatError(CORRUPT_RECORD, "decompression-failed", header.position, str(e)) from None
+        kind, reason, detail = KAFKA, "corrupt-compressed-stream", str(e)
+    raise LogFormatError(kind, reason, header.position, detail)
 
 
-def search_for_timestamp(buf, target: int, start_position: int, starting_offset: int) -> tuple[int, int] | None:
-    """The first record at or after ``start_position`` with timestamp ≥ target and offset ≥
-    starting_offset, as (timestamp, offset); None if there is none."""
-    for header in BatchScan(buf, start_position):
-        if header.max_timestamp >= target:
-            for offset, ts in records(buf, header):
-                if ts >= target and offset >= starting_offset:
-                    return ts, offset
-    return None
+def search_for_timestamp(buf, target_ts: int, start_position: int, starting_offset: int) -> tuple[int, int] | None:
+    """FileRecords.searchForTimestamp: among the batches from ``start_position`` whose max timestamp
+    is ≥ target, the first record with timestamp ≥ target and offset ≥ starting_offset, as
+    (timestamp, offset); None if there is none."""
+    scan = iter(BatchScan(buf, start_position))
+    try:
+        for header in scan:
+            if header.max_timestamp >= target_ts:
+                for offset, ts in records(buf, header):
+                    if ts >= target_ts and offset >= starting_offset:
+                        return ts, offset
+        return None
+    finally:
+        scan.close()  # releases the scan's view of ``buf`` at once, even when a batch is malformed
 
 
 def offset_of_max_timestamp(buf, header) -> int | None:
+    """RecordBatch.offsetOfMaxTimestamp: the offset of the batch's first record carrying its max
+    timestamp; None for magic 0, or if no record does."""
     if header.magic == 0:
         return None
     return next((offset for offset, ts in records(buf, header) if ts == header.max_timestamp), None)

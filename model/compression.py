@@ -100,8 +100,10 @@ def _lz4_descriptor_end(frame: bytes) -> int:
     """Index of the header-checksum byte (after FLG, BD and the optional 8-byte content size)."""
     if len(frame) < 7 or frame[:4] != LZ4_FRAME_MAGIC:
         raise CompressionError("not an LZ4 frame (bad magic or short header)")
-    has_content_size = frame[4] & 0x08
-    return 6 + (8 if has_content_size else 0)
+    end = 6 + (8 if frame[4] & 0x08 else 0)
+    if end >= len(frame):
+        raise CompressionError("truncated LZ4 frame header")
+    return end
 
 
 def lz4_header_checksum(frame: bytes, broken: bool) -> int:
