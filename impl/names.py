@@ -1,80 +1,89 @@
-"""Segment file names and partition directory names (spec §2.1, §2.3), scanned by hand."""
+"""Segment file names and partition directory names (spec §2.1, §2.3), scanned by hand.
+
+Numbers follow Java's ``parseInt``/``parseLong``: optional sign, then BMP decimal digits of any
+script (``Character.digit``), in range.
+"""
 
 from __future__ import annotations
 
-_DIGITS = frozenset("0123456789")
 _JAVA_SPACE = frozenset(" \t\n\x0b\f\r")
+_SUFFIXES = ("-delete", "-future", "-stray")
 
 
 class BadName(ValueError):
-    """``kind``: the Java exception Kafka raises for this name."""
+    """``kind``: the Java exception Kafka raises for this name; ``name``: the name."""
 
-    def __init__(self, kind: str, name: str, message: str):
-        self.kind, self.name = kind, name
-        super().__init__(message)
+    def __init__(self, kind: str, reason: str, name: str, detail: str):
+        self.kind, self.reason, self.name, self.detail = kind, reason, name, detail
+        super().__init__(detail)
+
+
+def parse_java_number(text: str, bits: int) -> int | None:
+    """The value Java's parser returns, or None where it throws NumberFormatException."""
+    if text.isascii() and text.isdigit():  # the common case: plain ASCII digits
+        value = int(text)
+    else:
+        negative = text[:1] == "-"
+        digits = text[1:] if text[:1] in ("+", "-") else text
+        if not digits:
+            return None
+        value = 0
+        for c in digits:
+            if not c.isdecimal() or ord(c) > 0xFFFF:
+                return None
+            value = value * 10 + int(c)
+        if negative:
+            value = -value
+    limit = 1 << (bits - 1)
+    return value if -limit <= value < limit else None
 
 
 def filename_prefix(offset: int) -> str:
     return str(offset).zfill(20) if offset >= 0 else "-" + str(-offset).zfill(20)
 
 
-def _java_int(text: str, bits: int) -> int | None:
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or any(c not in _DIGITS for c in body):
-        return None
-    value = int(text)
-    return value if -(1 << (bits - 1)) <= value < (1 << (bits - 1)) else None
-
-
 def offset_from_file_name(name: str) -> int:
     dot = name.find(".")
     if dot < 0:
-        raise BadName("StringIndexOutOfBoundsException", name, f"file name {name!r} has no '.'")
-    value = _java_int(name[:dot], 64)
+        raise BadName("StringIndexOutOfBoundsException", "no-dot", name, f"begin 0, end -1, length {len(name)}")
+    value = parse_java_number(name[:dot], 64)
     if value is None:
-        raise BadName("NumberFormatException", name, f'For input string: "{name[:dot]}"')
+        raise BadName("NumberFormatException", "not-a-number", name, f'For input string: "{name[:dot]}"')
     return value
 
 
-def parse_topic_partition(dir_name: str) -> tuple[str, int, str]:
-    error = BadName(
-        "KafkaException",
-        dir_name,
-        f"Found directory {dir_name}, '{dir_name}' is not in the form of topic-partition or "
-        "topic-partition.uniqueId-delete (if marked for deletion).",
-    )
-    if not dir_name or "-" not in dir_name:
-        raise error
-    kind, name = "", dir_name
-    for suffix in ("delete", "future", "stray"):
-        if dir_name.endswith("-" + suffix):
-            if not _suffixed(dir_name, suffix):
-                raise error
-            kind, name = suffix, dir_name[: dir_name.rindex(".")]
-            break
-    dash = name.rfind("-")
-    topic, partition = name[:dash], name[dash + 1 :]
-    value = _java_int(partition, 32) if topic and partition else None
-    if value is None:
-        raise error
-    return topic, value, kind
+def log_dir_name(topic: str, partition: int) -> str:
+    return topic + "-" + str(partition)
 
 
-def _suffixed(name: str, suffix: str) -> bool:
-    """The whole name matches (\\S+)-(\\S+)\\.(\\S+)-<suffix>: A-B.C-<suffix> with A, B, C non-empty
-    and free of (Java's) whitespace."""
-    end = len(name) - len(suffix) - 1  # the '-' before the suffix, counting from the full name
-    core = name[:end]
-    if not core or any(c in _JAVA_SPACE for c in core):
+def parse_topic_partition(dir_name: str, path: str | None = None) -> tuple[str, int, str]:
+    """(topic, partition, kind) with kind "", "delete", "future" or "stray"; else KafkaException."""
+    suffix = next((s for s in _SUFFIXES if dir_name.endswith(s)), None)
+    if suffix is None:
+        base, kind = dir_name, ""
+    elif _suffixed(dir_name[: -len(suffix)]):
+        base, kind = dir_name[: dir_name.rfind(".")], suffix[1:]
+    else:
+        base, kind = "", ""
+    dash = base.rfind("-")
+    partition = parse_java_number(base[dash + 1 :], 32) if dash > 0 else None
+    if partition is None:
+        raise BadName(
+            "KafkaException",
+            "not-topic-partition",
+            dir_name,
+            f"Found directory {path or dir_name}, '{dir_name}' is not in the form of topic-partition or "
+            "topic-partition.uniqueId-delete (if marked for deletion).\nKafka's log directories (and "
+            "children) should only contain Kafka topic data.",
+        )
+    return base[:dash], partition, kind
+
+
+def _suffixed(core: str) -> bool:
+    """``core`` (the name without its suffix) is A-B.C with A, B, C non-empty and free of Java
+    whitespace: the earliest usable '-' and the latest usable '.' decide."""
+    if any(c in _JAVA_SPACE for c in core):
         return False
-    dot = core.rfind(".")
-    while dot > 0:
-        if dot < len(core) - 1:
-            left = core[:dot]
-            dash = left.rfind("-")
-            while dash > 0:
-                if dash < len(left) - 1:
-                    return True
-                dash = left.rfind("-", 0, dash)
-        dot = core.rfind(".", 0, dot)
-    return False
+    dash = core.find("-", 1)
+    dot = core.rfind(".", 0, len(core) - 1)
+    return dash > 0 and dot >= dash + 2

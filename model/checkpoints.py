@@ -1,120 +1,145 @@
-"""Checkpoint text files (spec §6.5): ``recovery-point-offset-checkpoint``,
-``log-start-offset-checkpoint`` (entries ``topic partition offset``) and ``leader-epoch-checkpoint``
-(entries ``epoch startOffset``), version 0.  Pure text in, values out, with Java's reading rules:
-lines end at \\n, \\r or \\r\\n (BufferedReader.readLine); fields split on runs of whitespace, a
-leading run giving an empty first field (Pattern.split); every line after the count is an entry.
+"""Checkpoint text files (spec §6.5), as pure text functions.
+
+``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` hold ``topic partition
+offset`` entries, ``leader-epoch-checkpoint`` holds ``epoch startOffset`` entries; both version 0::
+
+    0            <- version
+    2            <- entry count
+    orders 0 5   <- one entry per line, each line ended by "\\n" (BufferedWriter.newLine)
+    orders 1 7
+
+Reading follows ``CheckpointFile.read`` and the entry formatters line by line:
+
+- bytes are decoded as strict UTF-8 (``Files.newBufferedReader``): malformed input is an IOException.
+  Kafka decodes 8 KiB at a time, so in a larger file a bad line before the bad bytes' 8 KiB block
+  would be reported first; here undecodable bytes anywhere win.
+- lines end at ``\\n``, ``\\r`` or ``\\r\\n``; a final terminator opens no extra line (``readLine``).
+- no line → empty; version not an int → IOException "Malformed line"; version ≠ 0 → IOException
+  "Unrecognised version"; only the version line → empty; count not an int → IOException "Malformed
+  line"; a negative count → IllegalArgumentException (``new ArrayList<>(count)``; §6.5 is silent).
+- every further line is an entry, split on runs of Java whitespace (``\\s+``, ``Pattern.split``: a
+  leading run yields an empty first field, trailing empties are dropped); a wrong field count →
+  IOException "Malformed line"; a bad partition/epoch (int32) or offset (int64) → NumberFormatException.
+- entries read ≠ count → IOException "Expected [n] entries … but found only [m]".
+- offsets go into a map, so a repeated (topic, partition) keeps its last offset; epochs stay a list.
+
+(A count near 2^31 makes Kafka's ``new ArrayList<>(count)`` fail with OutOfMemoryError, which depends
+on the heap; not modelled.)
+
+Errors: :class:`CheckpointError` with ``kind`` the Java exception, a stable ``reason`` and the 1-based
+``line`` (the count line for a count mismatch, the line holding the first undecodable byte for bad
+UTF-8).
 """
 
 from __future__ import annotations
 
 import re
 
+from model.names import java_integer
+
 VERSION = 0
-_LINES = re.compile(r"\r\n|\r|\n")
-_WHITESPACE = re.compile(r"[ \t\n\x0b\f\r]+")
+IO, NFE, IAE = "IOException", "NumberFormatException", "IllegalArgumentException"
+_TERMINATOR = re.compile(r"\r\n|\r|\n")
+_JAVA_SPACE = re.compile(r"[ \t\n\x0b\f\r]+")
 
 
 class CheckpointError(ValueError):
-    """``kind``: IOException (malformed file) or NumberFormatException (a bad number in an entry)."""
+    """``kind``: IOException, NumberFormatException or IllegalArgumentException (§6.5 rules 2–5)."""
 
     def __init__(self, kind: str, reason: str, file: str, line: int, detail: str):
         self.kind, self.reason, self.file, self.line, self.detail = kind, reason, file, line, detail
-        super().__init__(f"{file}: line {line}: {kind} ({reason}): {detail}")
+        super().__init__(f"{file}, line {line}: {kind} ({reason}): {detail}")
 
 
-def _lines(text: str) -> list[str]:
-    parts = _LINES.split(text)
-    return parts[:-1] if parts and parts[-1] == "" else parts
-
-
-def _java_number(text: str, bits: int) -> int | None:
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
-        return None
-    value = int(text)
-    return value if -(2 ** (bits - 1)) <= value < 2 ** (bits - 1) else None
-
-
-def _decode(data, file: str) -> str:
+def _text(data: str | bytes, file: str) -> str:
     if isinstance(data, str):
         return data
     try:
         return bytes(data).decode("utf-8")
     except UnicodeDecodeError as e:
-        raise CheckpointError(
-            "IOException", "not-utf8", file, bytes(data)[: e.start].count(b"\n") + 1, "Input length = 1"
-        ) from None
+        before = bytes(data)[: e.start].decode("utf-8")
+        line = len(_TERMINATOR.findall(before)) + 1
+        raise CheckpointError(IO, "malformed-input", file, line, f"Input length = {e.end - e.start}") from None
 
 
-def _read(data, file: str, fields: int, convert) -> list:
-    lines = _lines(_decode(data, file))
-    if not lines:
-        return []
+def _lines(text: str) -> list[str]:
+    lines = _TERMINATOR.split(text)
+    return lines[:-1] if lines[-1] == "" else lines  # "a\n" is one line, "" none
+
+
+def _fields(line: str) -> list[str]:
+    """``Pattern.compile("\\\\s+").split(line)``."""
+    if not _JAVA_SPACE.search(line):
+        return [line]
+    fields = _JAVA_SPACE.split(line)
+    while fields and fields[-1] == "":
+        fields.pop()
+    return fields
+
+
+def _read(data: str | bytes, file: str, width: int, entry) -> list:
+    lines = _lines(_text(data, file))
+
+    def malformed(n: int) -> CheckpointError:
+        return CheckpointError(
+            IO, "malformed-line", file, n, f"Malformed line in checkpoint file [{file}]: {lines[n - 1]}"
+        )
 
     def header(n: int) -> int:
-        value = _java_number(lines[n], 32)
+        value = java_integer(lines[n - 1], 32)
         if value is None:
-            raise CheckpointError(
-                "IOException", "malformed-line", file, n + 1, f"Malformed line in checkpoint file: {lines[n]}"
-            )
+            raise malformed(n)
         return value
 
-    version = header(0)
+    if not lines:
+        return []
+    version = header(1)
     if version != VERSION:
-        raise CheckpointError(
-            "IOException",
-            "unrecognised-version",
-            file,
-            1,
-            f"Unrecognised version:{version}, expected version: {VERSION}",
-        )
+        detail = f"Unrecognised version:{version}, expected version: {VERSION} in checkpoint file at: {file}"
+        raise CheckpointError(IO, "unrecognised-version", file, 1, detail)
     if len(lines) == 1:
         return []
-    count = header(1)
+    count = header(2)
+    if count < 0:
+        raise CheckpointError(IAE, "negative-count", file, 2, f"Illegal Capacity: {count}")
     entries = []
-    for n in range(2, len(lines)):
-        parts = _WHITESPACE.split(lines[n])
-        while parts and parts[-1] == "":
-            parts.pop()
-        if len(parts) != fields:
-            raise CheckpointError(
-                "IOException", "malformed-line", file, n + 1, f"Malformed line in checkpoint file: {lines[n]}"
-            )
-        entries.append(convert(parts, file, n + 1))
+    for n, line in enumerate(lines[2:], start=3):
+        fields = _fields(line)
+        if len(fields) != width:
+            raise malformed(n)
+        entries.append(entry(fields, lambda text, bits, n=n: _number(text, bits, file, n)))
     if len(entries) != count:
-        raise CheckpointError(
-            "IOException",
-            "entry-count",
-            file,
-            len(lines),
-            f"Expected [{count}] entries but found only [{len(entries)}]",
-        )
+        detail = f"Expected [{count}] entries in checkpoint file [{file}], but found only [{len(entries)}]"
+        raise CheckpointError(IO, "entry-count", file, 2, detail)
     return entries
 
 
 def _number(text: str, bits: int, file: str, line: int) -> int:
-    value = _java_number(text, bits)
+    value = java_integer(text, bits)
     if value is None:
-        raise CheckpointError("NumberFormatException", "bad-number", file, line, f'For input string: "{text}"')
+        raise CheckpointError(NFE, "number-format", file, line, f'For input string: "{text}"')
     return value
 
 
-def parse_offsets(data, file: str = "<checkpoint>") -> dict[tuple[str, int], int]:
-    entries = _read(data, file, 3, lambda p, f, n: ((p[0], _number(p[1], 32, f, n)), _number(p[2], 64, f, n)))
+def parse_offsets(text: str | bytes, file: str = "<checkpoint>") -> dict[tuple[str, int], int]:
+    """An offset checkpoint: {(topic, partition): offset}; bytes are decoded as Kafka decodes them."""
+    entries = _read(text, file, 3, lambda f, num: ((f[0], num(f[1], 32)), num(f[2], 64)))
     return dict(entries)
 
 
-def parse_epochs(data, file: str = "<checkpoint>") -> list[tuple[int, int]]:
-    return _read(data, file, 2, lambda p, f, n: (_number(p[0], 32, f, n), _number(p[1], 64, f, n)))
+def parse_epochs(text: str | bytes, file: str = "<checkpoint>") -> list[tuple[int, int]]:
+    """A leader-epoch checkpoint: [(epoch, start offset)] in file order."""
+    return _read(text, file, 2, lambda f, num: (num(f[0], 32), num(f[1], 64)))
 
 
 def _render(lines: list[str]) -> str:
-    return "".join(f"{line}\n" for line in [str(VERSION), str(len(lines)), *lines])
+    return "".join(line + "\n" for line in [str(VERSION), str(len(lines)), *lines])
 
 
 def render_offsets(entries: dict[tuple[str, int], int]) -> str:
-    """Entries sorted by (topic, partition): Kafka writes map order, which is unspecified."""
-    return _render([f"{t} {p} {o}" for (t, p), o in sorted(entries.items())])
+    """Sorted by (topic, partition) for determinism; Kafka writes its map's order, which is unspecified."""
+    return _render([f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())])
 
 
 def render_epochs(entries: list[tuple[int, int]]) -> str:
-    return _render([f"{e} {o}" for e, o in entries])
+    return _render([f"{epoch} {start}" for epoch, start in entries])

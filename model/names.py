@@ -1,4 +1,10 @@
-"""File and directory names of the log layer (spec §2.1, §2.3)."""
+"""File and directory names of the log layer (spec §2.1, §2.3).
+
+Numbers are read as Java's ``Long.parseLong`` / ``Integer.parseInt`` read them: an optional ``+`` or
+``-``, then at least one decimal digit, in range.  Java's ``Character.digit`` accepts every Unicode
+decimal digit (category Nd) that is a single UTF-16 unit, so ``t-٣`` is partition 3 of topic ``t``;
+digits outside the BMP are two surrogates to Java and are refused.
+"""
 
 from __future__ import annotations
 
@@ -6,68 +12,68 @@ import re
 
 from model.errors import KAFKA
 
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
-INT_MIN, INT_MAX = -(2**31), 2**31 - 1
-_S = r"[^ \t\n\x0b\f\r]+"  # Java's \S
-# §2.3 rule 5, matched against the whole name (Matcher.matches)
-SUFFIXES = {k: re.compile(rf"({_S})-({_S})\.({_S})-{k}") for k in ("delete", "future", "stray")}
+SUFFIXES = ("delete", "future", "stray")  # §2.3 rules 2–4: "-delete", "-future", "-stray"
+_NOT_SPACE = r"[^ \t\n\x0b\f\r]+"  # Java's \S
+_PATTERNS = {s: re.compile(rf"{_NOT_SPACE}-{_NOT_SPACE}\.{_NOT_SPACE}-{s}") for s in SUFFIXES}  # §2.3 rule 5
 
 
 class NameError_(ValueError):
-    """A name Kafka cannot parse: ``kind`` is the Java exception it raises."""
+    """A name Kafka cannot parse: ``kind`` is the Java exception it raises, ``name`` the name given."""
 
-    def __init__(self, kind: str, name: str, message: str):
-        self.kind, self.name = kind, name
-        super().__init__(message)
+    def __init__(self, kind: str, reason: str, name: str, detail: str):
+        self.kind, self.reason, self.name, self.detail = kind, reason, name, detail
+        super().__init__(detail)
+
+
+def java_integer(text: str, bits: int) -> int | None:
+    """``Integer.parseInt`` (bits=32) / ``Long.parseLong`` (bits=64); None where Java throws NFE."""
+    if not re.fullmatch(r"[+-]?\d+", text) or any(ord(c) > 0xFFFF for c in text):
+        return None
+    value = int(text)  # int() reads every Nd digit, as Character.digit does
+    return value if -(2 ** (bits - 1)) <= value < 2 ** (bits - 1) else None
 
 
 def filename_prefix(offset: int) -> str:
-    """§2.1 rule 1: decimal, zero-padded to at least 20 digits."""
-    return f"{offset:020d}" if offset >= 0 else f"-{-offset:020d}"
-
-
-def _parse_long(text: str, kind_name: str, lo: int, hi: int) -> int:
-    # Long.parseLong / Integer.parseInt: optional sign, ASCII digits only, in range
-    if not re.fullmatch(r"[+-]?[0-9]+", text):
-        raise NameError_("NumberFormatException", text, f'For input string: "{text}"')
-    value = int(text)
-    if not lo <= value <= hi:
-        raise NameError_("NumberFormatException", text, f'For input string: "{text}" (out of {kind_name} range)')
-    return value
+    """§2.1 rule 1: decimal, at least 20 digits, a ``-`` in front of a negative offset."""
+    return ("-" if offset < 0 else "") + str(abs(offset)).rjust(20, "0")
 
 
 def offset_from_file_name(name: str) -> int:
-    """§2.1 rule 2: the characters before the first '.' as a signed 64-bit decimal."""
+    """§2.1 rule 2: the characters before the first ``.`` as a signed 64-bit decimal."""
     if "." not in name:
-        raise NameError_("StringIndexOutOfBoundsException", name, f"file name {name!r} has no '.'")
-    return _parse_long(name[: name.index(".")], "long", LONG_MIN, LONG_MAX)
+        raise NameError_("StringIndexOutOfBoundsException", "no-dot", name, f"begin 0, end -1, length {len(name)}")
+    prefix = name.split(".", 1)[0]
+    value = java_integer(prefix, 64)
+    if value is None:
+        raise NameError_("NumberFormatException", "not-a-number", name, f'For input string: "{prefix}"')
+    return value
 
 
-def parse_topic_partition(dir_name: str) -> tuple[str, int, str]:
-    """§2.3 parseTopicPartitionName: (topic, partition, kind), kind ∈ {"", delete, future, stray}."""
+def log_dir_name(topic: str, partition: int) -> str:
+    """§2.3 rule 1: ``<topic>-<partition>``."""
+    return f"{topic}-{partition}"
 
-    def fail():
-        return NameError_(
-            KAFKA,
-            dir_name,
-            f"Found directory {dir_name}, '{dir_name}' is not in the form of topic-partition or "
-            "topic-partition.uniqueId-delete (if marked for deletion).",
-        )
 
-    if not dir_name or "-" not in dir_name:
-        raise fail()
-    kind, name = "", dir_name
-    for suffix, pattern in SUFFIXES.items():
-        if dir_name.endswith("-" + suffix):
-            if not pattern.fullmatch(dir_name):
-                raise fail()
-            kind, name = suffix, dir_name[: dir_name.rindex(".")]
-            break
-    cut = name.rfind("-")
-    topic, partition = name[:cut], name[cut + 1 :]
-    if not topic or not partition:
-        raise fail()
-    try:
-        return topic, _parse_long(partition, "int", INT_MIN, INT_MAX), kind
-    except NameError_:
-        raise fail() from None
+def parse_topic_partition(dir_name: str, path: str | None = None) -> tuple[str, int, str]:
+    """§2.3 parseTopicPartitionName: ``(topic, partition, kind)``, kind ∈ {"", "delete", "future",
+    "stray"}.  Every failure is Kafka's KafkaException, naming ``path`` (the absolute path, when
+    known) and the directory name."""
+    failure = NameError_(
+        KAFKA,
+        "not-topic-partition",
+        dir_name,
+        f"Found directory {path or dir_name}, '{dir_name}' is not in the form of topic-partition or "
+        "topic-partition.uniqueId-delete (if marked for deletion).\n"
+        "Kafka's log directories (and children) should only contain Kafka topic data.",
+    )
+    if "-" not in dir_name:  # rule 1 (the empty name included)
+        raise failure
+    kind = next((s for s in SUFFIXES if dir_name.endswith("-" + s)), "")
+    if kind and not _PATTERNS[kind].fullmatch(dir_name):  # rule 2
+        raise failure
+    name = dir_name.rpartition(".")[0] if kind else dir_name  # rule 3
+    topic, _, partition = name.rpartition("-")  # rule 4
+    number = java_integer(partition, 32)
+    if not topic or number is None:
+        raise failure
+    return topic, number, kind
