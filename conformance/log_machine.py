@@ -47,6 +47,7 @@ class LogMachine(RuleBasedStateMachine):
 
     backend = "sim"
     targets = ("model", "impl")
+    monotonic_epochs = False  # leader epochs only grow, as in a real cluster (the crash machine)
 
     partitions = Bundle("partitions")
 
@@ -57,6 +58,7 @@ class LogMachine(RuleBasedStateMachine):
         self.clock = 0
         self.created: set[tuple[str, int]] = set()
         self.leo: dict[tuple[str, int], int] = {}
+        self.epochs: dict[tuple[str, int], int] = {}
         self.scores: dict[str, float] = {}
 
     def _score(self, label: str, value: float, add: bool = False) -> None:
@@ -104,6 +106,11 @@ class LogMachine(RuleBasedStateMachine):
         self.created.add((topic, partition))
         return (topic, partition)
 
+    def _epoch(self, tp, epoch: int) -> int:
+        if self.monotonic_epochs:
+            epoch = self.epochs[tp] = max(epoch, self.epochs.get(tp, 0))
+        return epoch
+
     def _records(self, data, n_max=4):
         n = data.draw(st.integers(1, n_max), label="records")
         lag = data.draw(st.sampled_from([0, 0, 5_000, 3 * DAY, 30 * DAY]), label="lag")
@@ -119,6 +126,7 @@ class LogMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.running)
     @rule(tp=partitions, data=st.data(), epoch=st.integers(0, 3), codec=st.sampled_from(["none", "none", "gzip"]))
     def append(self, tp, data, epoch, codec):
+        epoch = self._epoch(tp, epoch)
         batches = tuple(
             sc.BatchSpec(self._records(data), codec) for _ in range(data.draw(st.integers(1, 3), label="batches"))
         )
@@ -130,6 +138,7 @@ class LogMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.running)
     @rule(tp=partitions, data=st.data(), gap=st.sampled_from([0, 0, 1, 40]), epoch=st.integers(0, 3))
     def append_as_follower(self, tp, data, gap, epoch):
+        epoch = self._epoch(tp, epoch)
         base = self.leo.get(tp, 0) + gap
         batches = []
         for _ in range(data.draw(st.integers(1, 2), label="batches")):

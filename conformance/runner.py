@@ -10,7 +10,17 @@ that apply:
 * ``index-agrees`` — every index entry of every live segment names the batch it points at, and a
   lookup through the index equals a scan (what ``kafka-dump-log --verify-index-only`` checks);
 * ``clean-restart`` — after a graceful shutdown every index file is trimmed and sane, and the open
-  that follows recovers nothing and (impl) reads no log bytes.
+  that follows recovers nothing and (impl) reads no log bytes;
+* after a fault step (``crash``, ``fail_io``, ``corrupt``), at the next ``open``: ``durable`` (every
+  batch below the recovery point when the power went, in a partition whose directory entry was
+  durable, is there), ``prefix`` (every batch was appended at some time, offsets increase, and each
+  pair of neighbours were neighbours at some time), ``idempotent-recovery`` (after a crash during an
+  ``open``, the log equals the one the uninterrupted load gave) and ``isolated`` (a load error names
+  a file of its own partition; an I/O error surfaces as Kafka's KafkaStorageException).
+
+Fault steps share one image: the first impl target on the simulated backend is the image source
+(one is added when no target is), runs the interrupted step, and the image its storage leaves is
+given to every target (the real backend gets it materialised, DESIGN.md "Storage faults").
 
 Every Hypothesis state machine, corpus case, campaign task and ``klc replay`` goes through here.
 """
@@ -18,14 +28,27 @@ Every Hypothesis state machine, corpus case, campaign task and ``klc replay`` go
 from __future__ import annotations
 
 import collections
+import errno
+import os
 import struct
 import traceback
 
 import attrs
 
 from conformance import scenario as sc
-from conformance.properties import CLEAN_RESTART, CONFORMS, DURABLE, INDEX_AGREES  # noqa: E402
-from conformance.targets import INDEX_SUFFIXES, is_index_file, make_target
+from conformance.crash_images import Fault, FaultError, corrupt, crash_image
+from conformance.properties import (
+    BAD_INPUT,
+    CLEAN_RESTART,
+    CONFORMS,
+    DURABLE,
+    IDEMPOTENT_RECOVERY,
+    INDEX_AGREES,
+    ISOLATED,
+    PREFIX,
+)
+from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, is_index_file, make_target
+from conformance.tracing import PowerLoss
 from model.file_records import iterate_file
 
 
@@ -118,8 +141,13 @@ def index_problem(offset_entries, time_entries, log: bytes, active: bool) -> str
     return None
 
 
-def trimmed_index_problem(path: str, data: bytes) -> str | None:
-    """clean-restart: an index file after a graceful shutdown holds only its entries, in order."""
+def trimmed_index_problem(path: str, data: bytes, zero_slots: bool = True) -> str | None:
+    """clean-restart: an index file after a graceful shutdown holds only its entries, in order.
+
+    ``zero_slots=False`` after a fault: Kafka itself can then keep an all-zero entry for good (an
+    inactive segment's last time-index entry, written at the roll, is never msynced — the post-roll
+    flush starts at the recovery point; a power loss that keeps the trim but not the page leaves
+    (0, base), which Kafka's sanity check accepts).  The layout rules still hold."""
     size = 8 if path.endswith(".index") else 12
     if path.endswith(".txnindex"):
         return None
@@ -128,8 +156,10 @@ def trimmed_index_problem(path: str, data: bytes) -> str | None:
     fmt = struct.Struct(">ii" if size == 8 else ">qi")
     entries = [fmt.unpack_from(data, i) for i in range(0, len(data), size)]
     for i, e in enumerate(entries):
-        if e == (0, 0):
+        if e == (0, 0) and zero_slots:
             return f"{path}: slot {i} is zero (not trimmed to its entries)"
+        if e == (0, 0) and not zero_slots:
+            continue
         if i and (e[0] <= entries[i - 1][0] if size == 8 else e[0] < entries[i - 1][0]):
             return f"{path}: entry {i} {e} does not increase on entry {i - 1} {entries[i - 1]}"
     return None
@@ -142,13 +172,21 @@ class Session:
     """Targets started on a scenario's header; :meth:`step` runs one step and returns the new
     violations.  ``steps`` is the scenario so far (what a failing state machine prints)."""
 
-    def __init__(self, scenario: sc.Scenario, targets=("model", "impl"), backend: str = "sim"):
+    def __init__(self, scenario: sc.Scenario, targets=("model", "impl"), backend: str = "sim", faults=None):
         self.header = attrs.evolve(scenario, steps=())
         self.targets = [make_target(t, scenario, backend) for t in targets]
+        if faults is None:
+            faults = any(isinstance(s, FAULT_STEPS) for s in scenario.steps)
+        self.source = next((t for t in self.targets if isinstance(t, ImplTarget) and t.backend == "sim"), None)
+        if faults and self.source is None:
+            self.source = ImplTarget(scenario, "sim")
+            self.targets.append(self.source)
+        self.model = next((t for t in self.targets if isinstance(t, ModelTarget)), None)
         self.verdict = Verdict(scenario, [t.name for t in self.targets])
         self.steps: list[sc.Step] = []
         self._shutdown_at = None
         self.broken = False
+        self.tracker = RecoveryTracker()
         self._apply(sc.Open(), -1)
 
     @property
@@ -164,15 +202,20 @@ class Session:
         before = len(verdict.violations)
         if self.broken:
             return []
+        if isinstance(step, FAULT_STEPS):
+            self._fault(step, index)
+            return verdict.violations[before:]
+        if isinstance(step, sc.Shutdown) and self.model is not None and self.model.running:
+            self.tracker.observe(self.model, step)  # a completed shutdown flushes everything
         results = {}
         for t in self.targets:
             mark = len(t.trace) if t.trace is not None else 0
             try:
                 results[t.name] = t.apply(step)
             except Exception as e:  # an operation neither target should refuse blew up
-                where = traceback.extract_tb(e.__traceback__)[-1]
-                witness = f"{t.name} raised {type(e).__name__}: {e} at {where.filename.rsplit('/', 1)[-1]}:{where.lineno} during {_describe(step)}"
-                verdict.violations.append(Violation(CONFORMS, index, witness))
+                witness = f"{t.name} raised {_where(e)} during {_describe(step)}"
+                prop = BAD_INPUT if isinstance(step, sc.Open) and self.tracker.faulted else CONFORMS
+                verdict.violations.append(Violation(prop, index, witness))
                 self.broken = True
                 return verdict.violations[before:]
             if t.trace is not None:
@@ -183,7 +226,15 @@ class Session:
         if index >= 0:
             verdict.results.append(results)
         if len(verdict.violations) == before:
-            _check(verdict, self.targets, step, index, results, self._shutdown_at)
+            _check(verdict, self.targets, step, index, results, self._shutdown_at, self.tracker.ever_faulted)
+        if len(verdict.violations) == before and isinstance(step, sc.Open):
+            for prop, witness in self.tracker.after_open(self.targets):
+                _count(verdict, prop)
+                if witness:
+                    verdict.violations.append(Violation(prop, index, witness))
+                    break
+        if self.model is not None and self.model.running and not isinstance(step, READ_STEPS + (sc.Shutdown,)):
+            self.tracker.observe(self.model, step)
         if isinstance(step, sc.Shutdown):
             self._shutdown_at = index
         elif not isinstance(step, sc.Tick):
@@ -193,6 +244,254 @@ class Session:
     def close(self) -> None:
         for t in self.targets:
             t.close()
+
+    # --- fault steps ------------------------------------------------------------------------------
+
+    def _fault(self, step, index: int) -> None:
+        """Run a crash / fail_io / corrupt step: see the module docstring."""
+        verdict = self.verdict
+        source = self.source
+        if source is None:
+            raise sc.ScenarioError(f"step {index}: fault steps need an impl target on the simulated backend")
+        results = {t.name: {} for t in self.targets}
+        if isinstance(step, sc.Corrupt):
+            if any(t.running for t in self.targets):
+                results = {t.name: {"error": "Running"} for t in self.targets}
+            else:
+                files, dirs, mtimes = source.image()
+                try:
+                    files = corrupt(files, step.path, step.offset, step.length, step.kind, step.seed)
+                except FaultError:
+                    results = {t.name: {"error": "NoSuchFile"} for t in self.targets}
+                else:
+                    for t in self.targets:
+                        t.restore(files, dirs, mtimes)
+                    self.tracker.corrupted(step.path)
+            verdict.results.append(results)
+            return
+        during = step.during
+        if during is not None and not source.running and not isinstance(during, sc.Open | sc.Tick):
+            during = None  # a stopped broker does nothing: the fault falls between steps
+        pending_before = _pending_count(source)
+        reference = None
+        if during is not None:
+            for t in self.targets:
+                if t is source:
+                    results[t.name] = self._interrupted(t, step, during)
+                elif t is self.model:
+                    try:
+                        results[t.name] = t.apply(during)
+                    except Exception as e:
+                        verdict.violations.append(
+                            Violation(CONFORMS, index, f"{t.name} raised {_where(e)} during {_describe(during)}")
+                        )
+                        self.broken = True
+                        return
+                    if isinstance(during, sc.Open) and t.running:
+                        reference = t.state()
+        problem = results.get(source.name, {}).get("problem")
+        if problem:
+            verdict.violations.append(Violation(problem[0], index, f"{source.name}: {problem[1]}"))
+            self.broken = True
+            return
+        if self.model is not None and self.model.running:
+            self.tracker.observe(self.model, during, crashed=True)
+        fault = step.fault if isinstance(step, sc.Crash) and step.fault is not None else Fault("process")
+        img = crash_image(source.raw_storage, fault)
+        kept_earlier = all(i in img.persisted for i in range(pending_before))
+        files, dirs, mtimes = source.image(fault)
+        for t in self.targets:
+            t.halt()
+            t.restore(files, dirs, mtimes)
+        self.tracker.crashed(reference if kept_earlier else None, isinstance(during, sc.Open))
+        self._shutdown_at = None
+        verdict.results.append(results)
+
+    def _interrupted(self, target, step, during) -> dict:
+        """Run ``during`` on the image source with its ``at_op``-th storage operation failing."""
+        failure = None
+        if isinstance(step, sc.FailIo):
+            code = errno.EIO if step.error == "EIO" else errno.ENOSPC
+            failure = lambda what, path: OSError(code, f"{os.strerror(code)} ({what})", path)  # noqa: E731
+        target.arm(step.at_op, failure)
+        try:
+            result = target.apply(during)
+            result = {**result, "completed": True}
+        except PowerLoss as e:
+            return {"crashed_at": step.at_op, "operation": e.args[0], "path": e.args[1].removeprefix(target.root + "/")}
+        except Exception as e:
+            return {
+                "problem": (
+                    ISOLATED,
+                    f"raised {_where(e)} when operation {step.at_op} of {_describe(during)} failed with {getattr(step, 'error', 'a crash')}",
+                )
+            }
+        finally:
+            target.arm(None)
+        if isinstance(step, sc.FailIo):
+            problem = _io_error_problem(result, during)
+            if problem:
+                return {"problem": (ISOLATED, problem)}
+        return result
+
+
+FAULT_STEPS = (sc.Crash, sc.FailIo, sc.Corrupt)
+READ_STEPS = (sc.Read, sc.OffsetForTimestamp)
+
+
+def _where(e: BaseException) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    where = f" at {tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else ""
+    return f"{type(e).__name__}: {e}{where}"
+
+
+def _pending_count(target) -> int:
+    if not isinstance(target, ImplTarget) or target.backend != "sim":
+        return 0
+    from conformance.crash_images import journal
+
+    return len(journal(target.raw_storage))
+
+
+def _io_error_problem(result: dict, step) -> str | None:
+    """isolated: an I/O error while loading fails one partition (or one data dir), never more.
+    (Elsewhere it must reach the caller as a declared error, KafkaStorageException: anything else
+    is an unexpected exception, reported by the caller.)"""
+    failed = [x for x in result.get("loaded", ()) if x["error"]]
+    if len(failed) > 1:
+        return f"one I/O error failed {len(failed)} partitions: {'; '.join(x['error'] for x in failed)}"
+    return None
+
+
+class RecoveryTracker:
+    """What the crash properties compare a recovered log with (see the module docstring).
+
+    ``history``: per partition, every batch ever readable and every pair of neighbours ever seen;
+    ``required``: per partition, the batches that must survive a power loss now — below the recovery
+    point, at or above the log start offset, in a partition whose directory entry a data-dir fsync
+    (a checkpoint write, a shutdown, a load from a durable image) has made durable."""
+
+    def __init__(self):
+        self.seen: dict[str, set] = collections.defaultdict(set)
+        self.pairs: dict[str, set] = collections.defaultdict(set)
+        self.required: dict[str, list] = {}
+        self.anchored: set[str] = set()
+        self.faulted = False
+        self.ever_faulted = False
+        self.corruption: set[str] = set()
+        self.reference = None
+        self.open_crashed = False
+
+    def observe(self, model, step, crashed: bool = False) -> None:
+        batches = model.batches()
+        state = model.state()["partitions"]
+        for key, bs in batches.items():
+            self.seen[key].update(d for _, _, d in bs)
+            self.pairs[key].update((a[2], b[2]) for a, b in zip(bs, bs[1:], strict=False))
+        if isinstance(step, sc.Checkpoint | sc.Shutdown | sc.Open) and not crashed:
+            self.anchored |= set(batches)
+        elif (
+            isinstance(step, sc.Truncate | sc.TruncateFully)
+            and not crashed
+            and (step.topic, step.partition) in model.manager.partitions
+        ):
+            d = f"{model.manager.dir_of(step.topic, step.partition)}/"
+            self.anchored |= {k for k in batches if k.startswith(d)}
+        required = {}
+        for key, bs in batches.items():
+            if key not in self.anchored:
+                continue
+            rp = state[key]["log_end_offset"] if isinstance(step, sc.Shutdown) else state[key]["recovery_point"]
+            ls = state[key]["log_start_offset"]
+            required[key] = [b for b in bs if b[1] < rp and b[0] >= ls]
+        if crashed:  # the interrupted step may or may not have happened: what both states require
+            required = {
+                k: [b for b in v if b in set(self.required.get(k, ()))]
+                for k, v in required.items()
+                if k in self.required
+            }
+        self.required = required
+
+    def crashed(self, reference, during_open: bool) -> None:
+        self.faulted = self.ever_faulted = True
+        if during_open:
+            self.open_crashed = True
+            if self.reference is None:
+                self.reference = reference
+
+    def corrupted(self, path: str) -> None:
+        self.faulted = self.ever_faulted = True
+        self.corruption.add(path.rsplit("/", 1)[0])
+        self.reference = None
+
+    def after_open(self, targets) -> list[tuple[str, str | None]]:
+        if not self.faulted:
+            return []
+        out = []
+        running = [t for t in targets if t.running]
+        for t in running:
+            for load in t.last_load:
+                error = load["error"]
+                if error and load["partition"] and load["partition"] not in error:
+                    out.append(
+                        (ISOLATED, f"{t.name}: the load error of {load['partition']} names no file of it: {error}")
+                    )
+            all_batches = t.batches()
+            for key, need in sorted(self.required.items()):
+                have = set(all_batches.get(key, ()))
+                missing = [b for b in need if b not in have]
+                if key in self.corruption:
+                    continue  # corruption: data may be missing, never wrong
+                if missing:
+                    b = missing[0]
+                    out.append(
+                        (
+                            DURABLE,
+                            f"{t.name}: offsets {b[0]}..{b[1]} of {key}, flushed before the crash, are missing after recovery",
+                        )
+                    )
+                    break
+            else:
+                out.append((DURABLE, None))
+            for key, bs in sorted(all_batches.items()):
+                problem = self._prefix_problem(key, bs)
+                if problem:
+                    out.append((PREFIX, f"{t.name}: {problem}"))
+                    break
+            else:
+                out.append((PREFIX, None))
+            if self.reference is not None and self.open_crashed:
+                got = t.state()["partitions"]
+                diff = (
+                    _first_difference(self.reference["partitions"], got)
+                    if got != self.reference["partitions"]
+                    else None
+                )
+                out.append(
+                    (
+                        IDEMPOTENT_RECOVERY,
+                        diff
+                        and f"{t.name}: after a crash during recovery, {diff} (uninterrupted recovery first, then this one)",
+                    )
+                )
+        self.faulted = False
+        self.reference = None
+        self.open_crashed = False
+        self.corruption.clear()
+        return out
+
+    def _prefix_problem(self, key: str, bs) -> str | None:
+        if key in self.corruption:
+            return None
+        seen, pairs = self.seen.get(key, set()), self.pairs.get(key, set())
+        for i, (base, last, d) in enumerate(bs):
+            if d not in seen:
+                return f"{key}: batch {base}..{last} after recovery was never appended (phantom or corrupt)"
+            if i and base <= bs[i - 1][1]:
+                return f"{key}: batch {base}..{last} follows {bs[i - 1][0]}..{bs[i - 1][1]} (offsets go back)"
+            if i and (bs[i - 1][2], d) not in pairs:
+                return f"{key}: batches {bs[i - 1][0]}..{bs[i - 1][1]} and {base}..{last} were never neighbours (a hole or a mix of versions)"
+        return None
 
 
 def run(scenario: sc.Scenario, targets=("model", "impl"), backend: str = "sim", stop_at_first: bool = True) -> Verdict:
@@ -263,12 +562,12 @@ def _count(verdict: Verdict, prop: str) -> None:
     TOTALS[prop] += 1
 
 
-def _check(verdict: Verdict, made, step, index: int, results: dict, shutdown_at) -> None:
-    names = [t.name for t in made]
+def _check(verdict: Verdict, made, step, index: int, results: dict, shutdown_at, faulted: bool = False) -> None:
     settled = isinstance(step, sc.Shutdown | sc.Open)
-    if len(made) == 2:
+    for b in made[1:]:
+        a = made[0]
+        names = [a.name, b.name]
         _count(verdict, CONFORMS)
-        a, b = made
         ra, rb = _comparable(results[a.name]), _comparable(results[b.name])
         if ra != rb:
             verdict.violations.append(
@@ -295,6 +594,8 @@ def _check(verdict: Verdict, made, step, index: int, results: dict, shutdown_at)
             verdict.violations.append(Violation(CONFORMS, index, f"after {_describe(step)}: file {p}: {detail}"))
             return
     for t in made:
+        if faulted and isinstance(t, ModelTarget):
+            continue  # the model holds Kafka's index files, which after a fault may be padding or junk
         _count(verdict, INDEX_AGREES)
         for key, (offsets, times, log, active) in sorted(t.index_entries().items()):
             problem = index_problem(offsets, times, log, active)
@@ -306,7 +607,7 @@ def _check(verdict: Verdict, made, step, index: int, results: dict, shutdown_at)
             _count(verdict, CLEAN_RESTART)
             for path, data in sorted(t.files().items()):
                 if path.endswith(INDEX_SUFFIXES):
-                    problem = trimmed_index_problem(path, data)
+                    problem = trimmed_index_problem(path, data, zero_slots=not faulted)
                     if problem:
                         verdict.violations.append(
                             Violation(CLEAN_RESTART, index, f"{t.name} after shutdown: {problem}")

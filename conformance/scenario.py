@@ -100,6 +100,8 @@ class Step:
                     }
                     for b in value
                 ]
+            if isinstance(value, Step) or hasattr(value, "family"):
+                value = value.to_json()
             if value is not None and not (f.default is not attrs.NOTHING and value == f.default and f.name != "topic"):
                 out[f.name] = value
         return out
@@ -216,11 +218,53 @@ class Open(Step):
     partition_level = False
 
 
+@attrs.frozen
+class Crash(Step):
+    """Power loss (spec §9.3; DESIGN.md "Storage faults").  With ``during``, that step runs until
+    its ``at_op``-th storage operation (counted from 0), which never happens; without, the crash
+    comes between steps.  ``fault`` picks what of the not-yet-durable operations reached the disk
+    (:class:`conformance.crash_images.Fault`).  Every target stops and is left the same image."""
+
+    op = "crash"
+    partition_level = False
+    fault: Any = None  # crash_images.Fault
+    during: Any = None  # Step | None
+    at_op: int = 0
+
+
+@attrs.frozen
+class FailIo(Step):
+    """The ``at_op``-th storage operation of ``during`` fails with EIO or ENOSPC.  Kafka turns it
+    into a KafkaStorageException and takes the log dir offline (§6.6); the broker here stops with
+    its files as they are (no power loss), and the next ``open`` loads them."""
+
+    op = "fail_io"
+    partition_level = False
+    during: Any = None
+    at_op: int = 0
+    error: str = "EIO"
+
+
+@attrs.frozen
+class Corrupt(Step):
+    """Damage a file while the broker is down (not a crash): ``length`` bytes at ``offset`` zeroed
+    or junk, or one bit flipped.  ``path`` is relative to the broker's root (``d0/t-0/…log``)."""
+
+    op = "corrupt"
+    partition_level = False
+    path: str = ""
+    offset: int = 0
+    length: int = 1
+    kind: str = "bitflip"
+    seed: int = 0
+
+
 STEPS: dict[str, type[Step]] = {
     cls.op: cls
     for cls in (Create, Append, Roll, Read, OffsetForTimestamp, Truncate, TruncateFully, DeleteRecords, Flush)
-    + (Retention, Checkpoint, Tick, Shutdown, Open)
+    + (Retention, Checkpoint, Tick, Shutdown, Open, Crash, FailIo, Corrupt)
 }
+IO_ERRORS = ("EIO", "ENOSPC")
 
 
 def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
@@ -281,7 +325,61 @@ def step_from_json(d, where: str = "step") -> Step:
         kwargs["offset"] = None if d.get("offset") is None else _int(d, "offset", where, None, 0)
     elif cls is Tick:
         kwargs["ms"] = _int(d, "ms", where, 1000, 0, 10**12)
+    elif cls in (Crash, FailIo):
+        during = d.get("during")
+        if during is not None:
+            kwargs["during"] = step_from_json(during, f"{where}.during")
+            if isinstance(kwargs["during"], Crash | FailIo | Corrupt):
+                raise ScenarioError(f"{where}.during: a fault cannot happen during another fault")
+        elif cls is FailIo:
+            raise ScenarioError(f"{where}: 'during' (the step whose operation fails) is required")
+        kwargs["at_op"] = _int(d, "at_op", where, 0, 0, 10**9)
+        if cls is Crash:
+            kwargs["fault"] = _fault(d.get("fault", {"family": "process"}), f"{where}.fault")
+        else:
+            kwargs["error"] = d.get("error", "EIO")
+            if kwargs["error"] not in IO_ERRORS:
+                raise ScenarioError(f"{where}: 'error' must be one of {', '.join(IO_ERRORS)}")
+    elif cls is Corrupt:
+        kwargs["path"] = _str(d, "path", where)
+        kwargs["offset"] = _int(d, "offset", where, 0, 0)
+        kwargs["length"] = _int(d, "length", where, 1, 1, 1 << 30)
+        kwargs["kind"] = d.get("kind", "bitflip")
+        kwargs["seed"] = _int(d, "seed", where, 0)
+        from conformance.crash_images import CORRUPTIONS
+
+        if kwargs["kind"] not in CORRUPTIONS:
+            raise ScenarioError(f"{where}: 'kind' must be one of {', '.join(CORRUPTIONS)}")
     return cls(**kwargs)
+
+
+def _fault(d, where: str):
+    from conformance.crash_images import Fault, FaultError
+
+    if not isinstance(d, dict):
+        raise ScenarioError(f"{where}: a fault is an object with a 'family'")
+    known = {f.name for f in attrs.fields(Fault)}
+    if set(d) - known:
+        raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(set(d) - known))}")
+    kwargs: dict[str, Any] = {"family": d.get("family", "process")}
+    for k in ("keep", "op", "cut", "seed"):
+        if k in d:
+            kwargs[k] = _int(d, k, where, 0, 0 if k != "seed" else LONG[0])
+    if "unit" in d:
+        kwargs["unit"] = _int(d, "unit", where, 512)
+    if "fill" in d:
+        kwargs["fill"] = d["fill"]
+    if "data" in d:
+        kwargs["data"] = _bool(d, "data", where, True)
+    if "lose" in d:
+        lose = d["lose"]
+        if not isinstance(lose, list) or any(type(i) is not int or i < 0 for i in lose):
+            raise ScenarioError(f"{where}: 'lose' must be a list of operation numbers (integers ≥ 0)")
+        kwargs["lose"] = tuple(lose)
+    try:
+        return Fault(**kwargs)
+    except (FaultError, TypeError) as e:
+        raise ScenarioError(f"{where}: {e}") from None
 
 
 def append_bytes(step: Append) -> bytes:

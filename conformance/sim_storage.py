@@ -7,8 +7,8 @@ individual operations, :meth:`SimFile.dirty_pages` compares content with the dur
 directory: the durable entries (as of the last fsync of that directory) and the metadata operations
 since then (:class:`Create`, :class:`Rename`, :class:`Unlink`, :class:`MakeDir`).  A file keeps its
 identity (an :class:`Inode`) across renames, so a renamed file carries its durable content and its
-pending writes along.  Crash images are built from this bookkeeping by the recovery issue; here it
-is kept and exposed (:meth:`SimStorage.durable_image`).
+pending writes along.  Every pending operation is also entered, in order, in the storage's
+``journal``; :mod:`conformance.crash_images` turns the journal into crash images.
 """
 
 from __future__ import annotations
@@ -37,12 +37,14 @@ class Truncate:
 @attrs.frozen
 class Create:
     name: str
+    node: object = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
 class Rename:
     src: str
     dst: str
+    node: object = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -53,6 +55,7 @@ class Unlink:
 @attrs.frozen
 class MakeDir:
     name: str
+    node: object = attrs.field(default=None, eq=False, repr=False)
 
 
 _ids = itertools.count(1)
@@ -122,7 +125,7 @@ class SimFile:
         if end > len(inode.data):
             inode.resize(end)
         inode.data[offset:end] = data
-        inode.pending.append(Write(offset, data))
+        self._storage._note(inode, Write(offset, data))
 
     def append(self, data) -> int:
         position = self.size()
@@ -132,7 +135,7 @@ class SimFile:
     def truncate(self, size: int) -> None:
         inode = self._mutate()
         inode.resize(size)
-        inode.pending.append(Truncate(size))
+        self._storage._note(inode, Truncate(size))
 
     def fsync(self) -> None:
         self._inode.durable = bytes(self._inode.data)
@@ -171,6 +174,23 @@ class SimStorage:
         self.clock = clock or (lambda: 0)
         self.read_only = read_only
         self.root = Dir()
+        self.journal: list[tuple[Inode | Dir, object]] = []  # (owner, pending op), in the order made
+
+    def _note(self, owner, op) -> None:
+        owner.pending.append(op)
+        self.journal.append((owner, op))
+        if len(self.journal) > 4096 and len(self.journal) % 4096 == 0:
+            self.compact_journal()
+
+    def compact_journal(self) -> None:
+        """Drop the entries made durable since (an fsync empties its owner's pending list)."""
+        live = {id(op) for owner, _ in self.journal for op in owner.pending}
+        self.journal = [(owner, op) for owner, op in self.journal if id(op) in live]
+
+    def pending_ops(self) -> list[tuple[Inode | Dir, object]]:
+        """The operations not yet durable, in the order they were made."""
+        self.compact_journal()
+        return list(self.journal)
 
     # --- lookup -------------------------------------------------------------------------------
 
@@ -210,7 +230,7 @@ class SimStorage:
             self._check_writable(path)
             node = Inode(mtime_ms=self.clock())
             parent.entries[name] = node
-            parent.pending.append(Create(name))
+            self._note(parent, Create(name, node))
         if isinstance(node, Dir):
             raise IsADirectoryError(path)
         return SimFile(self, _norm(path), node)
@@ -241,7 +261,7 @@ class SimStorage:
             if child is None:
                 self._check_writable(path)
                 child = node.entries[part] = Dir()
-                node.pending.append(MakeDir(part))
+                self._note(node, MakeDir(part, child))
             elif not isinstance(child, Dir):
                 raise FileExistsError(path)
             node = child
@@ -254,10 +274,11 @@ class SimStorage:
         self._check_writable(src)
         if isinstance(dp.entries.get(dn), Dir):
             raise IsADirectoryError(dst)
-        dp.entries[dn] = sp.entries.pop(sn)
-        sp.pending.append(Rename(_norm(src), _norm(dst)))
+        node = dp.entries[dn] = sp.entries.pop(sn)
+        op = Rename(_norm(src), _norm(dst), node)
+        self._note(sp, op)
         if dp is not sp:
-            dp.pending.append(Rename(_norm(src), _norm(dst)))
+            self._note(dp, op)
 
     def unlink(self, path: str) -> None:
         parent, name = self._walk(path)
@@ -267,7 +288,7 @@ class SimStorage:
             raise IsADirectoryError(path)
         self._check_writable(path)
         del parent.entries[name]
-        parent.pending.append(Unlink(name))
+        self._note(parent, Unlink(name))
 
     def fsync_dir(self, path: str) -> None:
         node = self._node(path)
@@ -311,6 +332,19 @@ class SimStorage:
         """What a power loss right now leaves if no pending operation had reached the disk."""
         return self._files(durable=True)
 
+    def mtimes(self) -> dict[str, int]:
+        out = {}
+
+        def walk(d: Dir, prefix: str) -> None:
+            for name, node in d.entries.items():
+                if isinstance(node, Dir):
+                    walk(node, f"{prefix}/{name}")
+                else:
+                    out[f"{prefix}/{name}"] = node.mtime_ms
+
+        walk(self.root, "")
+        return out
+
     def directories(self) -> list[str]:
         out = []
 
@@ -340,8 +374,8 @@ class SimStorage:
         return out
 
     @classmethod
-    def from_image(cls, image: dict[str, bytes], directories=(), clock=None) -> SimStorage:
-        """A storage holding ``image`` with everything durable."""
+    def from_image(cls, image: dict[str, bytes], directories=(), clock=None, mtimes=None) -> SimStorage:
+        """A storage holding ``image`` with everything durable (``mtimes``: path → ms)."""
         storage = cls(clock=clock)
         for d in directories:
             storage.make_dirs(d)
@@ -350,6 +384,8 @@ class SimStorage:
             f = storage.open(path, create=True)
             f.write_at(0, data)
             f.fsync()
+            if mtimes and path in mtimes:
+                f._inode.mtime_ms = mtimes[path]
 
         def settle(d: Dir) -> None:
             d.durable = dict(d.entries)
@@ -359,6 +395,7 @@ class SimStorage:
                     settle(node)
 
         settle(storage.root)
+        storage.journal.clear()
         return storage
 
     def materialise(self, root_dir: str) -> None:

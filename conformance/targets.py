@@ -23,11 +23,13 @@ import model.errors
 import model.log
 import model.log_manager
 from conformance import scenario as sc
+from conformance.crash_images import Fault, crash_image
 from conformance.sim_storage import SimStorage
 from conformance.tracing import TracingStorage
 from impl.config import LogConfig
 from impl.storage import OsStorage
 from model.config import Config
+from model.file_records import iterate_file
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 
@@ -84,6 +86,26 @@ class _Target:
         self.last_load: list[dict] = []
         self.trace = None  # the storage operation trace (impl targets)
 
+    def halt(self) -> None:
+        """The process is gone: forget everything in memory (files stay as the fault left them)."""
+        self.running = False
+        self.manager = None
+
+    def restore(self, files: dict, directories, mtimes: dict) -> None:
+        """Start over from a disk image (paths relative to the root), as after a crash."""
+        raise NotImplementedError
+
+    def batches(self) -> dict[str, list[tuple[int, int, str]]]:
+        """Per partition: (base offset, last offset, digest) of every valid batch, in log order."""
+        out = {}
+        for key, segments in self._segment_bytes().items():
+            out[key] = [
+                (b.header().offset, b.header().last_offset, digest(b.raw))
+                for data in segments
+                for b in iterate_file(data).batches
+            ]
+        return out
+
     def apply(self, step: sc.Step) -> dict:
         if isinstance(step, sc.Tick):
             self.clock.now += step.ms
@@ -137,6 +159,20 @@ class ModelTarget(_Target):
 
     def _tick(self):
         self.manager.tick()
+
+    def restore(self, files, directories, mtimes):
+        self.halt()
+        self.image = dict(files)
+        self.directories = set(directories)
+        self.mtimes = {p: ms for p, ms in mtimes.items() if p.endswith((".log", ".log.deleted"))}
+
+    def _segment_bytes(self):
+        if not self.running:
+            return {}
+        return {
+            f"{p.data_dir}/{topic}-{partition}": [bytes(s.log) for s in p.log.segments]
+            for (topic, partition), p in self.manager.partitions.items()
+        }
 
     def _apply(self, step):
         m = self.manager
@@ -228,6 +264,7 @@ class ImplTarget(_Target):
             self.root = "/kafka"
             self.storage = SimStorage(clock=self.clock)
             self.storage.make_dirs(self.root)
+            self.storage.fsync_dir("/")
         elif backend == "os":
             self._tmp = root is None
             self.root = root or tempfile.mkdtemp(prefix="klc-")
@@ -296,6 +333,69 @@ class ImplTarget(_Target):
 
     def _tick(self):
         self.manager.tick()
+
+    def halt(self) -> None:
+        if self.running and self.manager and self.backend == "os":
+            for log in self.manager.logs.values():
+                log.close_handlers()
+        super().halt()
+
+    def arm(self, at: int | None, failure=None) -> None:
+        if failure is None:
+            self.storage.arm(at)
+        else:
+            self.storage.arm(at, failure)
+
+    def image(self, fault=None) -> tuple[dict, list, dict]:
+        """(files, directories, mtimes) relative to the root: what ``fault`` leaves (sim backend),
+        or the files as they are (no fault)."""
+        lead = self.root + "/"
+        if self.backend == "sim":
+            img = crash_image(self.raw_storage, fault or Fault("process"))
+            files, dirs, mtimes = img.files, img.directories, img.mtimes
+        else:
+            files = {lead + p: b for p, b in self.files().items()}
+            dirs = [dp for dp, _, _ in os.walk(self.root)]
+            mtimes = {p: self.raw_storage.mtime_ms(p) for p in files}
+        rel = lambda p: p[len(lead) :]  # noqa: E731
+        return (
+            {rel(p): b for p, b in files.items() if p.startswith(lead)},
+            sorted(rel(d) for d in dirs if d.startswith(lead)),
+            {rel(p): ms for p, ms in mtimes.items() if p.startswith(lead)},
+        )
+
+    def restore(self, files, directories, mtimes):
+        self.halt()
+        lead = self.root + "/"
+        if self.backend == "sim":
+            storage = SimStorage.from_image(
+                {lead + p: b for p, b in files.items()},
+                [self.root] + [lead + d for d in directories],
+                self.clock,
+                {lead + p: ms for p, ms in mtimes.items()},
+            )
+        else:
+            shutil.rmtree(self.root, ignore_errors=True)
+            os.makedirs(self.root)
+            for d in directories:
+                os.makedirs(lead + d, exist_ok=True)
+            for p, data in files.items():
+                with open(lead + p, "wb") as f:
+                    f.write(data)
+            storage = OsStorage()
+            for p, ms in mtimes.items():
+                storage.set_mtime_ms(lead + p, ms)
+        self.raw_storage = storage
+        self.storage = TracingStorage(storage, self.trace)
+
+    def _segment_bytes(self):
+        if not self.running:
+            return {}
+        out = {}
+        for (topic, partition), log in self.manager.logs.items():
+            d = self.manager._dir_of[(topic, partition)].removeprefix(self.root + "/")
+            out[f"{d}/{topic}-{partition}"] = [bytes(s.view()) for s in log.segments]
+        return out
 
     def _apply(self, step):
         m = self.manager

@@ -1,4 +1,8 @@
-"""A storage wrapper that records every mutating operation, in order, with its path.
+"""A storage wrapper that records every mutating operation, in order, with its path, and can
+make the k-th operation fail (:meth:`TracingStorage.arm`): a power loss (:class:`PowerLoss`, which
+unwinds everything — no ``except Exception`` in impl may survive it) or an I/O error (EIO, ENOSPC).
+Operations counted: every mutating one, and every open of an existing file (where a read would
+first fail).
 
 Used by the runner for the protocol rules that no final state shows without a crash: checkpoint
 files are only ever replaced by a rename of a fsynced temp file (§6.5), and the clean-shutdown marker
@@ -18,10 +22,14 @@ class Op:
     target: str = ""  # rename destination
 
 
+class PowerLoss(BaseException):
+    """The machine lost power at this storage operation: the process is gone."""
+
+
 class TracingFile:
-    def __init__(self, inner, trace: list[Op]):
+    def __init__(self, inner, trace, storage: TracingStorage):
         self._inner = inner
-        self._trace = trace
+        self._trace = _Recorder(storage)
         self.path = inner.path
 
     def __getattr__(self, name):
@@ -48,31 +56,58 @@ class TracingFile:
         return self._inner.flush_map(mapping)
 
 
+class _Recorder:
+    def __init__(self, storage: TracingStorage):
+        self.append = storage._record
+
+
 class TracingStorage:
-    def __init__(self, inner):
+    def __init__(self, inner, trace: list[Op] | None = None):
         self._inner = inner
-        self.trace: list[Op] = []
+        self.trace: list[Op] = [] if trace is None else trace
+        self._armed: tuple[int, object] | None = None
+        self.ops = 0  # operations counted since the last arm()
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
+    def arm(self, at: int | None, failure=PowerLoss) -> None:
+        """Make operation number ``at`` (from now, counting from 0) raise ``failure()`` instead of
+        happening; ``None`` disarms."""
+        self.ops = 0
+        self._armed = None if at is None else (at, failure)
+
+    def _count(self, what: str, path: str) -> None:
+        if self._armed is not None and self.ops == self._armed[0]:
+            failure = self._armed[1]
+            self._armed = None
+            raise failure(what, path)
+        self.ops += 1
+
+    def _record(self, op: Op) -> None:
+        self._count(op.name, op.path)
+        self.trace.append(op)
+
     def open(self, path, create=False):
         if create and not self._inner.exists(path):
-            self.trace.append(Op("create", path))
-        return TracingFile(self._inner.open(path, create), self.trace)
+            self._record(Op("create", path))
+        else:
+            self._count("open", path)
+        return TracingFile(self._inner.open(path, create), self.trace, self)
 
     def rename(self, src, dst):
-        self.trace.append(Op("rename", src, dst))
+        self._record(Op("rename", src, dst))
         return self._inner.rename(src, dst)
 
     def unlink(self, path):
-        self.trace.append(Op("unlink", path))
+        self._record(Op("unlink", path))
         return self._inner.unlink(path)
 
     def fsync_dir(self, path):
-        self.trace.append(Op("fsync_dir", path))
+        self._record(Op("fsync_dir", path))
         return self._inner.fsync_dir(path)
 
     def make_dirs(self, path):
-        self.trace.append(Op("make_dirs", path))
+        if not self._inner.exists(path):
+            self._record(Op("make_dirs", path))
         return self._inner.make_dirs(path)

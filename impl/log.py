@@ -11,6 +11,7 @@ log end offset.  Producer state (idempotence, transactions) is not modelled yet.
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 from collections.abc import Callable
 
@@ -31,6 +32,24 @@ class LogError(Exception):
     def __init__(self, kind: str, message: str):
         self.kind = kind
         super().__init__(f"{kind}: {message}")
+
+
+STORAGE_ERROR = "KafkaStorageException"
+
+
+def storage_errors(method):
+    """An I/O error inside a log operation reaches the caller as Kafka's KafkaStorageException,
+    naming the file (§6.6: the log dir then goes offline — :class:`impl.log_manager.LogManager`)."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except OSError as e:
+            where = e.filename or getattr(self, "dir", "?")
+            raise LogError(STORAGE_ERROR, f"{where}: {e.strerror or e} during {method.__name__}") from None
+
+    return wrapper
 
 
 @attrs.frozen
@@ -184,6 +203,7 @@ class PartitionLog:
 
     # --- append (§4.14) ------------------------------------------------------------------------------
 
+    @storage_errors
     def append(self, records: bytes, leader: bool = True, leader_epoch: int = 0) -> AppendResult:
         """Append v2 batches: as leader, offsets are assigned from the log end offset and the batches'
         partition leader epoch set; as follower, offsets are kept and validated."""
@@ -247,6 +267,7 @@ class PartitionLog:
             return self.roll(first)
         return segment
 
+    @storage_errors
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """§4.3 step 3–4; the post-roll flush runs before returning (see the module docstring)."""
         new_offset = max(expected_next_offset or 0, self.log_end_offset)
@@ -278,6 +299,7 @@ class PartitionLog:
 
     # --- flush (§4.10) ---------------------------------------------------------------------------------
 
+    @storage_errors
     def flush(self, offset: int | None = None, inclusive: bool = False) -> None:
         """Flush through ``offset`` (default: the log end offset, the periodic flusher's call)."""
         offset = self.log_end_offset if offset is None else offset
@@ -315,6 +337,7 @@ class PartitionLog:
             segment = self.higher_segment(segment.base_offset)
         return self.active_segment.base_offset, self.active_segment.size
 
+    @storage_errors
     def read(
         self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
     ) -> bytes:
@@ -344,6 +367,7 @@ class PartitionLog:
             segment = self.higher_segment(segment.base_offset)
         return b""
 
+    @storage_errors
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """fetchOffsetByTimestamp: (timestamp, offset), None if no record qualifies."""
         if timestamp == EARLIEST_TIMESTAMP:
@@ -366,6 +390,7 @@ class PartitionLog:
 
     # --- truncation and the log start offset (§4.7) -------------------------------------------------
 
+    @storage_errors
     def truncate_to(self, target: int) -> bool:
         if target < 0:
             raise LogError("IllegalArgumentException", f"Cannot truncate to a negative offset ({target})")
@@ -382,6 +407,7 @@ class PartitionLog:
         self.log_start_offset = min(target, self.log_start_offset)
         return True
 
+    @storage_errors
     def truncate_fully_and_start_at(self, new_offset: int, log_start_offset: int | None = None) -> None:
         segments = self.segments
         self._remove_and_delete(segments[:-1])
@@ -404,6 +430,7 @@ class PartitionLog:
         self.epoch_cache.truncate_from_start(new_start)
         return True
 
+    @storage_errors
     def delete_records(self, offset: int) -> int:
         """deleteRecords: raise the log start offset (segments go at the next retention pass)."""
         if offset < 0:
@@ -413,6 +440,7 @@ class PartitionLog:
 
     # --- retention (UnifiedLog.deleteOldSegments) ----------------------------------------------------
 
+    @storage_errors
     def delete_old_segments(self) -> int:
         n = self._delete_old(lambda seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
         if self.config.delete_enabled:

@@ -26,7 +26,7 @@ from impl.config import LogConfig
 from impl.errors import IndexFailure, LogFormatError
 from impl.leader_epoch import LeaderEpochCache
 from impl.loader import LoadError, LoadReport, PartitionLoader
-from impl.log import LogError, PartitionLog, Scheduler
+from impl.log import LogError, PartitionLog, Scheduler, storage_errors
 from impl.names import parse_topic_partition
 from impl.segment import LogSegment
 from impl.storage import Storage
@@ -56,6 +56,7 @@ class DataDirState:
     path: str
     had_clean_shutdown: bool = False
     load_completed: bool = False
+    offline: bool = False
     warnings: list[str] = attrs.Factory(list)
 
 
@@ -107,13 +108,34 @@ class LogManager:
 
     def startup(self) -> list[PartitionLoad]:
         loads = []
+        live = []
         for data_dir in self.data_dirs:
-            self.storage.make_dirs(data_dir)
-            self._ensure_checkpoint_files(data_dir)
-        for data_dir in self.data_dirs:
-            loads += self._load_dir(self.dirs[data_dir])
+            try:
+                if not self.storage.exists(data_dir):  # §6.1: created, and its parent fsynced
+                    self.storage.make_dirs(data_dir)
+                    self.storage.fsync_dir(data_dir.rsplit("/", 1)[0] or "/")
+                self._ensure_checkpoint_files(data_dir)
+                live.append(data_dir)
+            except OSError as e:
+                loads.append(self._offline(data_dir, e))
+        for data_dir in live:
+            try:
+                loads += self._load_dir(self.dirs[data_dir])
+            except OSError as e:  # the marker could not be deleted, the dir not listed: offline
+                loads.append(self._offline(data_dir, e))
         self.loads = loads
         return loads
+
+    def _offline(self, data_dir: str, e: OSError) -> PartitionLoad:
+        """§6.6: an I/O error outside any one partition takes the whole data dir offline."""
+        state = self.dirs[data_dir]
+        state.offline = True
+        state.load_completed = False
+        for tp in [tp for tp, d in self._dir_of.items() if d == data_dir]:
+            self.logs.pop(tp).close_handlers()
+            del self._dir_of[tp]
+        where = e.filename or data_dir
+        return PartitionLoad(data_dir, "", None, None, None, f"{where}: {e.strerror or e}; log dir {data_dir} offline")
 
     def _load_dir(self, state: DataDirState) -> list[PartitionLoad]:
         marker = f"{state.path}/{MARKER}"
@@ -176,6 +198,7 @@ class LogManager:
 
     # --- logs ----------------------------------------------------------------------------------
 
+    @storage_errors
     def create_log(self, topic: str, partition: int, data_dir: str | None = None) -> PartitionLog:
         """getOrCreateLog: a new partition directory with one empty segment at offset 0."""
         tp = (topic, partition)
@@ -218,27 +241,32 @@ class LogManager:
     def logs_in(self, data_dir: str) -> list[tuple[tuple[str, int], PartitionLog]]:
         return sorted((tp, log) for tp, log in self.logs.items() if self._dir_of[tp] == data_dir)
 
+    @storage_errors
     def tick(self) -> int:
         """Run the delayed tasks (file deletions) whose time has come."""
         return self.scheduler.run_due(self.clock())
 
+    @storage_errors
     def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
         truncated = self.log(topic, partition).truncate_to(offset)
         if truncated:
             self.checkpoint_recovery_points(self._dir_of[(topic, partition)])
         return truncated
 
+    @storage_errors
     def truncate_fully_and_start_at(self, topic: str, partition: int, offset: int) -> None:
         self.log(topic, partition).truncate_fully_and_start_at(offset)
         self.checkpoint_recovery_points(self._dir_of[(topic, partition)])
 
     # --- checkpoints (§6.5) ------------------------------------------------------------------------
 
+    @storage_errors
     def checkpoint_recovery_points(self, data_dir: str | None = None) -> None:
         for d in [data_dir] if data_dir else self.data_dirs:
             entries = {tp: log.recovery_point for tp, log in self.logs_in(d)}
             write_offsets(self.storage, f"{d}/{RECOVERY_POINT_CHECKPOINT}", entries)
 
+    @storage_errors
     def checkpoint_log_start_offsets(self, data_dir: str | None = None) -> None:
         """Only logs whose start offset is above their first segment's base are written (§6.3 b)."""
         for d in [data_dir] if data_dir else self.data_dirs:
@@ -249,6 +277,7 @@ class LogManager:
             }
             write_offsets(self.storage, f"{d}/{LOG_START_OFFSET_CHECKPOINT}", entries)
 
+    @storage_errors
     def retention(self) -> int:
         return sum(log.delete_old_segments() for _, log in sorted(self.logs.items()))
 
@@ -269,6 +298,9 @@ class LogManager:
         self.scheduler.drop_all()
         for d in self.data_dirs:
             state = self.dirs[d]
+            if state.offline:
+                outcome[d] = f"{d} is offline"
+                continue
             try:
                 for _, log in self.logs_in(d):
                     log.flush(log.log_end_offset, inclusive=True)
@@ -279,7 +311,11 @@ class LogManager:
                 outcome[d] = f"shutdown of {d} failed: {e}"
                 continue
             if state.had_clean_shutdown or state.load_completed:
-                self.write_marker(d)
+                try:
+                    self.write_marker(d)
+                except OSError as e:
+                    outcome[d] = f"shutdown of {d} failed: {e}"
+                    continue
                 outcome[d] = None
             else:
                 outcome[d] = "not every partition finished loading: no clean-shutdown marker (KAFKA-15375)"

@@ -51,6 +51,12 @@ class LoadOutcome:
     error: str | None
     recovered: list[int] = attrs.Factory(list)
     truncated_bytes: int = 0
+    branches: list[str] = attrs.Factory(list)  # the loader rules this load went through (§5, §6.2)
+    log_bytes_read: int = 0  # what Kafka's algorithm reads of .log files (recover + readNextOffset)
+
+    def took(self, branch: str) -> None:
+        if branch not in self.branches:
+            self.branches.append(branch)
 
 
 @attrs.define(eq=False)
@@ -110,6 +116,8 @@ class LogManager:
             path = f"{p.data_dir}/{log.name}"
             out.update({f"{path}/{n}": b for n, b in p.other.items()})
             out[f"{path}/{EPOCHS}"] = render_epochs(log.epochs).encode() if log.epoch_writes else p.epoch_text
+            if log.epoch_writes:  # a checkpoint write goes through <name>.tmp, renamed over (§6.5)
+                out.pop(f"{path}/{EPOCHS}.tmp", None)
             for s in log.segments + list(log.deleted.values()):
                 suffix = ".deleted" if s.deleted else ""
                 out[f"{path}/{prefix(s.base)}.log{suffix}"] = bytes(s.log)
@@ -162,6 +170,7 @@ class LogManager:
         for d in [data_dir] if data_dir else self.data_dirs:
             entries = {tp: log.recovery_point for tp, log in self.logs_in(d)}
             self.dir_files[d][RECOVERY_POINTS] = render_offsets(entries).encode()
+            self.dir_files[d].pop(RECOVERY_POINTS + ".tmp", None)  # written via the temp file (§6.5)
 
     def checkpoint_log_start_offsets(self, data_dir: str | None = None) -> None:
         for d in [data_dir] if data_dir else self.data_dirs:
@@ -169,6 +178,7 @@ class LogManager:
                 tp: log.log_start_offset for tp, log in self.logs_in(d) if log.log_start_offset > log.segments[0].base
             }
             self.dir_files[d][LOG_STARTS] = render_offsets(entries).encode()
+            self.dir_files[d].pop(LOG_STARTS + ".tmp", None)
 
     def shutdown(self) -> dict[str, str | None]:
         outcome = {}
@@ -210,6 +220,8 @@ def load(
         manager.dir_files[d] = files
         recovery_points = _read_offsets(files[RECOVERY_POINTS], f"{d}/{RECOVERY_POINTS}")
         log_starts = _read_offsets(files[LOG_STARTS], f"{d}/{LOG_STARTS}")
+        bad_checkpoints = None in (recovery_points, log_starts)
+        recovery_points, log_starts = recovery_points or {}, log_starts or {}
         ok = True
         for name in _subdirs(image, d, dirs):
             path = f"{d}/{name}"
@@ -227,6 +239,9 @@ def load(
                 _keep(manager, image, path, dirs)
                 continue
             outcome = LoadOutcome(d, name, topic, partition, None)
+            outcome.took("6.2 marker present: clean load" if had_marker else "6.2 no marker: unclean load")
+            if bad_checkpoints:
+                outcome.took("6.2.3 checkpoint unreadable: empty map")
             try:
                 if (topic, partition) in manager.partitions:
                     raise PartitionLoadError(path, f"Duplicate log directories for {topic}-{partition}")
@@ -239,6 +254,7 @@ def load(
                 manager.partitions[(topic, partition)] = pf
             except (PartitionLoadError, LogError, IndexFailure, RecordFormatError) as e:
                 outcome.error = str(e)
+                outcome.took("isolated: partition left out")
                 _keep(manager, image, path, dirs)
                 ok = False
             manager.outcomes.append(outcome)
@@ -255,8 +271,8 @@ def _keep(manager: LogManager, image, path: str, dirs: set[str]) -> None:
 def _read_offsets(data: bytes, path: str) -> dict:
     try:
         return parse_offsets(data.decode("utf-8"), path)
-    except Exception:  # §6.2: any failure → an empty map
-        return {}
+    except Exception:  # §6.2: any failure → an empty map (None: tell the caller)
+        return None
 
 
 def _load_partition(
@@ -277,12 +293,15 @@ def _load_partition(
     for name in list(files):
         if name.endswith(".deleted") and not name.endswith(".checkpoint.deleted"):
             del files[name]
+            outcome.took("5.2.1b .deleted file removed")
     swaps = [n for n in files if n.endswith(".swap")]
     for name in swaps:
         if min_cleaned is not None and _file_offset(path, name) >= min_cleaned:
             del files[name]
+            outcome.took("5.2.1e invalid .swap removed")
     for name in cleaned:
         del files[name]
+        outcome.took("5.2.1f .cleaned removed")
     log_swaps = [n for n in files if n.endswith(".log.swap")]
     if log_swaps:
         low = min(_file_offset(path, n) for n in log_swaps)
@@ -296,12 +315,15 @@ def _load_partition(
                 continue
             if low <= offset < high:
                 del files[name]
+                outcome.took("5.2.3 original replaced by a swap removed")
     for name in [n for n in files if n.endswith(".swap")]:
         files[name[: -len(".swap")]] = files.pop(name)
+        outcome.took("5.2.4 .swap renamed")
     # §5.3: orphan indexes, then every segment
     for name in [n for n in files if n.endswith(INDEX_SUFFIXES)]:
         if f"{prefix(_file_offset(path, name))}.log" not in files:
             del files[name]
+            outcome.took("5.3.2 orphan index removed")
     segments = {}
     for name in sorted(n for n in files if n.endswith(".log")):
         base = _file_offset(path, name)
@@ -316,11 +338,13 @@ def _load_partition(
         reason = None
         if index_bytes is None:
             reason = f"{path}/{p}.index does not exist"
+            outcome.took("5.3.3c .index missing: segment recovered")
         elif txn is not None:
             try:
                 TransactionIndex.open_existing(base, txn).sanity_check()
             except IndexFailure as e:
                 reason = str(e)
+                outcome.took("5.3.3c corrupt txn index: segment recovered")
         if reason:
             outcome.truncated_bytes += _recover(seg, log, outcome, path)
         segments[base] = seg
@@ -331,11 +355,13 @@ def _load_partition(
         floor = max((s.base for s in log.segments if s.base <= rp_checkpoint), default=None)
         unflushed = [s for s in log.segments if floor is None or s.base >= floor]
         for i, seg in enumerate(unflushed):
+            outcome.took("5.6.1 unflushed segment recovered")
             try:
                 removed = _recover(seg, log, outcome, path)
             except IndexFailure as e:
                 if e.kind != "InvalidOffsetException":
                     raise PartitionLoadError(f"{path}/{prefix(seg.base)}.log", str(e)) from None
+                outcome.took("5.6.1b invalid offset: segment emptied")
                 removed = seg.size
                 seg.log = bytearray()
                 seg.mtime_ms = clock() if removed else seg.mtime_ms
@@ -343,22 +369,30 @@ def _load_partition(
                 seg.time_index = TimeIndex.create(seg.base, config.segment_index_bytes)
             outcome.truncated_bytes += removed
             if removed > 0:
+                outcome.took("5.6.1b bytes truncated: recovery stops")
+                if unflushed[i + 1 :]:
+                    outcome.took("5.6.1b later unflushed segments deleted")
                 log.remove_and_delete(unflushed[i + 1 :])
                 break
     leo = None
     if log.segments:
         leo = log.segments[-1].next_offset()
+        outcome.log_bytes_read += _tail_bytes(log.segments[-1])
         if leo < ls_checkpoint:
+            outcome.took("5.6.2 log end below log start: all segments deleted")
             log.remove_and_delete(list(log.segments))
             log.epochs_clear()
             leo = None
     if not log.segments:
+        outcome.took("5.6.3 no segment left: empty segment created")
         log.segments.append(log.new_segment(ls_checkpoint))
     if clean and leo is not None:
         recovery_point = leo
     else:
         leo = log.segments[-1].next_offset() if leo is None else leo
         recovery_point = min(rp_checkpoint, leo)
+        if rp_checkpoint < leo:
+            outcome.took("5.6.4 recovery point kept below the log end (checkpoint)")
     log.segments[-1].offset_index.resize(config.segment_index_bytes)
     log.segments[-1].time_index.resize(config.segment_index_bytes)
     log.epochs_truncate_from_end(leo)
@@ -367,6 +401,13 @@ def _load_partition(
     log.log_end_offset = leo
     log.recovery_point = max(recovery_point, log.log_start_offset)
     return pf
+
+
+def _tail_bytes(seg: Segment) -> int:
+    """What readNextOffset reads of the log: from the last offset-index entry's position to the end
+    (§4.5 rule 3)."""
+    entries = seg.offset_index.logical_entries()
+    return seg.size - (entries[-1][1] if entries else 0)
 
 
 def _next_offset(data: bytes, base: int) -> int:
@@ -378,6 +419,7 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
     """§4.6 on the model: indexes rebuilt from the batches, the log cut after the last valid one,
     new leader epochs found in v2 batches assigned."""
     outcome.recovered.append(seg.base)
+    outcome.log_bytes_read += seg.size  # LogSegment.recover reads the whole file
     for batch in iterate_file(bytes(seg.log)).batches:
         h = batch.header()
         if not seg.fits(h.last_offset):

@@ -1,0 +1,198 @@
+"""The crash state machine: the log machine's operations plus power losses, I/O errors and
+corruption, checking every DESIGN.md property after every ``open`` (spec §5, §6.2, §9.3).
+
+* At most three crashes per case (``MAX_CRASHES``); a crash falls between steps or inside one —
+  any operation, a graceful shutdown, or the loader itself — at its k-th storage operation.
+* Swarm testing (Groce et al.): each case enables a random subset of the fault families, so some
+  cases hammer torn writes while others only lose metadata.
+* ``event()`` names every loader branch the model took (§5.2–§5.6 rule numbers, from
+  :class:`model.log_manager.LoadOutcome`), so the statistics show which ones CI reaches;
+  ``target()`` steers toward many pending operations at a crash, bytes truncated at recovery and
+  segments recovered.
+
+Every case is a scenario: a failure prints it as JSON, replayable with ``klc replay``.
+"""
+
+from __future__ import annotations
+
+from hypothesis import event
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, precondition, rule
+
+from conformance import scenario as sc
+from conformance.crash_images import CORRUPTIONS, FAMILIES, FILLS, UNITS, Fault, journal
+from conformance.log_machine import DAY, LogMachine, configs
+from conformance.runner import Session
+
+MAX_CRASHES = 3
+FAULT_KINDS = FAMILIES + ("fail_io", "corrupt")
+
+
+def faults(families, pending: int):
+    """A crash image description from ``families``, its op numbers around ``pending``."""
+    n = max(pending, 1) + 8
+    ops = st.integers(0, n)
+    lose = st.lists(ops, max_size=4).map(lambda xs: tuple(sorted(set(xs))))
+    by_family = {
+        "process": st.just(Fault("process")),
+        "prefix": st.builds(Fault, st.just("prefix"), keep=ops),
+        "reorder": st.builds(Fault, st.just("reorder"), lose=lose),
+        "torn": st.builds(
+            Fault,
+            st.just("torn"),
+            op=ops,
+            unit=st.sampled_from(UNITS),
+            cut=st.integers(0, 8),
+            fill=st.sampled_from(FILLS),
+            seed=st.integers(0, 7),
+        ),
+        "size_ahead": st.builds(Fault, st.just("size_ahead"), op=ops),
+        "metadata": st.builds(Fault, st.just("metadata"), lose=lose, data=st.booleans()),
+    }
+    return st.one_of([by_family[f] for f in FAMILIES if f in families])
+
+
+class CrashMachine(LogMachine):
+    monotonic_epochs = True  # else recovery legitimately rebuilds a different epoch cache
+
+    def __init__(self):
+        super().__init__()
+        self.crashes = 0
+        self.io_errors = 0
+        self.corruptions = 0
+        self.swarm: frozenset[str] = frozenset()
+
+    @initialize(
+        target=LogMachine.partitions,
+        config=configs,
+        data_dirs=st.integers(1, 2),
+        seed=st.integers(0, 3),
+        swarm=st.sets(st.sampled_from(FAULT_KINDS), min_size=1),
+    )
+    def start(self, config, data_dirs, seed, swarm):
+        header = sc.Scenario((), config, data_dirs, 1_700_000_000_000, seed)
+        self.clock = header.clock_start_ms
+        self.swarm = frozenset(swarm)
+        self.session = Session(header, self.targets, self.backend, faults=True)
+        for kind in sorted(self.swarm):
+            event(f"swarm: {kind}")
+        self._do(sc.Create("t", 0, 0))
+        self.created.add(("t", 0))
+        return ("t", 0)
+
+    def _families(self):
+        return [f for f in FAMILIES if f in self.swarm]
+
+    def _pending(self) -> int:
+        return len(journal(self.session.source.raw_storage))
+
+    def _interrupted_step(self, data) -> sc.Step:
+        """A step to interrupt: any state-changing operation while running, the loader when not."""
+        if not self.running:
+            return sc.Open()
+        tps = sorted(self.created)
+        topic, partition = data.draw(st.sampled_from(tps), label="partition")
+        leo = self.leo.get((topic, partition), 0)
+        kind = data.draw(
+            st.sampled_from(["append", "roll", "truncate", "truncate_fully", "delete_records", "flush"])
+            | st.sampled_from(["retention", "checkpoint", "shutdown", "tick"]),
+            label="interrupted",
+        )
+        if kind == "append":
+            batches = tuple(sc.BatchSpec(self._records(data)) for _ in range(data.draw(st.integers(1, 3))))
+            return sc.Append(topic, partition, batches, True, self.epochs.get((topic, partition), 0))
+        if kind == "roll":
+            return sc.Roll(topic, partition)
+        if kind in ("truncate", "delete_records"):
+            offset = data.draw(st.integers(0, leo + 1), label="offset")
+            return (sc.Truncate if kind == "truncate" else sc.DeleteRecords)(topic, partition, offset)
+        if kind == "truncate_fully":
+            return sc.TruncateFully(topic, partition, data.draw(st.integers(0, leo + 50), label="offset"))
+        if kind == "flush":
+            return sc.Flush(topic, partition, None)
+        if kind == "tick":
+            return sc.Tick(data.draw(st.sampled_from([1000, DAY])))
+        return {"retention": sc.Retention, "checkpoint": sc.Checkpoint, "shutdown": sc.Shutdown}[kind]()
+
+    def _after_fault(self, step: sc.Step) -> None:
+        self.running = False
+        result = self.session.verdict.results[-1].get(self.session.source.name, {})
+        if "crashed_at" in result:
+            event(f"{step.op}: interrupted at {result['operation']}")
+        elif getattr(step, "during", None) is not None:
+            event(f"{step.op}: after {step.during.op} completed")
+
+    def _crash(self, data, inside: bool) -> None:
+        during = self._interrupted_step(data) if inside else None
+        at_op = data.draw(st.integers(0, 30), label="at_op") if inside else 0
+        pending = self._pending()
+        fault = data.draw(faults(self._families(), pending + (20 if inside else 0)), label="fault")
+        step = sc.Crash(fault, during, at_op)
+        self.crashes += 1
+        self._do(step)
+        self._score("pending operations at a crash", float(pending))
+        event(f"crash family: {fault.family}")
+        if during is not None and isinstance(during, sc.Shutdown | sc.Open):
+            event(f"crash inside {during.op}")
+        self._after_fault(step)
+
+    @precondition(lambda self: self.crashes < MAX_CRASHES and set(FAMILIES) & self.swarm)
+    @rule(data=st.data())
+    def crash(self, data):
+        """Power loss between two steps."""
+        self._crash(data, inside=False)
+
+    @precondition(lambda self: self.crashes < MAX_CRASHES and set(FAMILIES) & self.swarm)
+    @rule(data=st.data())
+    def crash_inside(self, data):
+        """Power loss at the k-th storage operation of a step (an operation, shutdown, the loader)."""
+        self._crash(data, inside=True)
+
+    @precondition(lambda self: self.io_errors < 1 and "fail_io" in self.swarm)
+    @rule(data=st.data(), error=st.sampled_from(sc.IO_ERRORS))
+    def fail_io(self, data, error):
+        during = self._interrupted_step(data)
+        step = sc.FailIo(during, data.draw(st.integers(0, 30), label="at_op"), error)
+        self.io_errors += 1
+        self._do(step)
+        self._after_fault(step)
+
+    @precondition(lambda self: not self.running and "corrupt" in self.swarm and self.corruptions < 1)
+    @rule(data=st.data(), kind=st.sampled_from(CORRUPTIONS), seed=st.integers(0, 255))
+    def corrupt(self, data, kind, seed):
+        files, _dirs, _mtimes = self.session.source.image()
+        by_kind: dict[str, list[str]] = {}
+        for p, b in sorted(files.items()):
+            if b:
+                by_kind.setdefault(p.rsplit("/", 1)[-1].split(".", 1)[-1], []).append(p)
+        if not by_kind:
+            return
+        kinds = sorted(by_kind, key=lambda k: (k != "log", k != "index", k != "timeindex", k))
+        path = data.draw(st.sampled_from(kinds).flatmap(lambda k: st.sampled_from(by_kind[k])), label="file")
+        size = len(files[path])
+        offset = data.draw(st.integers(0, size - 1), label="offset")
+        length = data.draw(st.sampled_from([1, 4, 61, 512]), label="length")
+        self._do(sc.Corrupt(path, offset, length, kind, seed))
+        event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")
+        self.corruptions += 1
+
+    @precondition(lambda self: not self.running)
+    @rule()
+    def open(self):
+        self._do(sc.Open())
+        self.running = True
+        model = self.session.model
+        if model is None or model.manager is None:
+            return
+        recovered = truncated = 0
+        for outcome in model.manager.outcomes:
+            for branch in outcome.branches:
+                event(f"loader: {branch}")
+            recovered += len(outcome.recovered)
+            truncated += outcome.truncated_bytes
+        self._score("segments recovered at a load", float(recovered))
+        self._score("bytes truncated at a load", float(truncated))
+
+
+def make_crash_machine(backend: str = "sim", targets=("model", "impl")):
+    return type(f"CrashMachine_{backend}", (CrashMachine,), {"backend": backend, "targets": targets})
