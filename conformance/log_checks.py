@@ -70,11 +70,14 @@ def corpus_scenarios(folder: str = CORPUS) -> list[tuple[str, Scenario]]:
     return [(p, Scenario.load(p)) for p in sorted(glob.glob(os.path.join(folder, "*.json")))]
 
 
-def check_log_scenarios(module=None) -> None:
+CRASH_CORPUS = os.path.join(os.path.dirname(CORPUS), "crash")
+
+
+def check_log_scenarios(module=None, folder: str = CORPUS) -> None:
     from conformance.runner import run
 
     with impl_stack(module):
-        for path, scenario in corpus_scenarios():
+        for path, scenario in corpus_scenarios(folder):
             for backend in ("sim", "os"):
                 verdict = run(scenario, backend=backend)
                 if verdict.violations:
@@ -101,4 +104,33 @@ def check_log_machine(module=None, max_examples: int = 300) -> None:
         )
 
 
-LOG_CHECKS = {"log-scenarios": check_log_scenarios, "log-machine": check_log_machine}
+def check_crash_scenarios(module=None) -> None:
+    """Every crash case under ``corpora/crash/`` on both backends (the real one loads the
+    materialised crash images)."""
+    check_log_scenarios(module, CRASH_CORPUS)
+
+
+def check_crash_machine(module=None, max_examples: int = 300) -> None:
+    from conformance.crash_machine import make_crash_machine
+
+    with impl_stack(module):
+        run_state_machine_as_test(
+            make_crash_machine("sim"),
+            settings=settings(
+                max_examples=max_examples,
+                derandomize=True,
+                database=None,
+                deadline=None,
+                stateful_step_count=40,
+                phases=[Phase.explicit, Phase.reuse, Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            ),
+        )
+
+
+LOG_CHECKS = {
+    "log-scenarios": check_log_scenarios,
+    "log-machine": check_log_machine,
+    "crash-scenarios": check_crash_scenarios,
+    "crash-machine": check_crash_machine,
+}

@@ -187,6 +187,7 @@ class Session:
         self._shutdown_at = None
         self.broken = False
         self.tracker = RecoveryTracker()
+        self.unloadable: set[str] = set()  # partitions the last open left out: their files are not compared
         self._apply(sc.Open(), -1)
 
     @property
@@ -225,8 +226,15 @@ class Session:
                     verdict.violations.append(Violation(problem[0], index, f"{t.name}: {problem[1]}"))
         if index >= 0:
             verdict.results.append(results)
+        if isinstance(step, sc.Open):
+            self.unloadable = {
+                x["partition"] for t in self.targets for x in results[t.name].get("loaded", ()) if x["error"]
+            }
         if len(verdict.violations) == before:
-            _check(verdict, self.targets, step, index, results, self._shutdown_at, self.tracker.ever_faulted)
+            _check(
+                verdict, self.targets, step, index, results, self._shutdown_at, self.tracker.ever_faulted,
+                self.unloadable, self.tracker.ever_corrupted,
+            )  # fmt: skip
         if len(verdict.violations) == before and isinstance(step, sc.Open):
             for prop, witness in self.tracker.after_open(self.targets):
                 _count(verdict, prop)
@@ -379,6 +387,7 @@ class RecoveryTracker:
         self.faulted = False
         self.ever_faulted = False
         self.corruption: set[str] = set()
+        self.ever_corrupted: set[str] = set()
         self.reference = None
         self.open_crashed = False
 
@@ -422,6 +431,7 @@ class RecoveryTracker:
     def corrupted(self, path: str) -> None:
         self.faulted = self.ever_faulted = True
         self.corruption.add(path.rsplit("/", 1)[0])
+        self.ever_corrupted.add(path.rsplit("/", 1)[0])
         self.reference = None
 
     def after_open(self, targets) -> list[tuple[str, str | None]]:
@@ -437,11 +447,12 @@ class RecoveryTracker:
                         (ISOLATED, f"{t.name}: the load error of {load['partition']} names no file of it: {error}")
                     )
             all_batches = t.batches()
+            failed = {load["partition"] for load in t.last_load if load["error"]}
             for key, need in sorted(self.required.items()):
                 have = set(all_batches.get(key, ()))
                 missing = [b for b in need if b not in have]
-                if key in self.corruption:
-                    continue  # corruption: data may be missing, never wrong
+                if key in self.corruption or key.split("/")[-1] in failed:
+                    continue  # corruption: data may be missing, never wrong; unloadable: isolated
                 if missing:
                     b = missing[0]
                     out.append(
@@ -562,7 +573,17 @@ def _count(verdict: Verdict, prop: str) -> None:
     TOTALS[prop] += 1
 
 
-def _check(verdict: Verdict, made, step, index: int, results: dict, shutdown_at, faulted: bool = False) -> None:
+def _check(
+    verdict: Verdict,
+    made,
+    step,
+    index: int,
+    results: dict,
+    shutdown_at,
+    faulted: bool = False,
+    unloadable=(),
+    corrupted=(),
+) -> None:
     settled = isinstance(step, sc.Shutdown | sc.Open)
     for b in made[1:]:
         a = made[0]
@@ -582,7 +603,8 @@ def _check(verdict: Verdict, made, step, index: int, results: dict, shutdown_at,
                 Violation(CONFORMS, index, f"after {_describe(step)}: log state {_first_difference(sa, sb)}")
             )
             return
-        fa, fb = _comparable_files(a.files(settled), settled), _comparable_files(b.files(settled), settled)
+        fa = _comparable_files(a.files(settled), settled, unloadable)
+        fb = _comparable_files(b.files(settled), settled, unloadable)
         if fa != fb:
             diff = sorted(set(fa) ^ set(fb)) or sorted(p for p in fa if fa[p] != fb[p])
             p = diff[0]
@@ -598,6 +620,8 @@ def _check(verdict: Verdict, made, step, index: int, results: dict, shutdown_at,
             continue  # the model holds Kafka's index files, which after a fault may be padding or junk
         _count(verdict, INDEX_AGREES)
         for key, (offsets, times, log, active) in sorted(t.index_entries().items()):
+            if key.rsplit("/", 1)[0] in corrupted:
+                continue  # a corrupted partition's unrecovered indexes stay as Kafka trusts them (KIP-263)
             problem = index_problem(offsets, times, log, active)
             if problem:
                 verdict.violations.append(Violation(INDEX_AGREES, index, f"{t.name} segment {key}: {problem}"))
@@ -606,7 +630,7 @@ def _check(verdict: Verdict, made, step, index: int, results: dict, shutdown_at,
         for t in made:
             _count(verdict, CLEAN_RESTART)
             for path, data in sorted(t.files().items()):
-                if path.endswith(INDEX_SUFFIXES):
+                if path.endswith(INDEX_SUFFIXES) and path.rsplit("/", 1)[0] not in corrupted:
                     problem = trimmed_index_problem(path, data, zero_slots=not faulted)
                     if problem:
                         verdict.violations.append(
@@ -643,9 +667,13 @@ def _comparable(result: dict) -> dict:
     return result
 
 
-def _comparable_files(files: dict[str, bytes], settled: bool) -> dict[str, bytes]:
+def _comparable_files(files: dict[str, bytes], settled: bool, unloadable=()) -> dict[str, bytes]:
     """Index files are compared only when settled (right after shutdown or open): in between, an
-    index exists only once materialised and its file keeps preallocated slots."""
+    index exists only once materialised and its file keeps preallocated slots.  The files of a
+    partition that failed to load are not compared: Kafka leaves them half-recovered (the loader
+    writes as it goes) and takes the dir offline; the model keeps them as found."""
+    if unloadable:
+        files = {p: d for p, d in files.items() if not (p.count("/") >= 2 and p.split("/")[1] in unloadable)}
     if settled:
         return {p: d for p, d in files.items() if not (is_index_file(p) and p.endswith(".deleted"))}
     return {p: d for p, d in files.items() if not is_index_file(p)}

@@ -320,7 +320,7 @@ def step_from_json(d, where: str = "step") -> Step:
     elif cls is OffsetForTimestamp:
         kwargs["timestamp"] = _int(d, "timestamp", where, None, -3)
     elif cls in (Truncate, TruncateFully, DeleteRecords):
-        kwargs["offset"] = _int(d, "offset", where, None)
+        kwargs["offset"] = _int(d, "offset", where, 0)
     elif cls is Flush:
         kwargs["offset"] = None if d.get("offset") is None else _int(d, "offset", where, None, 0)
     elif cls is Tick:

@@ -110,7 +110,10 @@ class _Target:
         if isinstance(step, sc.Tick):
             self.clock.now += step.ms
             if self.running:
-                self._tick()
+                try:
+                    self._tick()
+                except self.refusals() as e:
+                    return {"error": getattr(e, "kind", type(e).__name__)}
             return {}
         if isinstance(step, sc.Open):
             if self.running:

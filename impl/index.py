@@ -248,10 +248,18 @@ class _MmapIndex:
             if self._length:
                 self._file.flush_map(self._mm)
 
-    def close(self) -> None:
-        """trimToValidSize, then unmap (no explicit flush, as Kafka)."""
+    def close(self, sync: bool = False) -> None:
+        """trimToValidSize, then unmap.  Kafka does not fsync here; ``sync`` makes the trimmed file
+        durable (see :meth:`impl.segment.LogSegment.close`)."""
         self.trim_to_valid_size()
+        if sync:
+            self.sync()
         self.close_handler()
+
+    def sync(self) -> None:
+        """fsync the file: its entries and its (trimmed) length."""
+        with self._lock:
+            self._file.fsync()
 
     def close_handler(self) -> None:
         self._file.unmap(self._mm)
@@ -508,11 +516,11 @@ class LazyIndex:
                 return True
             return False
 
-    def close(self) -> None:
+    def close(self, sync: bool = False) -> None:
         """An index never materialised is not trimmed (KAFKA-9373 behaviour, §7.5)."""
         with self._lock:
             if self._index is not None:
-                self._index.close()
+                self._index.close(sync)
 
     def close_handler(self) -> None:
         with self._lock:

@@ -142,6 +142,10 @@ class LogManager:
         state.had_clean_shutdown = self.storage.exists(marker)
         if state.had_clean_shutdown:
             self.storage.unlink(marker)  # at once, before any log is loaded (KAFKA-10471)
+            # Better than Kafka, which does not fsync the dir here: a power loss later in the load
+            # could bring the marker back over indexes the load already resized to full size, and
+            # the next start would skip recovery and take them as full (KAFKA-10471's mechanism).
+            self.storage.fsync_dir(state.path)
         recovery_points = self._read_checkpoint(state, RECOVERY_POINT_CHECKPOINT)
         log_starts = self._read_checkpoint(state, LOG_START_OFFSET_CHECKPOINT)
         loads = []

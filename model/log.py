@@ -84,6 +84,13 @@ class Segment:
         ts = self.max_timestamp()[0]
         return ts if ts >= 0 else self.mtime_ms
 
+    def content_max_timestamp(self) -> int:
+        """The largest batch max timestamp in the log bytes (−1 if none).  Lookups use this: their
+        answers are the scan's whatever an index says (DESIGN.md "The model").  Without faults it
+        equals :meth:`max_timestamp`; after a power loss that kept a clean marker but not an index
+        trim, Kafka's own lookups go by a bogus (0, base) last time-index entry instead."""
+        return max((b.header().max_timestamp for b in self.batches()), default=-1)
+
     # §4.2
     def append(self, last_offset: int, max_timestamp: int, shallow_offset: int, data: bytes, now_ms: int) -> None:
         position = self.size
@@ -385,16 +392,17 @@ class Log:
         if timestamp == MAX_TIMESTAMP:
             best = self.segments[0]
             for s in self.segments[1:]:
-                if s.max_timestamp()[0] > best.max_timestamp()[0]:
+                if s.content_max_timestamp() > best.content_max_timestamp():
                     best = s
-            max_ts = best.max_timestamp()[0]
+            max_ts = best.content_max_timestamp()
             for batch in best.batches():
                 if batch.header().max_timestamp == max_ts:
                     offset = offset_of_max_timestamp(batch)
                     return None if offset is None else (max_ts, offset)
             return None
         for s in self.segments:
-            if s.largest_timestamp() >= timestamp:
+            ts = s.content_max_timestamp()
+            if (ts if ts >= 0 else s.mtime_ms) >= timestamp:
                 return s.find_offset_by_timestamp(timestamp, self.log_start_offset)
         return None
 

@@ -170,4 +170,91 @@ LOG_MUTANTS = (
     ),
 )
 
-ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS}
+CRASH_MUTANTS = (
+    Mutant(
+        name="marker-kept-until-loaded",
+        module="impl.log_manager",
+        old="""        if state.had_clean_shutdown:
+            self.storage.unlink(marker)  # at once, before any log is loaded (KAFKA-10471)
+            # Better than Kafka, which does not fsync the dir here: a power loss later in the load
+            # could bring the marker back over indexes the load already resized to full size, and
+            # the next start would skip recovery and take them as full (KAFKA-10471's mechanism).
+            self.storage.fsync_dir(state.path)
+        recovery_points = self._read_checkpoint(state, RECOVERY_POINT_CHECKPOINT)
+        log_starts = self._read_checkpoint(state, LOG_START_OFFSET_CHECKPOINT)
+        loads = []
+        for name in self.storage.list_dir(state.path):
+            path = f"{state.path}/{name}"
+            if not self.storage.is_dir(path) or name in IGNORED_DIRS:
+                continue
+            try:
+                topic, partition, _kind = parse_topic_partition(name)
+            except Exception as e:
+                loads.append(PartitionLoad(state.path, name, None, None, None, f"{path}: {e}"))
+                continue
+            if topic == METADATA_TOPIC:
+                continue
+            loads.append(self._load_partition(state, name, topic, partition, recovery_points, log_starts))
+        state.load_completed = all(load.error is None for load in loads)
+""",
+        new="""        recovery_points = self._read_checkpoint(state, RECOVERY_POINT_CHECKPOINT)
+        log_starts = self._read_checkpoint(state, LOG_START_OFFSET_CHECKPOINT)
+        loads = []
+        for name in self.storage.list_dir(state.path):
+            path = f"{state.path}/{name}"
+            if not self.storage.is_dir(path) or name in IGNORED_DIRS:
+                continue
+            try:
+                topic, partition, _kind = parse_topic_partition(name)
+            except Exception as e:
+                loads.append(PartitionLoad(state.path, name, None, None, None, f"{path}: {e}"))
+                continue
+            if topic == METADATA_TOPIC:
+                continue
+            loads.append(self._load_partition(state, name, topic, partition, recovery_points, log_starts))
+        state.load_completed = all(load.error is None for load in loads)
+        if state.had_clean_shutdown:  # only now, once every log of the dir loaded
+            self.storage.unlink(marker)
+""",
+        description="KAFKA-10471 (≤ 2.7): the clean-shutdown marker stays until every log of the dir has loaded, so a crash during loading leaves it and the next start skips recovery (§6.2, §7.6)",
+        caught_by=("crash-scenarios", "crash-machine"),
+    ),
+    Mutant(
+        name="recovery-starts-after-rp-segment",
+        module="impl.loader",
+        old="unflushed = [b for b in bases if floor is None or b >= floor]",
+        new="unflushed = [b for b in bases if floor is None or b > floor]",
+        description="recoverLog starts after, not at, the segment containing the recovery point: its unflushed tail is never checked (§5.6 step 1a)",
+        caught_by=("crash-scenarios", "crash-machine"),
+    ),
+    Mutant(
+        name="torn-middle-keeps-later-segments",
+        module="impl.loader",
+        old="doomed = [self.segments.pop(b) for b in unflushed[i + 1 :]]",
+        new="doomed = []",
+        description="a torn tail in a middle segment no longer deletes the unflushed segments after it, leaving a hole in the log (§5.6 step 1b)",
+        caught_by=("crash-scenarios", "crash-machine"),
+    ),
+    Mutant(
+        name="recovery-point-to-leo-after-unclean",
+        module="impl.loader",
+        old="return min(self.recovery_point_checkpoint, leo), leo",
+        new="return leo, leo",
+        description="KAFKA-10101 (≤ 2.7): after an unclean recovery the recovery point jumps to the log end, so recovered-but-unflushed data is trusted after the next crash (§5.6 step 4)",
+        caught_by=("crash-scenarios", "crash-machine"),
+    ),
+    Mutant(
+        name="checkpoint-rename-without-fsync",
+        module="impl.checkpoints",
+        old="""        if sync:
+            f.fsync()
+    finally:""",
+        new="""        if sync and False:
+            f.fsync()
+    finally:""",
+        description="the checkpoint temp file is renamed over the checkpoint without an fsync first: a power loss can leave an empty or torn checkpoint (§6.5 step 2)",
+        caught_by=("crash-scenarios", "crash-machine"),
+    ),
+)
+
+ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS + CRASH_MUTANTS}
