@@ -188,6 +188,7 @@ class Session:
         self.broken = False
         self.tracker = RecoveryTracker()
         self.unloadable: set[str] = set()  # partitions the last open left out: their files are not compared
+        self.shutdown_dirs: dict[str, bool] = {}  # data dir → whether the last shutdown wrote its marker
         self._apply(sc.Open(), -1)
 
     @property
@@ -233,7 +234,7 @@ class Session:
         if len(verdict.violations) == before:
             _check(
                 verdict, self.targets, step, index, results, self._shutdown_at, self.tracker.ever_faulted,
-                self.unloadable, self.tracker.ever_corrupted,
+                self.unloadable, self.tracker.ever_corrupted, self.shutdown_dirs,
             )  # fmt: skip
         if len(verdict.violations) == before and isinstance(step, sc.Open):
             for prop, witness in self.tracker.after_open(self.targets):
@@ -245,6 +246,7 @@ class Session:
             self.tracker.observe(self.model, step)
         if isinstance(step, sc.Shutdown):
             self._shutdown_at = index
+            self.shutdown_dirs = next(iter(results.values()), {}).get("shutdown", {})
         elif not isinstance(step, sc.Tick):
             self._shutdown_at = None
         return verdict.violations[before:]
@@ -583,6 +585,7 @@ def _check(
     faulted: bool = False,
     unloadable=(),
     corrupted=(),
+    shutdown_dirs=None,
 ) -> None:
     settled = isinstance(step, sc.Shutdown | sc.Open)
     for b in made[1:]:
@@ -638,16 +641,22 @@ def _check(
                         )
                         return
     if isinstance(step, sc.Open) and shutdown_at is not None:
+        shutdown_dirs = shutdown_dirs or {}
         for t in made:
             _count(verdict, CLEAN_RESTART)
-            recovered = [(load["partition"], load["recovered"]) for load in t.last_load if load["recovered"]]
+            unclean = {d for d, clean in shutdown_dirs.items() if not clean}  # e.g. a dir with an unloadable partition
+            recovered = [
+                (load["partition"], load["recovered"])
+                for load in t.last_load
+                if load["recovered"] and load.get("dir") not in unclean
+            ]
             if recovered:
                 verdict.violations.append(
                     Violation(CLEAN_RESTART, index, f"{t.name} recovered {recovered} after a graceful shutdown")
                 )
                 return
             stats = getattr(t, "load_stats", None)
-            if stats is not None:
+            if stats is not None and not unclean:
                 verdict.load_stats.append(stats)
                 if stats["log_bytes_read"] > stats["tail_bytes"]:
                     verdict.violations.append(

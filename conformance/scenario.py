@@ -318,7 +318,7 @@ def step_from_json(d, where: str = "step") -> Step:
         kwargs["max_offset"] = None if d.get("max_offset") is None else _int(d, "max_offset", where)
         kwargs["min_one_message"] = _bool(d, "min_one_message", where, True)
     elif cls is OffsetForTimestamp:
-        kwargs["timestamp"] = _int(d, "timestamp", where, None, -3)
+        kwargs["timestamp"] = _int(d, "timestamp", where, -1, -3)
     elif cls in (Truncate, TruncateFully, DeleteRecords):
         kwargs["offset"] = _int(d, "offset", where, 0)
     elif cls is Flush:

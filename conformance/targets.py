@@ -151,7 +151,10 @@ class ModelTarget(_Target):
         self.manager = model.log_manager.load(
             self.image, self.dir_names, self.config, self.clock, self.jitter, self.directories, mtimes=self.mtimes
         )
-        return [{"partition": o.name, "error": o.error, "recovered": o.recovered} for o in self.manager.outcomes]
+        return [
+            {"dir": o.data_dir, "partition": o.name, "error": o.error, "recovered": o.recovered}
+            for o in self.manager.outcomes
+        ]
 
     def _shutdown(self):
         outcome = {d: why is None for d, why in self.manager.shutdown().items()}
@@ -324,6 +327,7 @@ class ImplTarget(_Target):
         }
         return [
             {
+                "dir": load.data_dir.removeprefix(self.root + "/"),
                 "partition": load.name,
                 "error": load.error and load.error.replace(self.root + "/", ""),
                 "recovered": load.report.recovered_segments if load.report else [],
