@@ -85,23 +85,24 @@ def check_log_scenarios(module=None, folder: str = CORPUS) -> None:
                     raise PropertyViolation(v.prop, f"{os.path.basename(path)} ({backend}): {v}")
 
 
+def _fixed_budget(max_examples: int, steps: int) -> settings:
+    """Derandomized, no shrinking: a mutant check only needs to know that something failed."""
+    return settings(
+        max_examples=max_examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        stateful_step_count=steps,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+
+
 def check_log_machine(module=None, max_examples: int = 300) -> None:
     from conformance.log_machine import make_log_machine
 
     with impl_stack(module):
-        machine = make_log_machine("sim")
-        run_state_machine_as_test(
-            machine,
-            settings=settings(
-                max_examples=max_examples,
-                derandomize=True,
-                database=None,
-                deadline=None,
-                stateful_step_count=30,
-                phases=[Phase.explicit, Phase.reuse, Phase.generate],
-                suppress_health_check=list(HealthCheck),
-            ),
-        )
+        run_state_machine_as_test(make_log_machine("sim"), settings=_fixed_budget(max_examples, 30))
 
 
 def check_crash_scenarios(module=None) -> None:
@@ -114,18 +115,7 @@ def check_crash_machine(module=None, max_examples: int = 300) -> None:
     from conformance.crash_machine import make_crash_machine
 
     with impl_stack(module):
-        run_state_machine_as_test(
-            make_crash_machine("sim"),
-            settings=settings(
-                max_examples=max_examples,
-                derandomize=True,
-                database=None,
-                deadline=None,
-                stateful_step_count=40,
-                phases=[Phase.explicit, Phase.reuse, Phase.generate],
-                suppress_health_check=list(HealthCheck),
-            ),
-        )
+        run_state_machine_as_test(make_crash_machine("sim"), settings=_fixed_budget(max_examples, 40))
 
 
 LOG_CHECKS = {
