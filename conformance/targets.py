@@ -345,6 +345,8 @@ class ImplTarget(_Target):
         if self.running and self.manager and self.backend == "os":
             for log in self.manager.logs.values():
                 log.close_handlers()
+        if self.backend == "os":
+            self.raw_storage.close_all()
         super().halt()
 
     def arm(self, at: int | None, failure=None) -> None:
@@ -485,6 +487,8 @@ class ImplTarget(_Target):
         if self.running and self.manager:
             for log in self.manager.logs.values():
                 log.close_handlers()
+        if self.backend == "os":
+            self.raw_storage.close_all()
         if self.backend == "os" and self._tmp:
             shutil.rmtree(self.root, ignore_errors=True)
 

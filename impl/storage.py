@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import weakref
 from typing import Protocol
 
 import attrs
@@ -91,6 +92,7 @@ class OsFile:
         self._writable = writable
         self._fd = os.open(path, flags, 0o644)
         storage.stats.opens += 1
+        storage._handles.add(self)
 
     def size(self) -> int:
         return os.fstat(self._fd).st_size
@@ -127,7 +129,9 @@ class OsFile:
         if length == 0:
             return _EmptyMap()
         access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
-        return mmap.mmap(self._fd, length, access=access)
+        mapping = mmap.mmap(self._fd, length, access=access)
+        self._storage._handles.add(mapping)
+        return mapping
 
     def unmap(self, mapping) -> None:
         mapping.close()
@@ -144,7 +148,9 @@ class OsFile:
         length = self.size()
         if length == 0:
             return b""
-        return mmap.mmap(self._fd, length, access=mmap.ACCESS_READ)
+        mapping = mmap.mmap(self._fd, length, access=mmap.ACCESS_READ)
+        self._storage._handles.add(mapping)
+        return mapping
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -158,6 +164,24 @@ class OsStorage:
 
     stats: IoStats = attrs.Factory(IoStats)
     read_only: bool = False
+    _handles: weakref.WeakSet = attrs.field(factory=weakref.WeakSet, init=False, repr=False, eq=False)
+
+    def close_all(self) -> int:
+        """Close every file and mapping this storage opened that is still open (a process that
+        abandons its logs — a crash in the tests — must not keep their descriptors)."""
+        closed = 0
+        for handle in list(self._handles):
+            try:
+                if isinstance(handle, mmap.mmap):
+                    if not handle.closed:
+                        handle.close()
+                        closed += 1
+                elif handle._fd >= 0:
+                    handle.close()
+                    closed += 1
+            except (BufferError, OSError):
+                pass  # a mapping still exported to a live view: the view's owner closes it
+        return closed
 
     def open(self, path: str, create: bool = False) -> OsFile:
         if self.read_only and create and not os.path.exists(path):
