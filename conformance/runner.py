@@ -308,7 +308,9 @@ class Session:
             self.tracker.observe(self.model, during, crashed=True)
         fault = step.fault if isinstance(step, sc.Crash) and step.fault is not None else Fault("process")
         img = crash_image(source.raw_storage, fault)
-        kept_earlier = all(i in img.persisted for i in range(pending_before))
+        # idempotent-recovery is judged only on a settled image (nothing pending before the open):
+        # otherwise the crash may also have lost what preceded the load (corpora/crash-findings/open-1)
+        kept_earlier = pending_before == 0
         files, dirs, mtimes = source.image(fault)
         for t in self.targets:
             t.halt()
@@ -367,7 +369,8 @@ def _io_error_problem(result: dict, step) -> str | None:
     """isolated: an I/O error while loading fails one partition (or one data dir), never more.
     (Elsewhere it must reach the caller as a declared error, KafkaStorageException: anything else
     is an unexpected exception, reported by the caller.)"""
-    failed = [x for x in result.get("loaded", ()) if x["error"]]
+    io = (os.strerror(errno.EIO), os.strerror(errno.ENOSPC))
+    failed = [x for x in result.get("loaded", ()) if x["error"] and any(m in x["error"] for m in io)]
     if len(failed) > 1:
         return f"one I/O error failed {len(failed)} partitions: {'; '.join(x['error'] for x in failed)}"
     return None
@@ -453,7 +456,7 @@ class RecoveryTracker:
             for key, need in sorted(self.required.items()):
                 have = set(all_batches.get(key, ()))
                 missing = [b for b in need if b not in have]
-                if key in self.corruption or key.split("/")[-1] in failed:
+                if key in self.ever_corrupted or key.split("/")[-1] in failed:
                     continue  # corruption: data may be missing, never wrong; unloadable: isolated
                 if missing:
                     b = missing[0]
@@ -475,11 +478,8 @@ class RecoveryTracker:
                 out.append((PREFIX, None))
             if self.reference is not None and self.open_crashed:
                 got = t.state()["partitions"]
-                diff = (
-                    _first_difference(self.reference["partitions"], got)
-                    if got != self.reference["partitions"]
-                    else None
-                )
+                want = {k: v for k, v in self.reference["partitions"].items() if k.split("/")[-1] not in failed}
+                diff = _first_difference(want, got) if got != want else None
                 out.append(
                     (
                         IDEMPOTENT_RECOVERY,
@@ -494,7 +494,9 @@ class RecoveryTracker:
         return out
 
     def _prefix_problem(self, key: str, bs) -> str | None:
-        if key in self.corruption:
+        """Not after corruption, ever: the v2 CRC does not cover the base offset or the length
+        (§1.5), so a damaged batch can pass recovery and stay readable for good."""
+        if key in self.ever_corrupted:
             return None
         seen, pairs = self.seen.get(key, set()), self.pairs.get(key, set())
         for i, (base, last, d) in enumerate(bs):
