@@ -36,7 +36,7 @@ import traceback
 import attrs
 
 from conformance import scenario as sc
-from conformance.crash_images import Fault, FaultError, corrupt, crash_image
+from conformance.crash_images import Fault, FaultError, corrupt
 from conformance.properties import (
     BAD_INPUT,
     CLEAN_RESTART,
@@ -307,7 +307,6 @@ class Session:
         if self.model is not None and self.model.running:
             self.tracker.observe(self.model, during, crashed=True)
         fault = step.fault if isinstance(step, sc.Crash) and step.fault is not None else Fault("process")
-        img = crash_image(source.raw_storage, fault)
         # idempotent-recovery is judged only on a settled image (nothing pending before the open):
         # otherwise the crash may also have lost what preceded the load (corpora/crash-findings/open-1)
         kept_earlier = pending_before == 0
