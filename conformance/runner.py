@@ -309,12 +309,12 @@ class Session:
         fault = step.fault if isinstance(step, sc.Crash) and step.fault is not None else Fault("process")
         # idempotent-recovery is judged only on a settled image (nothing pending before the open):
         # otherwise the crash may also have lost what preceded the load (corpora/crash-findings/open-1)
-        kept_earlier = pending_before == 0
+        settled = pending_before == 0
         files, dirs, mtimes = source.image(fault)
         for t in self.targets:
             t.halt()
             t.restore(files, dirs, mtimes)
-        self.tracker.crashed(reference if kept_earlier else None, isinstance(during, sc.Open))
+        self.tracker.crashed(reference if settled else None, isinstance(during, sc.Open))
         self._shutdown_at = None
         verdict.results.append(results)
 
@@ -340,7 +340,7 @@ class Session:
         finally:
             target.arm(None)
         if isinstance(step, sc.FailIo):
-            problem = _io_error_problem(result, during)
+            problem = _io_error_problem(result)
             if problem:
                 return {"problem": (ISOLATED, problem)}
         return result
@@ -364,7 +364,7 @@ def _pending_count(target) -> int:
     return len(journal(target.raw_storage))
 
 
-def _io_error_problem(result: dict, step) -> str | None:
+def _io_error_problem(result: dict) -> str | None:
     """isolated: an I/O error while loading fails one partition (or one data dir), never more.
     (Elsewhere it must reach the caller as a declared error, KafkaStorageException: anything else
     is an unexpected exception, reported by the caller.)"""
@@ -390,7 +390,6 @@ class RecoveryTracker:
         self.anchored: set[str] = set()
         self.faulted = False
         self.ever_faulted = False
-        self.corruption: set[str] = set()
         self.ever_corrupted: set[str] = set()
         self.reference = None
         self.open_crashed = False
@@ -434,7 +433,6 @@ class RecoveryTracker:
 
     def corrupted(self, path: str) -> None:
         self.faulted = self.ever_faulted = True
-        self.corruption.add(path.rsplit("/", 1)[0])
         self.ever_corrupted.add(path.rsplit("/", 1)[0])
         self.reference = None
 
@@ -489,7 +487,6 @@ class RecoveryTracker:
         self.faulted = False
         self.reference = None
         self.open_crashed = False
-        self.corruption.clear()
         return out
 
     def _prefix_problem(self, key: str, bs) -> str | None:

@@ -23,17 +23,24 @@ class Mutant:
     new: str
     description: str
     caught_by: tuple[str, ...]  # names of checks (conformance.formats.FORMAT_CHECKS, ...)
+    more: tuple[tuple[str, str], ...] = ()  # further (old, new) edits of the same module, in order
+
+    @property
+    def edits(self) -> tuple[tuple[str, str], ...]:
+        return ((self.old, self.new), *self.more)
 
     def source(self) -> str:
         original = importlib.import_module(self.module)
         with open(original.__file__, encoding="utf-8") as f:
             text = f.read()
-        count = text.count(self.old)
-        if count != 1:
-            raise LookupError(
-                f"mutant {self.name}: expected the edited text exactly once in {self.module}, found {count}"
-            )
-        return text.replace(self.old, self.new)
+        for old, new in self.edits:
+            count = text.count(old)
+            if count != 1:
+                raise LookupError(
+                    f"mutant {self.name}: expected the edited text exactly once in {self.module}, found {count}"
+                )
+            text = text.replace(old, new)
+        return text
 
     def load(self) -> types.ModuleType:
         """A new module object with the mutation applied (``impl`` itself is untouched)."""
@@ -180,42 +187,16 @@ CRASH_MUTANTS = (
             # could bring the marker back over indexes the load already resized to full size, and
             # the next start would skip recovery and take them as full (KAFKA-10471's mechanism).
             self.storage.fsync_dir(state.path)
-        recovery_points = self._read_checkpoint(state, RECOVERY_POINT_CHECKPOINT)
-        log_starts = self._read_checkpoint(state, LOG_START_OFFSET_CHECKPOINT)
-        loads = []
-        for name in self.storage.list_dir(state.path):
-            path = f"{state.path}/{name}"
-            if not self.storage.is_dir(path) or name in IGNORED_DIRS:
-                continue
-            try:
-                topic, partition, _kind = parse_topic_partition(name)
-            except Exception as e:
-                loads.append(PartitionLoad(state.path, name, None, None, None, f"{path}: {e}"))
-                continue
-            if topic == METADATA_TOPIC:
-                continue
-            loads.append(self._load_partition(state, name, topic, partition, recovery_points, log_starts))
-        state.load_completed = all(load.error is None for load in loads)
 """,
-        new="""        recovery_points = self._read_checkpoint(state, RECOVERY_POINT_CHECKPOINT)
-        log_starts = self._read_checkpoint(state, LOG_START_OFFSET_CHECKPOINT)
-        loads = []
-        for name in self.storage.list_dir(state.path):
-            path = f"{state.path}/{name}"
-            if not self.storage.is_dir(path) or name in IGNORED_DIRS:
-                continue
-            try:
-                topic, partition, _kind = parse_topic_partition(name)
-            except Exception as e:
-                loads.append(PartitionLoad(state.path, name, None, None, None, f"{path}: {e}"))
-                continue
-            if topic == METADATA_TOPIC:
-                continue
-            loads.append(self._load_partition(state, name, topic, partition, recovery_points, log_starts))
-        state.load_completed = all(load.error is None for load in loads)
-        if state.had_clean_shutdown:  # only now, once every log of the dir loaded
-            self.storage.unlink(marker)
-""",
+        new="",
+        more=(
+            (
+                "        state.load_completed = all(load.error is None for load in loads)\n",
+                "        state.load_completed = all(load.error is None for load in loads)\n"
+                "        if state.had_clean_shutdown:  # only now, once every log of the dir loaded\n"
+                "            self.storage.unlink(marker)\n",
+            ),
+        ),
         description="KAFKA-10471 (≤ 2.7): the clean-shutdown marker stays until every log of the dir has loaded, so a crash during loading leaves it and the next start skips recovery (§6.2, §7.6)",
         caught_by=("crash-scenarios",),  # the crash machine misses it within its CI budget: a strategy gap (issue #7)
     ),
