@@ -308,7 +308,7 @@ class Session:
             self.tracker.observe(self.model, during, crashed=True)
         fault = step.fault if isinstance(step, sc.Crash) and step.fault is not None else Fault("process")
         # idempotent-recovery is judged only on a settled image (nothing pending before the open):
-        # otherwise the crash may also have lost what preceded the load (corpora/crash-findings/open-1)
+        # otherwise the crash may also have lost what preceded the load (corpora/crash/idempotent-recovery-after-a-crash-inside-the-loader.json)
         settled = pending_before == 0
         files, dirs, mtimes = source.image(fault)
         for t in self.targets:

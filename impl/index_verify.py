@@ -121,7 +121,13 @@ def soundness_problem(offset_index, time_index, log, inactive: bool) -> str | No
 
 
 def rebuild(offset_index, time_index, log, index_interval_bytes: int) -> int:
-    """Reset both indexes and re-append what recovery appends (§4.6 steps 1–8); returns valid bytes."""
+    """Reset both indexes and re-append what recovery appends (§4.6 steps 1–8); returns valid bytes.
+
+    Unlike recovery, this never fails on a full index: an append of several batches gets one index
+    entry, recovery one per batch, so a small ``segment.index.bytes`` may not hold them all (Kafka's
+    recovery then throws IllegalArgumentException, see ``LogSegment.recover``).  A lazy rebuild is
+    ours, not Kafka's, so it skips the entries that do not fit (a sparser index is still sound) and
+    keeps the time index's reserved last slot for the segment's largest timestamp."""
     offset_index.reset()
     time_index.reset()
     valid = last_entry = 0
@@ -130,8 +136,10 @@ def rebuild(offset_index, time_index, log, index_interval_bytes: int) -> int:
         if h.max_timestamp > max_ts:
             max_ts, offset_of_max = h.max_timestamp, h.last_offset
         if valid - last_entry > index_interval_bytes:
-            offset_index.append(h.last_offset, valid)
-            time_index.maybe_append(max_ts, offset_of_max)
+            if not offset_index.is_full():
+                offset_index.append(h.last_offset, valid)
+            if not time_index.is_full():
+                time_index.maybe_append(max_ts, offset_of_max)
             last_entry = valid
         valid += h.size
     offset_index.trim_to_valid_size()

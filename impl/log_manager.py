@@ -86,6 +86,7 @@ class LogManager:
         self.dirs = {d: DataDirState(d) for d in self.data_dirs}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
+        self.failed: dict[tuple[str, int], str] = {}  # partitions whose load failed → why
         self.loads: list[PartitionLoad] = []
 
     def config_for(self, topic: str) -> LogConfig:
@@ -183,6 +184,8 @@ class LogManager:
         try:
             log = loader.load()
         except (LoadError, LogFormatError, IndexFailure, LogError, OSError, ValueError) as e:
+            if tp not in self.logs:
+                self.failed[tp] = str(e)
             return PartitionLoad(state.path, name, topic, partition, None, str(e), loader.report)
         if tp in self.logs:
             log.close_handlers()
@@ -208,6 +211,12 @@ class LogManager:
         tp = (topic, partition)
         if tp in self.logs:
             return self.logs[tp]
+        if tp in self.failed:
+            # Kafka would have offlined the whole dir (§6.6); we refuse just this partition
+            raise LogError(
+                "KafkaStorageException",
+                f"{topic}-{partition} failed to load and is kept as found until the next start ({self.failed[tp]})",
+            )
         data_dir = data_dir or self.data_dirs[0]
         parse_topic_partition(f"{topic}-{partition}")
         path = f"{data_dir}/{topic}-{partition}"

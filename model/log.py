@@ -146,6 +146,16 @@ class Segment:
         batches = self.batches()
         return batches[-1].header().last_offset + 1 if batches else self.base
 
+    def read_next_offset(self) -> int:
+        """§4.5 rule 3, readNextOffset as the loader runs it: scan from where the offset index puts
+        its last entry; unless some batch there reaches that entry's offset (a base offset the CRC
+        does not cover may have been damaged) the answer is the segment's base offset."""
+        start = self.offset_index.last_offset
+        headers = [b.header() for b in iterate_file(bytes(self.log), self.offset_index.lookup(start)[1]).batches]
+        if not any(h.last_offset >= start for h in headers):
+            return self.base
+        return headers[-1].last_offset + 1
+
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
         for batch in self.batches():
             if batch.header().max_timestamp >= timestamp:

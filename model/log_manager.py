@@ -99,6 +99,7 @@ class LogManager:
         self.partitions: dict[tuple[str, int], PartitionFiles] = {}
         self.dir_files: dict[str, dict[str, bytes]] = {d: {} for d in self.data_dirs}  # name → bytes
         self.extra_dirs: set[str] = set()  # directories kept as found (bad names, failed loads)
+        self.failed: dict[tuple[str, int], str] = {}  # partitions whose load failed → why
         self.extra_files: dict[str, bytes] = {}
         self.had_marker: dict[str, bool] = {}
         self.load_completed: dict[str, bool] = {}
@@ -149,6 +150,8 @@ class LogManager:
     def create_log(self, topic: str, partition: int, data_dir: str | None = None) -> Log:
         if (topic, partition) in self.partitions:
             return self.partitions[(topic, partition)].log
+        if (topic, partition) in self.failed:
+            raise LogError("KafkaStorageException", refused_create(topic, partition, self.failed[(topic, partition)]))
         parse_topic_partition(f"{topic}-{partition}")
         log = Log(topic, partition, self.config, self.clock, self.jitter, [])
         log.segments.append(log.new_segment(0))
@@ -255,11 +258,23 @@ def load(
             except (PartitionLoadError, LogError, IndexFailure, RecordFormatError) as e:
                 outcome.error = str(e)
                 outcome.took("isolated: partition left out")
+                if (topic, partition) not in manager.partitions:
+                    manager.failed[(topic, partition)] = outcome.error
                 _keep(manager, image, path, dirs)
                 ok = False
             manager.outcomes.append(outcome)
         manager.load_completed[d] = ok
     return manager
+
+
+def refused_create(topic: str, partition: int, reason: str) -> str:
+    """Why creating a log whose directory failed to load is refused.
+
+    Kafka takes the whole data dir offline when a partition fails to load (§6.6), so it cannot
+    create anything there; we keep the other partitions online but leave the failed directory and
+    its files exactly as found: creating over it would either load the damaged files again or
+    replace data an operator may still recover."""
+    return f"{topic}-{partition} failed to load and is kept as found until the next start ({reason})"
 
 
 def _keep(manager: LogManager, image, path: str, dirs: set[str]) -> None:
@@ -376,7 +391,7 @@ def _load_partition(
                 break
     leo = None
     if log.segments:
-        leo = log.segments[-1].next_offset()
+        leo = log.segments[-1].read_next_offset()
         outcome.log_bytes_read += _tail_bytes(log.segments[-1])
         if leo < ls_checkpoint:
             outcome.took("5.6.2 log end below log start: all segments deleted")
@@ -389,7 +404,7 @@ def _load_partition(
     if clean and leo is not None:
         recovery_point = leo
     else:
-        leo = log.segments[-1].next_offset() if leo is None else leo
+        leo = log.segments[-1].read_next_offset() if leo is None else leo
         recovery_point = min(rp_checkpoint, leo)
         if rp_checkpoint < leo:
             outcome.took("5.6.4 recovery point kept below the log end (checkpoint)")

@@ -129,3 +129,18 @@ def test_kafka_verify_index_only_rules(tmp_path):
     t.resize(MAX)
     t.maybe_append(10**6, 29)
     assert [p.problem for p in verify_time_index(t, o, log)] == ["timestamp mismatch"]
+
+
+def test_a_rebuild_skips_the_entries_a_small_index_cannot_hold(tmp_path):
+    """Recovery appends one entry per batch; a segment written by multi-batch appends may need more
+    than ``segment.index.bytes`` holds.  The lazy rebuild keeps what fits and the time index's
+    reserved last slot (corpora/crash/lazy-index-rebuild-in-a-small-index.json)."""
+    log = b"".join(build_batch_v2(i * 2, [(100 + i, None, b"x"), (50, None, b"y")]) for i in range(10))
+    storage = OsStorage()
+    o = OffsetIndex(storage, str(tmp_path / "0.index"), 0, 24)  # 3 entries
+    t = TimeIndex(storage, str(tmp_path / "0.timeindex"), 0, 24)  # 2 entries, the last reserved
+    assert rebuild(o, t, log, 0) == len(log)
+    size = len(log) // 10  # batch i holds offsets 2i, 2i+1; the first batch is never indexed
+    assert o.logical_entries() == [(3, size), (5, 2 * size), (7, 3 * size)]
+    assert t.logical_entries() == [(101, 3), (109, 19)]
+    assert verify_offset_index(o, log) == [] and verify_time_index(t, o, log) == []

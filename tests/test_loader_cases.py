@@ -136,3 +136,38 @@ def test_malformed_recovery_checkpoint_recovers_everything():
     image = clean_partition("/k/d0/t-0") | {"/k/d0/recovery-point-offset-checkpoint": b"0\n2\nt 0 18\n"}
     loads, _ = both(image)
     assert loads["t-0"].report.recovered_segments == [0, 6, 12] and loads["t-0"].log.recovery_point == 0
+
+
+def test_a_partition_that_failed_to_load_refuses_create():
+    """§6.6: Kafka offlines the whole dir; we keep the others and refuse to create over the failed
+    one (corpora/crash/create-over-a-partition-that-failed-to-load.json)."""
+    from impl.log import LogError as ImplLogError
+    from model.log import LogError as ModelLogError
+
+    image = clean_partition("/k/d0/t-0") | clean_partition("/k/d0/u-1")
+    image["/k/d0/t-0/leader-epoch-checkpoint"] = b"0\n2\n0 0\n"  # two entries announced, one there
+    directories = ["/k/d0", "/k/d0/t-0", "/k/d0/u-1"]
+    storage = SimStorage.from_image(image, directories=directories)
+    impl = LogManager(storage, ["/k/d0"], LogConfig(segment_index_bytes=4096), lambda: T0)
+    impl.startup()
+    model = model_load(image, ["/k/d0"], Config.of({}), lambda: T0, lambda p, b: 0, set(directories))
+    for manager, error in ((impl, ImplLogError), (model, ModelLogError)):
+        with pytest.raises(error, match="KafkaStorageException.*t-0 failed to load.*leader-epoch-checkpoint"):
+            manager.create_log("t", 0)
+        assert manager.create_log("u", 1) is manager.log("u", 1)
+    assert storage.image()["/k/d0/t-0/leader-epoch-checkpoint"] == b"0\n2\n0 0\n"
+
+
+@pytest.mark.parametrize("damaged, leo", [(1, 18), (2, 12)])
+def test_clean_load_next_offset_needs_a_batch_reaching_the_index(damaged, leo):
+    """§4.5 rule 3: the base offset is not covered by the v2 CRC; if no batch of the active segment
+    reaches the offset index's last offset (here its base), the log ends at the segment's base."""
+    image = clean_partition("/k/d0/t-0") | {"/k/d0/.kafka_cleanshutdown": b""}
+    data = bytearray(image["/k/d0/t-0/00000000000000000012.log"])
+    position = 0
+    for _ in range(damaged):
+        data[position] = 0xD8  # a negative base offset
+        position += 12 + struct.unpack_from(">i", data, position + 8)[0]
+    image["/k/d0/t-0/00000000000000000012.log"] = bytes(data)
+    loads, _ = both(image)
+    assert loads["t-0"].log.log_end_offset == leo

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from conformance import scenario as sc
 from conformance.cli import main
-from conformance.log_checks import CORPUS, check_log_scenarios, corpus_scenarios
+from conformance.log_checks import CORPUS, CRASH_CORPUS, check_log_scenarios, corpus_scenarios
 from conformance.runner import run
 
 T0 = 1_700_000_000_000
@@ -24,9 +24,10 @@ def _append(n=2, ts=T0):
     return sc.Append("t", 0, (sc.BatchSpec(tuple(sc.Rec(ts + i, "k", "v") for i in range(n))),), True, 0)
 
 
-def test_every_corpus_case_replays_clean_on_both_backends():
-    assert len(corpus_scenarios()) >= 5
-    check_log_scenarios()
+@pytest.mark.parametrize("folder", [CORPUS, CRASH_CORPUS], ids=["log", "crash"])
+def test_every_corpus_case_replays_clean_on_both_backends(folder):
+    assert len(corpus_scenarios(folder)) >= 5
+    check_log_scenarios(folder=folder)
 
 
 def test_scenario_json_round_trip():
@@ -103,10 +104,11 @@ def test_klc_check_runs_the_corpora_and_reports_per_property():
     assert {"conforms", "index-agrees", "clean-restart", "durable"} <= set(summary["checked"])
 
 
-def test_corpus_folder_is_documented():
+def test_corpus_folders_are_documented():
     with open(CORPUS.rsplit("/", 1)[0] + "/README.md", encoding="utf-8") as f:
         text = f.read()
-    assert all(path.rsplit("/", 1)[-1] in text for path, _ in corpus_scenarios())
+    cases = corpus_scenarios() + corpus_scenarios(CRASH_CORPUS)
+    assert [path for path, _ in cases if path.rsplit("/", 1)[-1] not in text] == []
 
 
 @pytest.mark.parametrize(
