@@ -138,12 +138,19 @@ def _image(data_dir: Path) -> tuple[dict[str, bytes], set[str]]:
     return files, dirs
 
 
-@pytest.mark.parametrize("name", ["itu-clean", "itu-live"])
+@pytest.mark.parametrize("name", ["itu-clean", "itu-live", "msc"])
 def test_the_model_loader_agrees(data_dirs, name):
+    """The live snapshots were taken from running (or killed) brokers: the model predicts which
+    segments a restart recovers, what it truncates, and the resulting offsets (§5.6, §6.2)."""
     image, dirs = _image(data_dirs[name])
     manager = model_load(image, ["d0"], Config.of(), lambda: 0, lambda p, b: 0, dirs)
     report = {p["name"]: p for p in _load(data_dirs[name])["partitions"]}
     assert {o.name for o in manager.outcomes} == set(report)
+    for outcome in manager.outcomes:
+        got = report[outcome.name]
+        assert (outcome.error, outcome.recovered, outcome.truncated_bytes) == (
+            got["error"], got["recovered_segments"], got["truncated_bytes"],
+        ), outcome.name  # fmt: skip
     for (topic, partition), pf in manager.partitions.items():
         got = report[f"{topic}-{partition}"]
         log = pf.log

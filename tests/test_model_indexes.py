@@ -5,9 +5,11 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from model.errors import IndexFailure
-from model.indexes import AbortedTxn, OffsetIndex, TimeIndex, TransactionIndex
+from model.indexes import AbortedTxn, OffsetIndex, Slots, TimeIndex, TransactionIndex
 
 
 def reason(fn, *args, **kw):
@@ -186,3 +188,26 @@ def test_transaction_index():
     assert reason(v1.all_entries) == ("KafkaException", "unexpected-txn-version")
     x.reset()
     assert x.data == b"" and x.last_offset is None
+
+
+@given(
+    st.binary(max_size=40),
+    st.integers(0, 6),
+    st.lists(st.tuples(st.sampled_from(["set", "resize"]), st.integers(0, 7), st.integers(-3, 3)), max_size=8),
+)
+def test_slots_behave_like_a_list_of_the_file_s_slots(data, n, ops):
+    """model.indexes.Slots keeps only the written bytes; every read must be what a list of tuples
+    unpacked from the whole file (zero-padded to ``n`` slots) gives."""
+    fmt = struct.Struct(">ii")
+    slots = Slots(fmt, n, data)
+    padded = (data + bytes(n * 8))[: n * 8]
+    reference = [fmt.unpack_from(padded, i * 8) for i in range(n)]
+    for op, i, v in ops:
+        if op == "set" and i < len(reference):
+            slots[i] = reference[i] = (v, -v)
+        elif op == "resize":
+            slots.resize(i)
+            reference = reference[:i] + [(0, 0)] * (i - len(reference))
+        assert list(slots) == reference == [slots[j] for j in range(len(slots))]
+        assert bytes(slots) == b"".join(fmt.pack(*e) for e in reference)
+    assert slots == Slots(fmt, len(reference), bytes(slots)) and slots == reference
