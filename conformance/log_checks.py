@@ -118,9 +118,24 @@ def check_crash_machine(module=None, max_examples: int = 300) -> None:
         run_state_machine_as_test(make_crash_machine("sim"), settings=_fixed_budget(max_examples, 40))
 
 
+def check_crash_exhaustive(module=None) -> None:
+    """The ACE-style sweep (conformance/exhaustive.py) at its CI size, stopping at the first
+    failing workload."""
+    from conformance.exhaustive import SIZES, explore, workloads
+
+    size = SIZES["ci"]
+    with impl_stack(module):
+        for prelude, ops in workloads(size):
+            verdict = explore(prelude, ops, size.every_parameter)
+            if verdict is not None:
+                v = verdict.violations[0]
+                raise PropertyViolation(v.prop, f"workload {prelude} + {', '.join(ops)}: {v}")
+
+
 LOG_CHECKS = {
     "log-scenarios": check_log_scenarios,
     "log-machine": check_log_machine,
     "crash-scenarios": check_crash_scenarios,
     "crash-machine": check_crash_machine,
+    "crash-exhaustive": check_crash_exhaustive,
 }

@@ -36,7 +36,7 @@ import traceback
 import attrs
 
 from conformance import scenario as sc
-from conformance.crash_images import Fault, FaultError, corrupt
+from conformance.crash_images import Fault, FaultError, corrupt, journal
 from conformance.properties import (
     BAD_INPUT,
     CLEAN_RESTART,
@@ -243,7 +243,7 @@ class Session:
                     verdict.violations.append(Violation(prop, index, witness))
                     break
         if self.model is not None and self.model.running and not isinstance(step, READ_STEPS + (sc.Shutdown,)):
-            self.tracker.observe(self.model, step)
+            self.tracker.observe(self.model, step, result=results.get(self.model.name, {}))
         if isinstance(step, sc.Shutdown):
             self._shutdown_at = index
             self.shutdown_dirs = next(iter(results.values()), {}).get("shutdown", {})
@@ -310,6 +310,8 @@ class Session:
         # idempotent-recovery is judged only on a settled image (nothing pending before the open):
         # otherwise the crash may also have lost what preceded the load (corpora/crash/idempotent-recovery-after-a-crash-inside-the-loader.json)
         settled = pending_before == 0
+        if source.backend == "sim":  # how many operations the fault chose from (the crash image's size)
+            results[source.name] = {**results[source.name], "pending": len(journal(source.raw_storage))}
         files, dirs, mtimes = source.image(fault)
         for t in self.targets:
             t.halt()
@@ -394,7 +396,7 @@ class RecoveryTracker:
         self.reference = None
         self.open_crashed = False
 
-    def observe(self, model, step, crashed: bool = False) -> None:
+    def observe(self, model, step, crashed: bool = False, result: dict | None = None) -> None:
         batches = model.batches()
         state = model.state()["partitions"]
         for key, bs in batches.items():
@@ -403,7 +405,9 @@ class RecoveryTracker:
         if isinstance(step, sc.Checkpoint | sc.Shutdown | sc.Open) and not crashed:
             self.anchored |= set(batches)
         elif (
-            isinstance(step, sc.Truncate | sc.TruncateFully)
+            # a truncation writes the dir's recovery-point checkpoint (which fsyncs the data dir)
+            # only if it removed something (§4.7, LogManager.truncateTo)
+            (isinstance(step, sc.TruncateFully) or (isinstance(step, sc.Truncate) and (result or {}).get("truncated")))
             and not crashed
             and (step.topic, step.partition) in model.manager.partitions
         ):

@@ -177,6 +177,11 @@ class PartitionLog:
         for segment in segments:
             if not segment.log_path.endswith(DELETED_SUFFIX):
                 segment.change_file_suffixes("", DELETED_SUFFIX)
+                # Better than Kafka, which never fsyncs the dir after these renames: journaled
+                # metadata aside, a power loss may keep a later rename and lose an earlier one, and
+                # the segment that comes back sits before a hole (a retention pass lowest first, a
+                # truncation highest first: see truncate_to).  Each rename is durable before the next.
+                self.storage.fsync_dir(self.dir)
         due = self.clock() + self.config.file_delete_delay_ms
         for segment in segments:
             self.scheduler.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
@@ -400,8 +405,21 @@ class PartitionLog:
         if self._bases[0] > target:
             self.truncate_fully_and_start_at(target)
             return True
-        self._remove_and_delete([s for s in self.segments if s.base_offset > target])
-        self.active_segment.truncate_to(target, self.clock())
+        # Better than Kafka, which renames the segments above the target to .deleted lowest first
+        # and never fsyncs the dir: a power loss in between, or one that keeps the cut of the new
+        # active segment but loses a rename, brings segments back after a hole in the offsets
+        # (found by the ACE-style exhaustive test, corpora/crash/truncate-*.json).  Highest first,
+        # each rename durable before the next and before the cut: a crash leaves a prefix of the log.
+        self._remove_and_delete(
+            sorted((s for s in self.segments if s.base_offset > target), key=lambda s: -s.base_offset)
+        )
+        if self.active_segment.truncate_to(target, self.clock()):
+            # Better than Kafka: the recovery point drops to the target and is checkpointed, which
+            # says everything below it is durable — but the cut itself was never fsynced (a roll at
+            # the target flushes nothing: the recovery point is already there).  A power loss then
+            # brings the removed batches back under the recovery point, overlapping what is appended
+            # next (corpora/crash/truncate-cut-durable-before-the-recovery-point.json).
+            self.active_segment.flush()
         self._update_log_end_offset(target)
         self.epoch_cache.truncate_from_end(target)
         self.log_start_offset = min(target, self.log_start_offset)

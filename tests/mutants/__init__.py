@@ -238,4 +238,26 @@ CRASH_MUTANTS = (
     ),
 )
 
+CRASH_MUTANTS += (
+    Mutant(
+        name="segment-deletes-unsynced-lowest-first",
+        module="impl.log",
+        old="sorted((s for s in self.segments if s.base_offset > target), key=lambda s: -s.base_offset)",
+        new="[s for s in self.segments if s.base_offset > target]",
+        more=(("                self.storage.fsync_dir(self.dir)\n        due = ", "        due = "),),
+        description="Kafka's own segment deletion: renames to .deleted never fsynced, truncateTo's lowest first, so a power loss can bring a segment back before a hole (§4.7, §4.9; a finding of the exhaustive test)",
+        caught_by=("crash-scenarios", "crash-exhaustive"),
+    ),
+    Mutant(
+        name="truncate-cut-unsynced",
+        module="impl.log",
+        old="""        if self.active_segment.truncate_to(target, self.clock()):
+""",
+        new="""        if self.active_segment.truncate_to(target, self.clock()) and False:
+""",
+        description="Kafka's own truncateTo: the cut of the active segment is never fsynced although the recovery point drops to the target and is checkpointed, so a power loss brings removed batches back below it (§4.7, §4.10; a finding of the exhaustive test)",
+        caught_by=("crash-scenarios", "crash-exhaustive"),
+    ),
+)
+
 ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS + CRASH_MUTANTS}

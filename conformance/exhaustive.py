@@ -1,0 +1,161 @@
+"""Bounded exhaustive crash testing in the spirit of CrashMonkey's ACE (Mohan et al., OSDI 2018).
+
+Where the crash state machine samples, this enumerates: every workload of up to ``length``
+operations from a small alphabet (on one partition, after a fixed prelude), a crash at every
+storage operation of the workload's last operation and right after it, and at each crash point
+every fault family with parameters chosen from the number of operations pending at that point
+(:func:`faults_for`).  Crashing inside the last operation of every workload also covers a crash
+inside every earlier one, since each prefix of a workload is a workload of its own.
+
+Every case is an ordinary scenario (prelude, workload, ``crash``, ``open``, ``read``), run by the one
+runner with every DESIGN.md property checked; a failure is reported as the scenario JSON, replayable
+with ``klc replay``.  Sizes: :data:`SIZES` (``ci``: workloads of up to 3 operations over a reduced
+alphabet and a few parameters per family; ``nightly``: the full alphabet and every parameter).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import attrs
+
+from conformance import scenario as sc
+from conformance.crash_images import Fault
+from conformance.runner import Verdict, run
+
+T0 = 1_700_000_000_000
+CONFIG = {
+    "segment.bytes": 700,  # a few appends per segment: appends roll on their own
+    "index.interval.bytes": 0,  # an index entry per append
+    "segment.index.bytes": 1024,  # preallocated indexes, small enough to copy at every crash
+    "retention.bytes": 500,  # retention deletes old segments
+    "file.delete.delay.ms": 0,  # … and their .deleted files at once
+}
+
+
+def _append(n: int) -> sc.Append:
+    batches = tuple(sc.BatchSpec(tuple(sc.Rec(T0 + n * 10 + i, f"k{i}", "v" * 20) for i in range(2))) for _ in range(2))
+    return sc.Append("t", 0, batches, True, 0)
+
+
+OPERATIONS: dict[str, sc.Step] = {
+    "append": _append(0),
+    "roll": sc.Roll("t", 0),
+    "truncate": sc.Truncate("t", 0, 3),
+    "delete_records": sc.DeleteRecords("t", 0, 2),
+    "flush": sc.Flush("t", 0),
+    "checkpoint": sc.Checkpoint(),
+    "retention": sc.Retention(),
+    "shutdown": sc.Shutdown(),
+    "open": sc.Open(),
+}
+
+PRELUDES: dict[str, tuple[sc.Step, ...]] = {
+    # the partition just created: its directory and first segment are not durable yet
+    "fresh": (sc.Create("t", 0),),
+    # two segments flushed and checkpointed, then an unflushed append on the active one
+    "settled": (sc.Create("t", 0), _append(1), sc.Roll("t", 0), _append(2), sc.Flush("t", 0), sc.Checkpoint())
+    + (_append(3),),
+}
+
+
+@attrs.frozen
+class Size:
+    length: int  # operations per workload, at most
+    alphabet: tuple[str, ...]
+    preludes: tuple[str, ...]
+    every_parameter: bool  # False: a few parameters per family
+
+
+SIZES = {
+    "ci": Size(3, ("append", "roll", "truncate", "flush", "checkpoint", "shutdown", "open"), ("settled",), False),
+    "nightly": Size(3, tuple(OPERATIONS), tuple(PRELUDES), True),
+}
+SIZES["dev"] = SIZES["ci"]
+
+
+def workloads(size: Size) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(prelude, operations): every sequence of 1..length operations in which ``open`` follows
+    ``shutdown`` and nothing else does (a stopped broker does nothing)."""
+    for prelude in size.preludes:
+        for n in range(1, size.length + 1):
+            for ops in itertools.product(size.alphabet, repeat=n):
+                if _valid(ops):
+                    yield prelude, ops
+
+
+def _valid(ops: tuple[str, ...]) -> bool:
+    for before, after in itertools.pairwise(("start", *ops)):
+        if (before == "shutdown") != (after == "open"):
+            return False
+    return True
+
+
+def faults_for(pending: int, every_parameter: bool) -> list[Fault]:
+    """The images to try at a crash point with ``pending`` operations not yet durable: every family,
+    with its parameters at the edges and the middle of the journal (all of them if
+    ``every_parameter``), and every single lost operation (``reorder``, ALICE's omit-one) always.
+    Duplicates (a short journal) are dropped."""
+    if pending == 0:
+        return [Fault("process")]
+    last = pending - 1
+    points = range(pending) if every_parameter else sorted({0, pending // 2, last})
+    out = [Fault("process")]
+    out += [Fault("prefix", keep=k) for k in points]
+    out += [Fault("reorder", lose=(i,)) for i in range(pending)]  # ALICE's omit-one, every one
+    fills = ("absent", "zero", "junk") if every_parameter else ("zero",)
+    out += [Fault("torn", op=i, unit=512, cut=0, fill=f, seed=i) for i in points for f in fills]
+    out += [Fault("size_ahead", op=i) for i in points]
+    out += [Fault("metadata", lose=tuple(range(pending)), data=True), Fault("metadata", lose=(), data=False)]
+    if every_parameter:
+        out += [Fault("metadata", lose=(i,), data=True) for i in points]
+    return list(dict.fromkeys(out))
+
+
+def scenario(prelude: str, ops: tuple[str, ...], at_op: int | None, fault: Fault) -> sc.Scenario:
+    """The prelude, the workload with a crash inside its last operation at storage operation
+    ``at_op`` (None: right after it), then a restart and a read of everything."""
+    steps = [*PRELUDES[prelude], *(OPERATIONS[o] for o in ops[:-1])]
+    last = OPERATIONS[ops[-1]]
+    if at_op is None:
+        steps += [last, sc.Crash(fault)]
+    else:
+        steps.append(sc.Crash(fault, last, at_op))
+    steps += [sc.Open(), sc.Read("t", 0, 0, 1 << 20, None, False)]
+    return sc.Scenario(tuple(steps), config=CONFIG, clock_start_ms=T0)
+
+
+@attrs.define
+class Tally:
+    scenarios: int = 0
+    crash_points: int = 0
+    images: int = 0  # distinct (crash point, fault) cases
+
+
+def explore(prelude: str, ops: tuple[str, ...], every_parameter: bool, tally: Tally | None = None) -> Verdict | None:
+    """Run every crash point × fault of one workload; the first failing verdict, or None."""
+    tally = tally if tally is not None else Tally()
+    crash_index = len(PRELUDES[prelude]) + len(ops) - 1
+    at_op: int | None = 0
+    while True:
+        probe = run(scenario(prelude, ops, at_op, Fault("process")))
+        tally.scenarios += 1
+        if not probe.ok:
+            return probe
+        index = crash_index + (1 if at_op is None else 0)
+        result = probe.results[index].get("impl/sim", {})
+        if at_op is not None and result.get("completed"):
+            at_op = None  # the operation finished before this storage operation: crash after it
+            continue
+        tally.crash_points += 1
+        for fault in faults_for(result.get("pending", 0), every_parameter)[1:]:
+            verdict = run(scenario(prelude, ops, at_op, fault))
+            tally.scenarios += 1
+            tally.images += 1
+            if not verdict.ok:
+                return verdict
+        tally.images += 1
+        if at_op is None:
+            return None
+        at_op += 1
