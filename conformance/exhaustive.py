@@ -7,14 +7,16 @@ every fault family with parameters chosen from the number of operations pending 
 (:func:`faults_for`).  Crashing inside the last operation of every workload also covers a crash
 inside every earlier one, since each prefix of a workload is a workload of its own.
 
-Every case is an ordinary scenario (prelude, workload, ``crash``, ``open``, ``read``), run by the one
-runner with every DESIGN.md property checked; a failure is reported as the scenario JSON, replayable
-with ``klc replay``.  Sizes: :data:`SIZES` (``ci``: workloads of up to 3 operations over a reduced
-alphabet and a few parameters per family; ``nightly``: the full alphabet and every parameter).
+Every case is an ordinary scenario (prelude, workload, ``crash``, then ``open``, ``read``, ``append``,
+``shutdown``, ``open``, ``read``), run by the one runner with every DESIGN.md property checked; a
+failure is reported as the scenario JSON, replayable with ``klc replay``.  Sizes: :data:`SIZES`
+(``ci``: workloads of up to 3 operations over a reduced alphabet, a few parameters per family and
+every single lost operation; ``nightly``: the full alphabet, both preludes and every parameter).
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 from collections.abc import Iterator
 
@@ -22,7 +24,7 @@ import attrs
 
 from conformance import scenario as sc
 from conformance.crash_images import Fault
-from conformance.runner import Verdict, run
+from conformance.runner import Session, Verdict
 
 T0 = 1_700_000_000_000
 CONFIG = {
@@ -115,14 +117,17 @@ def faults_for(pending: int, every_parameter: bool) -> list[Fault]:
 
 def scenario(prelude: str, ops: tuple[str, ...], at_op: int | None, fault: Fault) -> sc.Scenario:
     """The prelude, the workload with a crash inside its last operation at storage operation
-    ``at_op`` (None: right after it), then a restart and a read of everything."""
+    ``at_op`` (None: right after it), then a restart, a read of everything, an append, a graceful
+    shutdown, another restart and a read."""
     steps = [*PRELUDES[prelude], *(OPERATIONS[o] for o in ops[:-1])]
     last = OPERATIONS[ops[-1]]
     if at_op is None:
         steps += [last, sc.Crash(fault)]
     else:
         steps.append(sc.Crash(fault, last, at_op))
-    steps += [sc.Open(), sc.Read("t", 0, 0, 1 << 20, None, False)]
+    # the recovered log must also take appends and restart cleanly (clean-restart, KAFKA-10471)
+    read = sc.Read("t", 0, 0, 1 << 20, None, False)
+    steps += [sc.Open(), read, _append(9), sc.Shutdown(), sc.Open(), read]
     return sc.Scenario(tuple(steps), config=CONFIG, clock_start_ms=T0)
 
 
@@ -131,6 +136,27 @@ class Tally:
     scenarios: int = 0
     crash_points: int = 0
     images: int = 0  # distinct (crash point, fault) cases
+    branches: collections.Counter = attrs.Factory(collections.Counter)  # loader branches the model took
+
+
+def _run(case: sc.Scenario, tally: Tally) -> Verdict:
+    """:func:`conformance.runner.run`, also counting the loader branches of the first ``open``."""
+    session = Session(case)
+    try:
+        opens = 0
+        for step in case.steps:
+            if session.step(step) or session.broken:
+                break
+            if isinstance(step, sc.Open) and opens == 0 and session.model is not None and session.model.running:
+                opens += 1  # the recovery after the crash (the later one follows a graceful shutdown)
+                for outcome in session.model.manager.outcomes:
+                    tally.branches.update(outcome.branches)
+    finally:
+        session.close()
+    tally.scenarios += 1
+    verdict = session.verdict
+    verdict.scenario = case
+    return verdict
 
 
 def explore(prelude: str, ops: tuple[str, ...], every_parameter: bool, tally: Tally | None = None) -> Verdict | None:
@@ -139,8 +165,7 @@ def explore(prelude: str, ops: tuple[str, ...], every_parameter: bool, tally: Ta
     crash_index = len(PRELUDES[prelude]) + len(ops) - 1
     at_op: int | None = 0
     while True:
-        probe = run(scenario(prelude, ops, at_op, Fault("process")))
-        tally.scenarios += 1
+        probe = _run(scenario(prelude, ops, at_op, Fault("process")), tally)
         if not probe.ok:
             return probe
         index = crash_index + (1 if at_op is None else 0)
@@ -150,8 +175,7 @@ def explore(prelude: str, ops: tuple[str, ...], every_parameter: bool, tally: Ta
             continue
         tally.crash_points += 1
         for fault in faults_for(result.get("pending", 0), every_parameter)[1:]:
-            verdict = run(scenario(prelude, ops, at_op, fault))
-            tally.scenarios += 1
+            verdict = _run(scenario(prelude, ops, at_op, fault), tally)
             tally.images += 1
             if not verdict.ok:
                 return verdict

@@ -198,7 +198,7 @@ CRASH_MUTANTS = (
             ),
         ),
         description="KAFKA-10471 (≤ 2.7): the clean-shutdown marker stays until every log of the dir has loaded, so a crash during loading leaves it and the next start skips recovery (§6.2, §7.6)",
-        caught_by=("crash-scenarios",),  # the crash machine misses it within its CI budget: a strategy gap (issue #7)
+        caught_by=("crash-scenarios", "crash-exhaustive"),  # not the crash machine within its CI budget
     ),
     Mutant(
         name="recovery-starts-after-rp-segment",
@@ -206,7 +206,7 @@ CRASH_MUTANTS = (
         old="unflushed = [b for b in bases if floor is None or b >= floor]",
         new="unflushed = [b for b in bases if floor is None or b > floor]",
         description="recoverLog starts after, not at, the segment containing the recovery point: its unflushed tail is never checked (§5.6 step 1a)",
-        caught_by=("crash-scenarios", "crash-machine"),
+        caught_by=("crash-scenarios", "crash-machine", "crash-exhaustive"),
     ),
     Mutant(
         name="torn-middle-keeps-later-segments",
@@ -214,7 +214,7 @@ CRASH_MUTANTS = (
         old="doomed = [self.segments.pop(b) for b in unflushed[i + 1 :]]",
         new="doomed = []",
         description="a torn tail in a middle segment no longer deletes the unflushed segments after it, leaving a hole in the log (§5.6 step 1b)",
-        caught_by=("crash-scenarios",),  # the crash machine misses it within its CI budget: a strategy gap (issue #7)
+        caught_by=("crash-scenarios", "crash-exhaustive"),  # not the crash machine within its CI budget
     ),
     Mutant(
         name="recovery-point-to-leo-after-unclean",
@@ -222,7 +222,7 @@ CRASH_MUTANTS = (
         old="return min(self.recovery_point_checkpoint, leo), leo",
         new="return leo, leo",
         description="KAFKA-10101 (≤ 2.7): after an unclean recovery the recovery point jumps to the log end, so recovered-but-unflushed data is trusted after the next crash (§5.6 step 4)",
-        caught_by=("crash-scenarios", "crash-machine"),
+        caught_by=("crash-scenarios", "crash-machine", "crash-exhaustive"),
     ),
     Mutant(
         name="checkpoint-rename-without-fsync",
@@ -234,7 +234,7 @@ CRASH_MUTANTS = (
             f.fsync()
     finally:""",
         description="the checkpoint temp file is renamed over the checkpoint without an fsync first: a power loss can leave an empty or torn checkpoint (§6.5 step 2)",
-        caught_by=("crash-scenarios", "crash-machine"),
+        caught_by=("crash-scenarios", "crash-machine", "crash-exhaustive"),
     ),
 )
 
