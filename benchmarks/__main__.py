@@ -17,7 +17,7 @@ from typing import Any
 
 import crc32c
 
-from benchmarks import mmap_scan, model_vs_impl, scan
+from benchmarks import mmap_scan, model_vs_impl, scan, unclean
 from benchmarks.segments import build_segment
 from benchmarks.timing import pin_allocator
 
@@ -38,6 +38,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model-size-mib", type=float, default=8, help="prefix scanned for model vs impl (8)")
     p.add_argument("--repeat", type=int, default=5, help="least timed runs per contender; the best is used (5)")
     p.add_argument("--seed", type=int, default=0, help="seed for the segment contents (0)")
+    p.add_argument("--unclean-partitions", type=int, default=8, help="partitions in the unclean-restart dir (8)")
+    p.add_argument("--unclean-segments", type=int, default=4, help="segments per partition there (4, >= 2)")
+    p.add_argument("--unclean-segment-mib", type=float, default=1, help="segment size there (1)")
+    p.add_argument("--threads", type=int, default=4, help="num.recovery.threads.per.data.dir to compare with 1 (4)")
+    p.add_argument(
+        "--unclean-cold", action="store_true", help="drop the page cache before each unclean-restart load (root only)"
+    )
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument(
         "--no-pin-malloc", action="store_true",
@@ -82,6 +89,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "model_size_mib": args.model_size_mib,
             "repeat": args.repeat,
             "seed": args.seed,
+            "unclean_partitions": args.unclean_partitions,
+            "unclean_segments": args.unclean_segments,
+            "unclean_segment_mib": args.unclean_segment_mib,
+            "threads": args.threads,
+            "unclean_cold": args.unclean_cold,
             "statistic": "best",
         },
         "segments": {},
@@ -105,6 +117,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         _log("  impl over mmap vs bytes ...")
         out["mmap"][label] = mmap_scan.run(seg, args.repeat)
         del seg
+    _log(
+        f"unclean restart: {args.unclean_partitions} partitions x {args.unclean_segments} segments of "
+        f"{args.unclean_segment_mib:g} MiB, loads with 1 and {args.threads} threads ..."
+    )
+    out["unclean_restart"] = unclean.run(
+        args.unclean_partitions,
+        args.unclean_segments,
+        int(args.unclean_segment_mib * MIB),
+        args.repeat,
+        args.threads,
+        args.seed,
+        args.unclean_cold,
+    )
     out["elapsed_s"] = time.perf_counter() - started
     return out
 
@@ -146,6 +171,8 @@ def render(r: dict[str, Any]) -> str:
         lines.append(
             "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
         )
+    if "unclean_restart" in r:
+        lines += ["", *unclean.render(r["unclean_restart"])]
     lines += ["", f"total {r['elapsed_s']:.1f} s (segment building included)"]
     return "\n".join(lines)
 
@@ -154,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.repeat < 1 or args.size_mib <= 0 or args.model_size_mib <= 0:
         _parser().error("--repeat, --size-mib and --model-size-mib must be positive")
+    if args.unclean_partitions < 1 or args.unclean_segments < 2 or args.unclean_segment_mib <= 0 or args.threads < 1:
+        _parser().error(
+            "--unclean-partitions and --threads must be >= 1, --unclean-segments >= 2, --unclean-segment-mib > 0"
+        )
+    if args.unclean_cold and (why := unclean.drop_page_cache()):
+        _parser().error(f"--unclean-cold: {why}")
     result = run(args)
     print(json.dumps(result, sort_keys=True) if args.json else render(result))
     return 0

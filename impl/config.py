@@ -1,7 +1,9 @@
 """Topic-level log configuration (spec §8) with Kafka's defaults and validation.
 
 Keys are Kafka's topic config names (``segment.bytes``, ``retention.ms``, …) so a scenario file reads
-like a topic's ``--config``.  Only what the log layer uses is here.
+like a topic's ``--config``.  Only what the log layer uses is here.  One broker config rides along:
+``num.recovery.threads.per.data.dir`` (spec §6.2, §8), read by the LogManager from its default
+config only (a topic override of it means nothing).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ _KEYS = {
     "max.message.bytes": ("max_message_bytes", 1048588, 0),
     "preallocate": ("preallocate", False, None),
     "cleanup.policy": ("cleanup_policy", "delete", None),
+    "num.recovery.threads.per.data.dir": ("num_recovery_threads_per_data_dir", 1, 1),
 }
 
 
@@ -50,6 +53,7 @@ class LogConfig:
     max_message_bytes: int = 1048588
     preallocate: bool = False
     cleanup_policy: str = "delete"
+    num_recovery_threads_per_data_dir: int = 1  # broker config: partitions of one dir loaded in parallel
 
     @classmethod
     def from_dict(cls, values: dict) -> LogConfig:

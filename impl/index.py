@@ -48,7 +48,17 @@ class _MmapIndex:
     _entry: struct.Struct
     _zero: bytes
 
-    def __init__(self, storage: Storage, path: str, base_offset: int, max_index_size: int):
+    def __init__(self, storage: Storage, path: str, base_offset: int, max_index_size: int, rebuild: bool = False):
+        """Open (or create) the index at ``path``.
+
+        ``rebuild``: the caller is about to rebuild the index from the log (recovery, §4.6), so an
+        existing file is neither read nor recognised: it opens with no entries, the new entries
+        overwrite the old slots in place, and the caller trims the file to them when done (as recovery
+        does).  Until then the slots after the entries may still hold old data — only a crash in
+        between leaves it on disk, and an index that opens later is proven against its log before
+        use (:mod:`impl.segment`).  Neither zeroing the old entries nor truncating the file first:
+        both cost a write fault per page (on ext4, a first write into a hole of a file that had
+        blocks costs milliseconds), which made recovery's index rebuilds dearer than its scan."""
         self._lock = threading.Lock()
         self.path = path
         self.base_offset = base_offset
@@ -60,25 +70,26 @@ class _MmapIndex:
                 ILLEGAL_ARGUMENT, "invalid-max-index-size", f"Invalid max index size: {max_index_size}", path
             )
         self._file = storage.open(path, create=True)
+        self._unread = rebuild and not self.newly_created
         if self.newly_created:
             self._file.truncate(self.ENTRY_SIZE * (max_index_size // self.ENTRY_SIZE))
         self._length = self._file.size()
         self._mm = self._file.map()
-        self.kafka_entries = 0 if self.newly_created else self._length // self.ENTRY_SIZE
+        self.kafka_entries = 0 if self.newly_created or rebuild else self._length // self.ENTRY_SIZE
         self.recognition, self.recognition_detail, self._entries = self._recognise()
         self._reload_last()
 
     # --- opening ------------------------------------------------------------------------------
 
     def _raw(self, slot: int) -> tuple[int, int]:
-        self._stats.index_bytes_read += self.ENTRY_SIZE
+        self._stats.add("index_bytes_read", self.ENTRY_SIZE)
         return self._entry.unpack_from(self._mm, slot * self.ENTRY_SIZE)
 
     def _is_zero(self, slot: int) -> bool:
         return self._raw(slot) == (0, 0)
 
     def _recognise(self) -> tuple[str, str, int]:
-        if self.newly_created:
+        if self.newly_created or self._unread:
             return NEW, "", 0
         slots = self._length // self.ENTRY_SIZE
         if self._length % self.ENTRY_SIZE:
@@ -109,7 +120,7 @@ class _MmapIndex:
         start, end = n * self.ENTRY_SIZE, self._length
         for a in range(start, end, _CHUNK):
             b = min(a + _CHUNK, end)
-            self._stats.index_bytes_read += b - a
+            self._stats.add("index_bytes_read", b - a)
             chunk = self._mm[a:b]
             if chunk != _ZEROS[: b - a]:
                 first = next(i for i, byte in enumerate(chunk) if byte)
@@ -461,7 +472,7 @@ class LazyIndex:
     """Deferred materialisation (§3.6): nothing is opened, created or read until :meth:`get`; the
     index is constructed at most once, under a lock (KAFKA-9156)."""
 
-    def __init__(self, storage: Storage, path: str, factory: Callable[[Storage, str], _MmapIndex]):
+    def __init__(self, storage: Storage, path: str, factory: Callable[[Storage, str, bool], _MmapIndex]):
         self._storage = storage
         self._path = path
         self._factory = factory
@@ -471,11 +482,11 @@ class LazyIndex:
 
     @classmethod
     def offset_index(cls, storage: Storage, path: str, base_offset: int, max_index_size: int) -> LazyIndex:
-        return cls(storage, path, lambda s, p: OffsetIndex(s, p, base_offset, max_index_size))
+        return cls(storage, path, lambda s, p, rebuild: OffsetIndex(s, p, base_offset, max_index_size, rebuild))
 
     @classmethod
     def time_index(cls, storage: Storage, path: str, base_offset: int, max_index_size: int) -> LazyIndex:
-        return cls(storage, path, lambda s, p: TimeIndex(s, p, base_offset, max_index_size))
+        return cls(storage, path, lambda s, p, rebuild: TimeIndex(s, p, base_offset, max_index_size, rebuild))
 
     @property
     def path(self) -> str:
@@ -485,7 +496,9 @@ class LazyIndex:
     def is_materialised(self) -> bool:
         return self._index is not None
 
-    def get(self) -> _MmapIndex:
+    def get(self, rebuild: bool = False) -> _MmapIndex:
+        """The index, constructed on first use.  ``rebuild``: the caller rebuilds it from the log
+        right away, so a first construction does not read the file (see ``_MmapIndex``)."""
         index = self._index
         if index is not None:
             return index
@@ -493,7 +506,7 @@ class LazyIndex:
         with self._lock:
             if self._index is None:
                 sync_point("LazyIndex.get:constructing")
-                index = self._factory(self._storage, self._path)
+                index = self._factory(self._storage, self._path, rebuild)
                 self.constructions += 1
                 sync_point("LazyIndex.get:constructed")
                 self._index = index

@@ -7,6 +7,19 @@ containing the recovery point onward is recovered until one loses bytes — the 
 Below the recovery point (or after a clean shutdown) nothing of a segment is read at load: its
 indexes are proven lazily on first use (:mod:`impl.segment`).
 
+Better than Kafka: every segment is scanned at most once per load.  Kafka recovers a segment twice
+when loadSegmentFiles already recovered it (``.index`` missing, corrupt txn index, §5.3) and it is
+also unflushed (§5.4, §5.6).  Its second pass reads the whole file again for nothing: the log was
+already cut after its last valid batch (0 bytes truncated, so the recovery loop goes on to the next
+segment), the indexes it rebuilds are the ones the first pass built, and it assigns no leader epoch
+(none of the segment's epochs is above the cache's latest any more).  Here that second recovery is
+counted — ``LoadReport.recovered_segments`` lists Kafka's recoveries, as the model does — but not
+performed; ``LoadReport.scanned_segments`` lists what was actually read.
+
+The loader's own delayed deletions go to :attr:`PartitionLoader.deferred`, a scheduler of its own,
+which the caller moves into the shared one once the load is over: partitions loaded in parallel
+(:mod:`impl.log_manager`) then queue their deletions in the same order as a sequential load.
+
 Not yet here: producer-state snapshots (§5.8) and splitting of overflowed segments (§5.5, issue #6):
 an overflow is reported as this partition's load error.
 """
@@ -41,7 +54,8 @@ class LoadReport:
 
     deleted_files: list[str] = attrs.Factory(list)
     completed_swaps: list[str] = attrs.Factory(list)
-    recovered_segments: list[int] = attrs.Factory(list)  # base offsets, in recovery order
+    recovered_segments: list[int] = attrs.Factory(list)  # base offsets, in recovery order (Kafka's)
+    scanned_segments: list[int] = attrs.Factory(list)  # base offsets actually read: each at most once
     recovery_reasons: dict[int, str] = attrs.Factory(dict)
     truncated_bytes: int = 0
     removed_segments: list[int] = attrs.Factory(list)  # deleted after a truncated segment
@@ -80,12 +94,14 @@ class PartitionLoader:
         self.config = config
         self.clock = clock
         self.jitter = jitter
-        self.scheduler = scheduler
+        self.scheduler = scheduler  # the log's, for after the load
+        self.deferred = Scheduler()  # this load's delayed deletions, until the caller takes them
         self.clean = had_clean_shutdown
         self.recovery_point_checkpoint = recovery_point_checkpoint
         self.log_start_checkpoint = log_start_offset_checkpoint
         self.report = LoadReport()
         self.segments: dict[int, LogSegment] = {}
+        self._scanned: set[int] = set()
 
     def _unlink(self, path: str) -> None:
         self.storage.unlink(path)
@@ -164,6 +180,10 @@ class PartitionLoader:
     def _recover(self, segment: LogSegment, epoch_cache, reason: str) -> int:
         self.report.recovered_segments.append(segment.base_offset)
         self.report.recovery_reasons[segment.base_offset] = reason
+        if segment.base_offset in self._scanned:
+            return 0  # recovered earlier in this load: Kafka's second pass changes nothing (module docstring)
+        self._scanned.add(segment.base_offset)
+        self.report.scanned_segments.append(segment.base_offset)
         try:
             truncated = segment.recover(epoch_cache)
         except LogSegmentOffsetOverflow as e:
@@ -218,7 +238,7 @@ class PartitionLoader:
         due = self.clock() + self.config.file_delete_delay_ms
         for segment in segments:
             segment.change_file_suffixes("", DELETED_SUFFIX)
-            self.scheduler.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
+            self.deferred.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
 
     def load(self) -> PartitionLog:
         epoch_cache = LeaderEpochCache(self.storage, self.dir)

@@ -69,6 +69,12 @@ class Scheduler:
         heapq.heappush(self._tasks, (due_ms, self._seq, name, task))
         self._seq += 1
 
+    def adopt(self, other: Scheduler) -> None:
+        """Take over ``other``'s tasks, in the order they were scheduled there (after this one's)."""
+        for due_ms, _seq, name, task in sorted(other._tasks, key=lambda t: t[1]):
+            self.schedule(due_ms, name, task)
+        other._tasks.clear()
+
     def run_due(self, now_ms: int) -> int:
         ran = 0
         while self._tasks and self._tasks[0][0] <= now_ms:

@@ -9,6 +9,15 @@ reason and left out — every other partition loads (Kafka aborts the broker or 
 dir).  Such a dir is not certified clean at the next shutdown (no marker), so its partitions are
 recovered next time.
 
+Partitions of one data dir load in parallel on ``num.recovery.threads.per.data.dir`` threads (§6.2;
+default 1) when the storage declares itself thread-safe (``thread_safe`` on its class: the real
+backend does; the simulated one, whose journal orders every operation of every file for crash
+images, does not, and neither does the tracing wrapper, so conformance runs stay sequential).
+Only ``PartitionLoader.load`` runs on the workers; everything a load decides at the dir level —
+duplicate partitions, ``logs``/``failed`` updates, the loader's delayed deletions — happens on the
+calling thread, partition by partition in directory order, so the outcome is the same as with one
+thread.
+
 Shutdown, per data dir: flush every log through its log end offset (even an empty active segment,
 KAFKA-13603), close it, then write the recovery-point and log-start-offset checkpoints, and only
 then the marker — only if the dir had one at startup or finished loading (KAFKA-15375).
@@ -17,7 +26,8 @@ then the marker — only if the dir had one at startup or finished loading (KAFK
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import attrs
 
@@ -58,6 +68,31 @@ class DataDirState:
     load_completed: bool = False
     offline: bool = False
     warnings: list[str] = attrs.Factory(list)
+
+
+@attrs.frozen
+class _Loaded:
+    """What one partition's load produced, before the manager registers it."""
+
+    name: str
+    topic: str
+    partition: int
+    loader: PartitionLoader
+    log: PartitionLog | None
+    error: str | None
+
+
+def _in_order(futures: list[Future]) -> Iterator[_Loaded]:
+    """The results of finished futures in order; an exception is raised when its turn comes, and
+    then (or if the caller stops early) the logs loaded behind it are closed, never registered."""
+    for i, future in enumerate(futures):
+        try:
+            yield future.result()
+        except BaseException:
+            for later in futures[i + 1 :]:
+                if later.exception() is None and later.result().log is not None:
+                    later.result().log.close_handlers()
+            raise
 
 
 def _random_jitter(_partition: str, _base: int) -> int:
@@ -138,6 +173,13 @@ class LogManager:
         where = e.filename or data_dir
         return PartitionLoad(data_dir, "", None, None, None, f"{where}: {e.strerror or e}; log dir {data_dir} offline")
 
+    def recovery_threads(self) -> int:
+        """Threads loading one dir's partitions: the config's, or 1 where the storage is not
+        declared thread-safe (see the module docstring)."""
+        if not getattr(type(self.storage), "thread_safe", False):
+            return 1
+        return self.config.num_recovery_threads_per_data_dir
+
     def _load_dir(self, state: DataDirState) -> list[PartitionLoad]:
         marker = f"{state.path}/{MARKER}"
         state.had_clean_shutdown = self.storage.exists(marker)
@@ -149,7 +191,7 @@ class LogManager:
             self.storage.fsync_dir(state.path)
         recovery_points = self._read_checkpoint(state, RECOVERY_POINT_CHECKPOINT)
         log_starts = self._read_checkpoint(state, LOG_START_OFFSET_CHECKPOINT)
-        loads = []
+        entries: list[PartitionLoad | tuple[str, str, int]] = []  # in directory order
         for name in self.storage.list_dir(state.path):
             path = f"{state.path}/{name}"
             if not self.storage.is_dir(path) or name in IGNORED_DIRS:
@@ -157,15 +199,36 @@ class LogManager:
             try:
                 topic, partition, _kind = parse_topic_partition(name)
             except Exception as e:
-                loads.append(PartitionLoad(state.path, name, None, None, None, f"{path}: {e}"))
+                entries.append(PartitionLoad(state.path, name, None, None, None, f"{path}: {e}"))
                 continue
             if topic == METADATA_TOPIC:
                 continue
-            loads.append(self._load_partition(state, name, topic, partition, recovery_points, log_starts))
+            entries.append((name, topic, partition))
+        jobs = [e for e in entries if isinstance(e, tuple)]
+
+        def load(job: tuple[str, str, int]) -> _Loaded:
+            return self._load_partition(state, *job, recovery_points, log_starts)
+
+        threads = min(self.recovery_threads(), len(jobs))
+        loaded = self._parallel(load, jobs, threads) if threads > 1 else (load(job) for job in jobs)
+        loads = []
+        for entry in entries:
+            loads.append(entry if isinstance(entry, PartitionLoad) else self._register(state, next(loaded)))
         state.load_completed = all(load.error is None for load in loads)
         return loads
 
-    def _load_partition(self, state, name, topic, partition, recovery_points, log_starts) -> PartitionLoad:
+    def _parallel(self, load, jobs: list, threads: int) -> Iterator[_Loaded]:
+        """``load`` of every job on ``threads`` workers; the results in job order.  All jobs run to
+        the end (a failure in one loses none of the others); an exception a job raised — any
+        ``BaseException``, a simulated power loss too — is raised when its turn comes, after the
+        logs of the jobs behind it are closed (they are not registered, as with one thread)."""
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="klc-recovery") as pool:
+            futures: list[Future] = [pool.submit(load, job) for job in jobs]
+        return _in_order(futures)
+
+    def _load_partition(self, state, name, topic, partition, recovery_points, log_starts) -> _Loaded:
+        """One partition's ``PartitionLoader.load`` (on a worker thread when loading in parallel):
+        touches nothing of this manager's state."""
         path = f"{state.path}/{name}"
         tp = (topic, partition)
         loader = PartitionLoader(
@@ -182,11 +245,21 @@ class LogManager:
             log_starts.get(tp, 0),
         )
         try:
-            log = loader.load()
+            return _Loaded(name, topic, partition, loader, loader.load(), None)
         except (LoadError, LogFormatError, IndexFailure, LogError, OSError, ValueError) as e:
+            return _Loaded(name, topic, partition, loader, None, str(e))
+
+    def _register(self, state: DataDirState, loaded: _Loaded) -> PartitionLoad:
+        """On the calling thread, in directory order: the load's delayed deletions queued, the log
+        registered — or refused as a duplicate, or the partition remembered as failed."""
+        name, topic, partition, loader, log = loaded.name, loaded.topic, loaded.partition, loaded.loader, loaded.log
+        path = f"{state.path}/{name}"
+        tp = (topic, partition)
+        self.scheduler.adopt(loader.deferred)
+        if loaded.error is not None:
             if tp not in self.logs:
-                self.failed[tp] = str(e)
-            return PartitionLoad(state.path, name, topic, partition, None, str(e), loader.report)
+                self.failed[tp] = loaded.error
+            return PartitionLoad(state.path, name, topic, partition, None, loaded.error, loader.report)
         if tp in self.logs:
             log.close_handlers()
             other = self._dir_of[tp]

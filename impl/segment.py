@@ -11,6 +11,8 @@ better than Kafka, and neither changes what a reader sees:
 
 from __future__ import annotations
 
+import contextlib
+
 from impl.config import LogConfig
 from impl.errors import IndexFailure, LogFormatError
 from impl.file_records import BatchScan
@@ -94,11 +96,15 @@ class LogSegment:
         return memoryview(whole)[: self._size] if len(whole) != self._size else whole
 
     def batches(self, start: int = 0):
-        """Batch headers from ``start``; every batch scanned counts as log bytes read."""
-        stats = self.storage.stats
-        for header in BatchScan(self.view(), start):
-            stats.log_bytes_read += header.size
-            yield header
+        """Batch headers from ``start``; every batch scanned counts as log bytes read (added when
+        the iteration ends or is abandoned: one locked add per scan, not per batch)."""
+        read = 0
+        try:
+            for header in BatchScan(self.view(), start):
+                read += header.size
+                yield header
+        finally:
+            self.storage.stats.add("log_bytes_read", read)
 
     def _indexes(self):
         """The materialised offset and time indexes; proven against the log on first use if this
@@ -110,7 +116,7 @@ class LogSegment:
                 (f"{i.path}: {i.recognition_detail}" for i in (offsets, times) if i.recognition == CORRUPT), None
             )
             view = self.view()
-            self.storage.stats.log_bytes_read += self._size
+            self.storage.stats.add("log_bytes_read", self._size)
             problem = problem or soundness_problem(offsets, times, view, inactive=True)
             if problem:
                 self.rebuilt_because = problem
@@ -257,7 +263,7 @@ class LogSegment:
     def recover(self, epoch_cache=None) -> int:
         """§4.6 (without producer state): rebuild the indexes from the batches, truncate at the first
         invalid one; returns the bytes truncated.  Overflow and index refusals propagate."""
-        offsets, times = self.offset_index.get(), self.time_index.get()
+        offsets, times = self.offset_index.get(rebuild=True), self.time_index.get(rebuild=True)
         self.indexes_checked = True
         offsets.reset()
         times.reset()
@@ -265,22 +271,29 @@ class LogSegment:
         valid = last_index_entry = 0
         self._max_ts = None
         view = self.view()
-        scan = BatchScan(view)
-        for h in scan:
-            if not self.can_convert_to_relative_offset(h.last_offset):
-                raise LogSegmentOffsetOverflow(self, h.last_offset)
-            if h.max_timestamp > self.max_timestamp_so_far():
-                self._max_ts = (h.max_timestamp, h.last_offset)
-            if valid - last_index_entry > self.config.index_interval_bytes:
-                offsets.append(h.last_offset, valid)
-                times.maybe_append(*self.max_timestamp_and_offset())
-                last_index_entry = valid
-            valid += h.size
-            if h.magic >= 2 and epoch_cache is not None and h.partition_leader_epoch >= 0:
-                latest = epoch_cache.latest_epoch()
-                if latest is None or h.partition_leader_epoch > latest:
-                    epoch_cache.assign(h.partition_leader_epoch, h.offset)
-        self.storage.stats.log_bytes_read += self._size
+        try:
+            for h in BatchScan(view):
+                if not self.can_convert_to_relative_offset(h.last_offset):
+                    raise LogSegmentOffsetOverflow(self, h.last_offset)
+                if h.max_timestamp > self.max_timestamp_so_far():
+                    self._max_ts = (h.max_timestamp, h.last_offset)
+                if valid - last_index_entry > self.config.index_interval_bytes:
+                    offsets.append(h.last_offset, valid)
+                    times.maybe_append(*self.max_timestamp_and_offset())
+                    last_index_entry = valid
+                valid += h.size
+                if h.magic >= 2 and epoch_cache is not None and h.partition_leader_epoch >= 0:
+                    latest = epoch_cache.latest_epoch()
+                    if latest is None or h.partition_leader_epoch > latest:
+                        epoch_cache.assign(h.partition_leader_epoch, h.offset)
+        except Exception:
+            # the indexes were opened for a rebuild (old slots left unread, see impl.index): cut the
+            # files to the entries rebuilt so far, so no old slot outlives a failed recovery
+            for index in (offsets, times):
+                with contextlib.suppress(IndexFailure, OSError):
+                    index.trim_to_valid_size()
+            raise
+        self.storage.stats.add("log_bytes_read", self._size)
         truncated = self._size - valid
         self._truncate_log(valid)
         offsets.trim_to_valid_size()

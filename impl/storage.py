@@ -12,14 +12,22 @@ set; Kafka's time retention falls back to it, §4.8, and a split copies it, §5.
 :meth:`StorageFile.read` are counted in ``stats``; code that scans a view adds what it scanned to
 ``log_bytes_read`` / ``index_bytes_read``, so benchmarks and tests can assert how many bytes a load
 touched (DESIGN.md "Clean restart": target zero log bytes).
+
+Threads: a backend whose class sets ``thread_safe = True`` may be used by several threads at once on
+*different* files (the parallel partition load, ``num.recovery.threads.per.data.dir``, spec §6.2).
+:class:`OsStorage` does: every call is a system call on its own descriptor or path, and the counters
+in :class:`IoStats` are added under a lock.  The flag is looked up on the class, so a wrapper that
+forwards attribute access (conformance's tracing storage, which counts operations to inject a crash
+at the k-th) is single-threaded unless it declares the flag itself.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import threading
 import weakref
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import attrs
 
@@ -35,9 +43,23 @@ class IoStats:
     fsyncs: int = 0
     log_bytes_read: int = 0
     index_bytes_read: int = 0
+    _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False, eq=False)
+
+    def add(self, name: str, n: int = 1) -> None:
+        """Add ``n`` to counter ``name``; exact when several threads count at once (``+=`` on an
+        attribute is a read, an add and a write, and a thread switch between them loses counts)."""
+        with self._lock:
+            setattr(self, name, getattr(self, name) + n)
+
+    def add_read(self, n: int) -> None:
+        """One read of ``n`` bytes through :meth:`StorageFile.read`."""
+        with self._lock:
+            self.bytes_read += n
+            self.reads += 1
 
     def snapshot(self) -> IoStats:
-        return attrs.evolve(self)
+        with self._lock:
+            return attrs.evolve(self)
 
 
 class StorageFile(Protocol):
@@ -91,16 +113,15 @@ class OsFile:
         self._storage = storage
         self._writable = writable
         self._fd = os.open(path, flags, 0o644)
-        storage.stats.opens += 1
-        storage._handles.add(self)
+        storage.stats.add("opens")
+        storage._track(self)
 
     def size(self) -> int:
         return os.fstat(self._fd).st_size
 
     def read(self, offset: int, n: int) -> bytes:
         data = os.pread(self._fd, n, offset)
-        self._storage.stats.bytes_read += len(data)
-        self._storage.stats.reads += 1
+        self._storage.stats.add_read(len(data))
         return data
 
     def write_at(self, offset: int, data) -> None:
@@ -120,17 +141,17 @@ class OsFile:
 
     def fsync(self) -> None:
         os.fsync(self._fd)
-        self._storage.stats.fsyncs += 1
+        self._storage.stats.add("fsyncs")
 
     def map(self):
         """A writable (if opened writable) shared mapping of the whole current file."""
-        self._storage.stats.maps += 1
+        self._storage.stats.add("maps")
         length = self.size()
         if length == 0:
             return _EmptyMap()
         access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
         mapping = mmap.mmap(self._fd, length, access=access)
-        self._storage._handles.add(mapping)
+        self._storage._track(mapping)
         return mapping
 
     def unmap(self, mapping) -> None:
@@ -140,16 +161,16 @@ class OsFile:
         """msync: the mapping's dirty pages reach the disk."""
         if isinstance(mapping, mmap.mmap) and not mapping.closed:
             mapping.flush()
-            self._storage.stats.fsyncs += 1
+            self._storage.stats.add("fsyncs")
 
     def view(self):
         """A read-only zero-copy view of the whole file (``b""`` when empty)."""
-        self._storage.stats.maps += 1
+        self._storage.stats.add("maps")
         length = self.size()
         if length == 0:
             return b""
         mapping = mmap.mmap(self._fd, length, access=mmap.ACCESS_READ)
-        self._storage._handles.add(mapping)
+        self._storage._track(mapping)
         return mapping
 
     def close(self) -> None:
@@ -160,17 +181,26 @@ class OsFile:
 
 @attrs.define
 class OsStorage:
-    """The real backend."""
+    """The real backend; usable from several threads at once on different files (see the module
+    docstring)."""
 
+    thread_safe: ClassVar[bool] = True
     stats: IoStats = attrs.Factory(IoStats)
     read_only: bool = False
     _handles: weakref.WeakSet = attrs.field(factory=weakref.WeakSet, init=False, repr=False, eq=False)
+    _handles_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False, eq=False)
+
+    def _track(self, handle) -> None:
+        with self._handles_lock:
+            self._handles.add(handle)
 
     def close_all(self) -> int:
         """Close every file and mapping this storage opened that is still open (a process that
         abandons its logs — a crash in the tests — must not keep their descriptors)."""
         closed = 0
-        for handle in list(self._handles):
+        with self._handles_lock:
+            handles = list(self._handles)
+        for handle in handles:
             try:
                 if isinstance(handle, mmap.mmap):
                     if not handle.closed:
@@ -216,6 +246,6 @@ class OsStorage:
         fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
-            self.stats.fsyncs += 1
+            self.stats.add("fsyncs")
         finally:
             os.close(fd)

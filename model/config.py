@@ -1,4 +1,8 @@
-"""The topic configuration the log layer reads (spec §8), with Kafka's defaults and minimums."""
+"""The topic configuration the log layer reads (spec §8), with Kafka's defaults and minimums.
+
+``num.recovery.threads.per.data.dir`` (a broker config, §6.2) is accepted and validated like the
+rest so scenarios are checked alike on both sides, and otherwise ignored: how many threads load a
+dir's partitions changes nothing a load leaves."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ DEFAULTS = {
     "max.message.bytes": 1048588,
     "preallocate": False,
     "cleanup.policy": "delete",
+    "num.recovery.threads.per.data.dir": 1,
 }
 MINIMUMS = {
     "segment.bytes": 14,
@@ -30,6 +35,7 @@ MINIMUMS = {
     "retention.ms": -1,
     "file.delete.delay.ms": 0,
     "max.message.bytes": 0,
+    "num.recovery.threads.per.data.dir": 1,
 }
 POLICIES = ("delete", "compact", "compact,delete", "delete,compact")
 

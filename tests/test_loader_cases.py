@@ -42,15 +42,22 @@ def clean_partition(p: str, bases=(0, 6, 12)) -> dict[str, bytes]:
     return files
 
 
-def both(image: dict[str, bytes], dirs=("/k/d0",)):
+def both(image: dict[str, bytes], dirs=("/k/d0",), seen: dict | None = None):
+    """Load ``image`` with both; assert they agree.  ``seen`` (if given) receives the impl's storage
+    stats of the load and the model's outcomes."""
     directories = {p.rsplit("/", 1)[0] for p in image if p.count("/") > 3}
     storage = SimStorage.from_image(image, directories=[*dirs, *directories])
     impl = LogManager(storage, list(dirs), LogConfig(segment_index_bytes=4096), lambda: T0)
+    before = storage.stats.snapshot()
     impl_loads = {load.name: load for load in impl.startup()}
+    load_stats = storage.stats.snapshot()
+    load_stats.log_bytes_read -= before.log_bytes_read
     model = model_load(
         image, list(dirs), Config.of({"segment.index.bytes": 4096}), lambda: T0, lambda p, b: 0, directories
     )
     model_loads = {o.name: o for o in model.outcomes}
+    if seen is not None:
+        seen |= {"stats": load_stats, "model": model_loads}
     assert set(impl_loads) == set(model_loads)
     for name, load in impl_loads.items():
         assert (load.error is None) == (model_loads[name].error is None), (name, load.error, model_loads[name].error)
@@ -171,3 +178,82 @@ def test_clean_load_next_offset_needs_a_batch_reaching_the_index(damaged, leo):
     image["/k/d0/t-0/00000000000000000012.log"] = bytes(data)
     loads, _ = both(image)
     assert loads["t-0"].log.log_end_offset == leo
+
+
+@pytest.mark.parametrize("torn", [False, True])
+def test_a_segment_recovered_for_a_missing_index_is_scanned_once(torn):
+    """§5.3 + §5.6: after an unclean shutdown, a segment above the recovery point whose ``.index``
+    is missing is recovered twice by Kafka — by loadSegmentFiles, then by recoverLog.  impl scans
+    it once and reports both recoveries; the second truncates nothing, so even when the first cut a
+    torn tail, recovery goes on to the next segment (both sides keep segment 18)."""
+    p = "/k/d0/t-0"
+    image = {}
+    for epoch, b in enumerate((0, 6, 12, 18)):
+        data = b"".join(
+            build_batch_v2(o, [(T0 + o + i, b"k", b"v" * 20) for i in range(3)], partition_leader_epoch=epoch)
+            for o in (b, b + 3)
+        )
+        image[f"{p}/{b:020d}.log"] = data
+        image[f"{p}/{b:020d}.index"] = b""
+        image[f"{p}/{b:020d}.timeindex"] = time_entry(T0 + b + 5, 5)
+    image[f"{p}/leader-epoch-checkpoint"] = b"0\n1\n0 0\n"
+    image["/k/d0/recovery-point-offset-checkpoint"] = b"0\n1\nt 0 7\n"  # inside segment 6; no marker
+    del image[f"{p}/00000000000000000012.index"]
+    if torn:
+        image[f"{p}/00000000000000000012.log"] = image[f"{p}/00000000000000000012.log"][:-7]
+    seen = {}
+    loads, files = both(image, seen=seen)
+    report, outcome = loads["t-0"].report, seen["model"]["t-0"]
+    assert report.recovered_segments == outcome.recovered == [12, 6, 12, 18]  # Kafka's recoveries
+    assert report.scanned_segments == [12, 6, 18]  # what impl read
+    assert [s.base_offset for s in loads["t-0"].log.segments] == [0, 6, 12, 18]
+    # segment 12 was recovered first: its epoch 2 is assigned before segment 6's 1, which then is not
+    assert loads["t-0"].log.epoch_cache.entries == [(0, 0), (2, 12), (3, 18)]
+    # every byte impl read of a log: each scanned segment once, plus the active segment's tail
+    # (readNextOffset); Kafka (the model's count) also reads segment 12 a second time
+    size = {b: len(files[f"{p}/{b:020d}.log"]) for b in (6, 12, 18)}
+    first_pass_12 = len(image[f"{p}/00000000000000000012.log"])
+    assert (report.truncated_bytes > 0) == torn == (first_pass_12 > size[12])
+    assert seen["stats"].log_bytes_read == first_pass_12 + size[6] + size[18] + size[18]  # (18: no index entry)
+    assert outcome.log_bytes_read == seen["stats"].log_bytes_read + size[12]
+
+
+@pytest.mark.parametrize("overflow", [False, True])
+def test_recovery_rebuilds_indexes_without_reading_them(tmp_path, overflow):
+    """Recovery (§4.6) resets both indexes and rebuilds them from the log, so impl never reads the old
+    files: their slots are overwritten in place and the files trimmed to the rebuilt entries — no
+    old slot survives, also when the rebuild stops at an offset overflow (§5.5)."""
+    from impl.segment import LogSegment, LogSegmentOffsetOverflow
+    from impl.storage import OsStorage
+
+    d = str(tmp_path)
+    log = seg(0, batches=4)
+    if overflow:
+        log = seg(0, batches=2) + build_batch_v2(2**31 + 7, [(T0, b"k", b"v")])
+    with open(f"{d}/{0:020d}.log", "wb") as f:
+        f.write(log)
+    old = {".index": b"".join(struct.pack(">ii", i + 1, 50 * i + 1) for i in range(10)),
+           ".timeindex": b"".join(time_entry(T0 + i, i + 1) for i in range(10))}  # fmt: skip
+    for suffix, data in old.items():
+        with open(f"{d}/{0:020d}{suffix}", "wb") as f:
+            f.write(data)
+    storage = OsStorage()
+    segment = LogSegment(storage, d, 0, LogConfig(index_interval_bytes=0, segment_index_bytes=4096), T0, existing=True)
+    before = storage.stats.snapshot()
+    if overflow:
+        with pytest.raises(LogSegmentOffsetOverflow):
+            segment.recover()
+    else:
+        assert segment.recover() == 0
+    # not one slot of the old files read: only each index's last rebuilt entry, re-read by the trim
+    assert storage.stats.index_bytes_read - before.index_bytes_read == 8 + 12
+    segment.close_handlers()
+    storage.close_all()
+    with open(f"{d}/{0:020d}.index", "rb") as f:
+        index = f.read()
+    with open(f"{d}/{0:020d}.timeindex", "rb") as f:
+        stamps = f.read()
+    # index.interval.bytes 0: one entry per batch after the first (the overflowing batch gets none)
+    positions = [len(seg(0, batches=n)) for n in range(1, 2 if overflow else 4)]
+    assert index == b"".join(struct.pack(">ii", 3 * (i + 1) + 2, p) for i, p in enumerate(positions))
+    assert len(stamps) % 12 == 0 and all(stamps[i : i + 12] not in old[".timeindex"] for i in range(0, len(stamps), 12))

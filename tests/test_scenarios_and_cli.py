@@ -120,6 +120,8 @@ def test_corpus_folders_are_documented():
         ({"cleanup.policy": "shred"}, "delete, compact"),
         ({"no.such.key": 1}, "unknown configuration"),
         ({"retention.ms": 2**63}, "range of a long"),
+        ({"num.recovery.threads.per.data.dir": 0}, "at least 1"),
+        ({"num.recovery.threads.per.data.dir": True}, "expected an integer"),
     ],
 )
 def test_configs_are_validated_alike(config, reason):
@@ -145,8 +147,10 @@ def test_valid_configs_reach_both_sides():
         "cleanup.policy": "compact,delete",
         "segment.jitter.ms": 50,
         "segment.ms": 20,
+        "num.recovery.threads.per.data.dir": 4,
     }
     m, i = Config.of(values), LogConfig.from_dict(values)
+    assert m.num_recovery_threads_per_data_dir == i.num_recovery_threads_per_data_dir == 4
     assert (
         (m.segment_bytes, m.preallocate, m.jitter_bound())
         == (i.segment_bytes, i.preallocate, i.jitter_bound())
