@@ -7,7 +7,10 @@ back afterwards.  The checks:
 
 * ``log-scenarios`` — every scenario under ``corpora/log/`` replayed through the runner (the
   deterministic catch: each mutant of the log issue has its case there);
-* ``log-machine`` — the log state machine within a fixed, derandomized budget.
+* ``log-machine`` — the log state machine within a fixed, derandomized budget;
+* ``crash-scenarios``, ``crash-machine``, ``crash-exhaustive`` — the crash corpus, the crash state
+  machine and the bounded exhaustive sweep;
+* ``swap-states`` — interrupted segment replacements as the loader finds them (§5.9).
 """
 
 from __future__ import annotations
@@ -132,10 +135,18 @@ def check_crash_exhaustive(module=None) -> None:
                 raise PropertyViolation(v.prop, f"workload {prelude} + {', '.join(ops)}: {v}")
 
 
+def check_swap_states(module=None) -> None:
+    """The §5.9 crash-point table and its caveats as loader cases (conformance/swap_states.py)."""
+    from conformance.swap_states import check_swap_states as check
+
+    check(module)
+
+
 LOG_CHECKS = {
     "log-scenarios": check_log_scenarios,
     "log-machine": check_log_machine,
     "crash-scenarios": check_crash_scenarios,
     "crash-machine": check_crash_machine,
     "crash-exhaustive": check_crash_exhaustive,
+    "swap-states": check_swap_states,
 }

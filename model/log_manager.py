@@ -320,7 +320,7 @@ def _load_partition(
     log_swaps = [n for n in files if n.endswith(".log.swap")]
     if log_swaps:
         low = min(_file_offset(path, n) for n in log_swaps)
-        high = max(_next_offset(files[n], _file_offset(path, n)) for n in log_swaps)
+        high = max(_swap_next_offset(files, n, _file_offset(path, n), config, clock, outcome) for n in log_swaps)
         for name in list(files):
             if name.endswith(".swap"):
                 continue
@@ -425,9 +425,18 @@ def _tail_bytes(seg: Segment) -> int:
     return seg.size - (entries[-1][1] if entries else 0)
 
 
-def _next_offset(data: bytes, base: int) -> int:
-    batches = iterate_file(data).batches
-    return batches[-1].header().last_offset + 1 if batches else base
+def _swap_next_offset(files: dict[str, bytes], name: str, base: int, config: Config, clock, outcome) -> int:
+    """§5.2 step 2: readNextOffset of a ``.log.swap`` segment, which materialises its offset index —
+    a missing ``.index.swap`` is created empty at its full preallocated size (§5.9 caveat 3) and is
+    later renamed into place like the other swap files."""
+    index_name = name[: -len(".log.swap")] + ".index.swap"
+    if index_name not in files:
+        files[index_name] = bytes(8 * (config.segment_index_bytes // 8))
+        outcome.took("5.2.2 missing .index.swap created full of zero entries")
+    seg = Segment(base, config, clock(), 0, bytearray(files[name]))
+    seg.offset_index = OffsetIndex.open_existing(base, config.segment_index_bytes, files[index_name])
+    outcome.log_bytes_read += _tail_bytes(seg)
+    return seg.read_next_offset()
 
 
 def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:

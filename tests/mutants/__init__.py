@@ -260,4 +260,28 @@ CRASH_MUTANTS += (
     ),
 )
 
-ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS + CRASH_MUTANTS}
+SWAP_MUTANTS = (
+    Mutant(
+        name="invalid-swap-greater-than",
+        module="impl.loader",
+        old="if min_cleaned is not None and _offset(path) >= min_cleaned:",
+        new="if min_cleaned is not None and _offset(path) > min_cleaned:",
+        description="a .swap file at exactly the smallest .cleaned offset counts as valid (> instead of ≥, §5.2 step 1e): a replacement interrupted while renaming its lowest segment to .swap is completed with only part of its new segments",
+        caught_by=("swap-states",),
+    ),
+    Mutant(
+        name="swap-completion-deletes-the-segment-before",
+        module="impl.loader",
+        old="""            high = max(s.read_next_offset() for s in opened)
+""",
+        new="""            high = max(s.read_next_offset() for s in opened)
+            logs = [offset_from_file_name(p.rsplit("/", 1)[-1]) for p in _files(self.storage, self.dir) if p.endswith(".log")]
+            floor = max((b for b in logs if b <= low), default=low)
+""",
+        more=(("                if low <= offset < high:", "                if floor <= offset < high:"),),
+        description="the pre-2.1 off-by-one of swap completion (fixed by 3afe2ed8e39d, §7.9, §7.10): the old segments replaced are those overlapping the swap's range, including one that ends exactly at the swap's base — once the original at that base is gone, an unrelated segment is deleted",
+        caught_by=("swap-states",),
+    ),
+)
+
+ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS + CRASH_MUTANTS + SWAP_MUTANTS}
