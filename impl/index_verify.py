@@ -2,10 +2,10 @@
 
 Since KIP-263 Kafka never checks the indexes of segments it does not recover: a stale, padded or
 corrupt index below the recovery point (or after a wrongly clean shutdown) is trusted, and a lookup
-can return a position past the batch that holds the offset.  :class:`CheckedSegmentIndexes` keeps the
+can return a position past the batch that holds the offset.  :mod:`impl.segment` keeps the
 laziness (nothing is read until the first lookup) and adds one check on first use: a single scan of
-the log proves every entry sound — or the indexes are rebuilt from the log exactly as recovery
-would (§4.6).  So a lookup never returns a wrong position.
+the log (:func:`soundness_problem`) proves every entry sound — or the indexes are rebuilt from the
+log as recovery would (:func:`rebuild`, §4.6).  So a lookup never returns a wrong position.
 
 Also here: Kafka's own ``--verify-index-only`` comparisons, for ``klc dump``.
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from impl.file_records import BatchScan
-from impl.index import CORRUPT, LazyIndex
 
 
 class IndexMismatch(NamedTuple):
@@ -146,47 +145,3 @@ def rebuild(offset_index, time_index, log, index_interval_bytes: int) -> int:
     time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
     time_index.trim_to_valid_size()
     return valid
-
-
-class CheckedSegmentIndexes:
-    """A segment's lazy indexes, proven against ``log`` on first use and rebuilt if unsound."""
-
-    def __init__(
-        self, offset_index: LazyIndex, time_index: LazyIndex, log, index_interval_bytes: int, inactive: bool = True
-    ):
-        self._offsets = offset_index
-        self._times = time_index
-        self._log = log
-        self._interval = index_interval_bytes
-        self._inactive = inactive
-        self.checked = False
-        self.rebuilt_because: str | None = None
-
-    def _ensure(self):
-        offsets, times = self._offsets.get(), self._times.get()
-        if not self.checked:
-            problem = None
-            for index in (offsets, times):
-                if index.recognition == CORRUPT:
-                    problem = f"{index.path}: {index.recognition_detail}"
-            problem = problem or soundness_problem(offsets, times, self._log, self._inactive)
-            if problem:
-                self.rebuilt_because = problem
-                rebuild(offsets, times, self._log, self._interval)
-            self.checked = True
-        return offsets, times
-
-    def translate_offset(self, target: int):
-        """§4.5: the first batch whose last offset is ≥ target, as its header; None if none."""
-        offsets, _ = self._ensure()
-        start = offsets.lookup(target)[1]
-        for header in BatchScan(self._log, start):
-            if header.last_offset >= target:
-                return header
-        return None
-
-    def lookup_timestamp(self, timestamp: int) -> tuple[int, int]:
-        return self._ensure()[1].lookup(timestamp)
-
-    def largest_timestamp(self) -> int:
-        return self._ensure()[1].last_entry[0]
