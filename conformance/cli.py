@@ -77,17 +77,34 @@ def dump(
 )
 @click.option("--backend", type=click.Choice(["sim", "os"]), default="sim", show_default=True, help="impl's storage.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON verdict per scenario, with every step's results.")
-def replay(scenarios: tuple[str, ...], target: str, backend: str, as_json: bool) -> None:
+@click.option(
+    "--mutant", metavar="NAME", help="Run impl with this mutant (tests/mutants) in place of the module it edits."
+)
+def replay(scenarios: tuple[str, ...], target: str, backend: str, as_json: bool, mutant: str | None) -> None:
     """Run scenario files (docs/scenario-format.md) through the runner and check every property.
 
     Exit status: 0 all passed, 1 a property was violated, 2 a file is not a valid scenario.
     """
+    import contextlib
+
+    from conformance.mutants import MutantError, mutant_stack
+
+    targets = ("model", "impl") if target == "both" else (target,)
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(mutant_stack(mutant))
+    except MutantError as e:
+        raise click.BadParameter(str(e), param_hint="--mutant") from None
+    with stack:
+        _replay(scenarios, targets, backend, as_json)
+
+
+def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, as_json: bool) -> None:
     import json
 
     from conformance.runner import run
     from conformance.scenario import Scenario, ScenarioError
 
-    targets = ("model", "impl") if target == "both" else (target,)
     worst = 0
     for path in scenarios:
         try:
@@ -181,3 +198,119 @@ def check(budget_seconds: float, as_json: bool) -> None:
         for v in report.violations:
             click.echo(f"  {v}")
     sys.exit(0 if report.ok else 1)
+
+
+@main.command()
+@click.option(
+    "--budget-minutes", type=float, help="Fuzz for this long (default: 1 minute when --scenarios is not given)."
+)
+@click.option("--scenarios", type=int, help="Fuzz this many scenarios (rounded up to whole tasks), then stop.")
+@click.option(
+    "--master", help="Spark master URL (spark://HOST:PORT, yarn, k8s://...); default: local mode, every core."
+)
+@click.option(
+    "--profile",
+    default="all",
+    show_default=True,
+    help="Fault profile: which fault kinds tasks may enable (all, power-loss, torn-writes, metadata, io-errors, corruption).",
+)
+@click.option("--target", default="impl", show_default=True, help="impl (against the model), model, or mutant:NAME.")
+@click.option(
+    "--out",
+    default="campaign-out",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Results table, report, findings.",
+)
+@click.option(
+    "--corpus", "corpus_dir", type=click.Path(file_okay=False), help="Where new findings go (default: corpora/found)."
+)
+@click.option("--examples-per-task", default=20, show_default=True, type=int, help="Scenarios per task (one seed).")
+@click.option("--steps", default=40, show_default=True, type=int, help="Stateful steps per scenario at most.")
+@click.option(
+    "--reproduce", "reproduce_attempts", default=3, show_default=True, type=int, help="Replays per new signature."
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["spark", "processes"]),
+    default="spark",
+    show_default=True,
+    help="processes: a local process pool instead of Spark (the benchmark baseline).",
+)
+@click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
+def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir, examples_per_task, steps, reproduce_attempts, executor, as_json) -> None:  # fmt: skip
+    """A fuzzing campaign: the crash state machine as seed-addressed tasks on Spark (local mode by
+    default), results appended to OUT/results (Parquet), new failures reproduced, shrunk, deduplicated
+    and written to corpora/found/<signature>/, and a report in OUT/report.html.
+
+    Rerunning skips the seeds already in the table for this commit, profile and target.  Exit status:
+    0 nothing failed, 1 a property was violated (or a harness error), 2 bad arguments or no Spark.
+    """
+    import json
+
+    from conformance.campaign.driver import CampaignConfig, CampaignError, run_campaign
+
+    config = CampaignConfig(
+        out=out, budget_minutes=budget_minutes, scenarios=scenarios, master=master, profile=profile, target=target,
+        examples_per_task=examples_per_task, steps=steps, corpus_dir=corpus_dir,
+        reproduce_attempts=reproduce_attempts, executor=executor,
+    )  # fmt: skip
+    try:
+        if as_json:
+            result = run_campaign(config)
+        else:
+            with _CampaignUi() as ui:
+                result = run_campaign(config, ui)
+    except CampaignError as e:
+        click.echo(f"klc campaign: {e}", err=True)
+        sys.exit(2)
+    failed = result.failures
+    if as_json:
+        click.echo(json.dumps({
+            "run_id": result.run_id, "tasks": len(result.rows), "scenarios": result.scenarios,
+            "skipped_seeds": result.skipped, "failed_tasks": len(failed), "seconds": result.seconds,
+            "parallelism": result.parallelism, "findings": result.findings, "report": result.report,
+        }, default=str))  # fmt: skip
+    else:
+        rate = result.scenarios / result.seconds if result.seconds else 0.0
+        click.echo(
+            f"{len(result.rows)} tasks, {result.scenarios} scenarios in {result.seconds:.1f} s "
+            f"({rate:.1f}/s on {result.parallelism} cores), {result.skipped} seeds already done; "
+            f"{len(failed)} failed task(s), {len(result.findings)} new signature(s)"
+        )
+        for f in result.findings:
+            click.echo(
+                f"  NEW {f['signature']}: {f['witness']}{' (flaky)' if f['flaky'] else ''} -> {f['corpus_path']}"
+            )
+        click.echo(f"report: {result.report}")
+    sys.exit(1 if failed else 0)
+
+
+class _CampaignUi:
+    """A live progress bar on the driver (rich)."""
+
+    def __enter__(self):
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f} {task.fields[unit]}"),
+            TimeElapsedColumn(), transient=False,
+        )  # fmt: skip
+        self.progress.__enter__()
+        self.bar = None
+        return self
+
+    def __exit__(self, *exc):
+        return self.progress.__exit__(*exc)
+
+    def start(self, total, unit) -> None:
+        self.bar = self.progress.add_task("fuzz", total=total, unit=unit)
+
+    def advance_to(self, n) -> None:
+        self.progress.update(self.bar, completed=n)
+
+    def stage(self, text: str) -> None:
+        self.progress.console.print(text)
+
+    def note(self, text: str) -> None:
+        self.progress.console.print(text)

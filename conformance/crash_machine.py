@@ -54,6 +54,10 @@ def faults(families, pending: int):
 
 class CrashMachine(LogMachine):
     monotonic_epochs = True  # else recovery legitimately rebuilds a different epoch cache
+    # Fault rates: a campaign task narrows these per task (conformance/campaign/tasks.py); the swarm
+    # each case draws is cut down to ``swarm_kinds`` (all of them if nothing is left).
+    max_crashes = MAX_CRASHES
+    swarm_kinds: frozenset[str] = frozenset(FAULT_KINDS)
 
     def __init__(self):
         super().__init__()
@@ -72,7 +76,7 @@ class CrashMachine(LogMachine):
     def start(self, config, data_dirs, seed, swarm):
         header = sc.Scenario((), config, data_dirs, 1_700_000_000_000, seed)
         self.clock = header.clock_start_ms
-        self.swarm = frozenset(swarm)
+        self.swarm = frozenset(swarm) & self.swarm_kinds or self.swarm_kinds
         self.session = Session(header, self.targets, self.backend, faults=True)
         for kind in sorted(self.swarm):
             event(f"swarm: {kind}")
@@ -148,13 +152,13 @@ class CrashMachine(LogMachine):
             event(f"crash inside {during.op}")
         self._after_fault(step)
 
-    @precondition(lambda self: self.crashes < MAX_CRASHES and set(FAMILIES) & self.swarm)
+    @precondition(lambda self: self.crashes < self.max_crashes and set(FAMILIES) & self.swarm)
     @rule(data=st.data())
     def crash(self, data):
         """Power loss between two steps."""
         self._crash(data, inside=False)
 
-    @precondition(lambda self: self.crashes < MAX_CRASHES and set(FAMILIES) & self.swarm)
+    @precondition(lambda self: self.crashes < self.max_crashes and set(FAMILIES) & self.swarm)
     @rule(data=st.data())
     def crash_inside(self, data):
         """Power loss at the k-th storage operation of a step (an operation, shutdown, the loader)."""

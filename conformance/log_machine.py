@@ -88,7 +88,9 @@ class LogMachine(RuleBasedStateMachine):
         if violations:
             v = violations[0]
             scenario = json.dumps(self.session.scenario.to_json())
-            raise PropertyViolation(v.prop, f"{v}\nscenario: {scenario}")
+            error = PropertyViolation(v.prop, f"{v}\nscenario: {scenario}")
+            error.violation, error.scenario = v, self.session.scenario  # for campaigns: no re-parsing
+            raise error
         result = self.session.verdict.results[-1]
         first = next(iter(result.values()))
         if "error" in first:

@@ -51,12 +51,42 @@ from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, is_inde
 from conformance.tracing import PowerLoss
 from model.file_records import iterate_file
 
+_OWN_PACKAGES = ("model", "impl", "conformance")
+
+
+_ENTRY_POINTS = ("conformance.runner.step", "conformance.runner.run")  # callers beyond these vary
+
+
+def own_frames(frames, limit: int = 3) -> tuple[str, ...]:
+    """The innermost ``limit`` frames inside model/, impl/ or conformance/ as ``module.function``
+    (Hypothesis, Spark, pytest and the standard library left out): where a failure happened, stable
+    across line-number edits — the frame part of a campaign signature (ClusterFuzz-style)."""
+    out: list[str] = []
+    for f in reversed(list(frames)):
+        parts = os.path.normpath(f.filename).split(os.sep)
+        for package in _OWN_PACKAGES:
+            if package in parts[:-1]:
+                at = len(parts) - 1 - parts[::-1].index(package)
+                module = ".".join(parts[at:])[: -len(".py")]
+                out.append(f"{module}.{f.name}")
+                break
+        if len(out) == limit or (out and out[-1] in _ENTRY_POINTS):
+            break
+    return tuple(out)
+
+
+def _detector_frames() -> tuple[str, ...]:
+    """Where a violation was found: the checking code that created it."""
+    return own_frames(f for f in traceback.extract_stack()[:-2] if not f.filename.startswith("<"))
+
 
 @attrs.define
 class Violation:
     prop: str
     step: int  # index into the scenario's steps (−1: before any step)
     witness: str
+    # innermost own frames: of the exception when a target raised, else of the check that found it
+    frames: tuple[str, ...] = attrs.field(factory=_detector_frames, eq=False)
 
     def __str__(self) -> str:
         return f"{self.prop} violated at step {self.step}: {self.witness}"
@@ -217,7 +247,8 @@ class Session:
             except Exception as e:  # an operation neither target should refuse blew up
                 witness = f"{t.name} raised {_where(e)} during {_describe(step)}"
                 prop = BAD_INPUT if isinstance(step, sc.Open) and self.tracker.faulted else CONFORMS
-                verdict.violations.append(Violation(prop, index, witness))
+                frames = own_frames(traceback.extract_tb(e.__traceback__))
+                verdict.violations.append(Violation(prop, index, witness, frames))
                 self.broken = True
                 return verdict.violations[before:]
             if t.trace is not None:
@@ -293,7 +324,12 @@ class Session:
                         results[t.name] = t.apply(during)
                     except Exception as e:
                         verdict.violations.append(
-                            Violation(CONFORMS, index, f"{t.name} raised {_where(e)} during {_describe(during)}")
+                            Violation(
+                                CONFORMS,
+                                index,
+                                f"{t.name} raised {_where(e)} during {_describe(during)}",
+                                own_frames(traceback.extract_tb(e.__traceback__)),
+                            )  # fmt: skip
                         )
                         self.broken = True
                         return

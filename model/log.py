@@ -111,7 +111,9 @@ class Segment:
     # §4.3
     def should_roll(self, max_ts_in_messages: int, last_offset: int, size: int, now_ms: int) -> bool:
         if self.rolling_based_timestamp is None and self.size:
-            self.rolling_based_timestamp = self.batches()[0].header().max_timestamp
+            # the first batch's, if the file has one a reader accepts (§4.3: else it stays unknown)
+            first = self.batches()[:1]
+            self.rolling_based_timestamp = first[0].header().max_timestamp if first else None
         rolling = -1 if self.rolling_based_timestamp is None else self.rolling_based_timestamp
         waited = max_ts_in_messages - rolling if rolling >= 0 else now_ms - self.created_ms
         return (

@@ -42,6 +42,32 @@ class PartitionLoadError(Exception):
         super().__init__(f"{path}: {message}")
 
 
+# Every loader branch a load can take, by the spec rule behind it (§5, §6.2): what `event()` and
+# campaign reports count, and what they list as not reached.
+BRANCHES = (
+    "5.2.1b .deleted file removed",
+    "5.2.1e invalid .swap removed",
+    "5.2.1f .cleaned removed",
+    "5.2.2 missing .index.swap created full of zero entries",
+    "5.2.3 original replaced by a swap removed",
+    "5.2.4 .swap renamed",
+    "5.3.2 orphan index removed",
+    "5.3.3c .index missing: segment recovered",
+    "5.3.3c corrupt txn index: segment recovered",
+    "5.6.1 unflushed segment recovered",
+    "5.6.1b bytes truncated: recovery stops",
+    "5.6.1b invalid offset: segment emptied",
+    "5.6.1b later unflushed segments deleted",
+    "5.6.2 log end below log start: all segments deleted",
+    "5.6.3 no segment left: empty segment created",
+    "5.6.4 recovery point kept below the log end (checkpoint)",
+    "6.2 marker present: clean load",
+    "6.2 no marker: unclean load",
+    "6.2.3 checkpoint unreadable: empty map",
+    "isolated: partition left out",
+)
+
+
 @attrs.define
 class LoadOutcome:
     data_dir: str
@@ -55,6 +81,7 @@ class LoadOutcome:
     log_bytes_read: int = 0  # what Kafka's algorithm reads of .log files (recover + readNextOffset)
 
     def took(self, branch: str) -> None:
+        assert branch in BRANCHES, branch
         if branch not in self.branches:
             self.branches.append(branch)
 

@@ -1,0 +1,322 @@
+"""Campaign tasks: stateless, seed-addressed runs of the crash state machine (TigerBeetle's CFO,
+FoundationDB's Joshua).
+
+A :class:`Task` is (commit, seed, fault profile, target).  It draws its own fault rates from its seed
+(:meth:`Task.rates`: which fault kinds its cases may enable, at most how many power losses), then runs
+the crash state machine — the same class, rules, runner and properties as
+``tests/test_crash_machine.py`` — for ``examples`` Hypothesis examples with that seed, without
+shrinking.  The same task always runs the same cases, on any machine, so a result is reproduced from
+its row alone.  :func:`run_task` returns one row of the results table (:data:`COLUMNS`); it never
+raises: a harness error is a row with status ``error``.
+
+:func:`reproduce` and :func:`shrink` are the later stages for one failing row: replay its scenario
+through the runner N times (flakiness), and rerun its seed with Hypothesis's shrinker on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import time
+import traceback
+
+import attrs
+from hypothesis import HealthCheck, Phase, reject, seed, settings
+from hypothesis.database import InMemoryExampleDatabase
+from hypothesis.errors import HypothesisException
+from hypothesis.stateful import run_state_machine_as_test
+
+from conformance import scenario as sc
+from conformance.crash_images import FAMILIES
+from conformance.crash_machine import FAULT_KINDS, MAX_CRASHES, CrashMachine
+from conformance.mutants import mutant_stack
+from conformance.properties import PropertyViolation
+from conformance.runner import own_frames
+
+# fault profile → the fault kinds a task under it may enable
+FAULT_PROFILES: dict[str, tuple[str, ...]] = {
+    "all": FAULT_KINDS,
+    "power-loss": FAMILIES,
+    "torn-writes": ("torn", "size_ahead", "prefix"),
+    "metadata": ("metadata", "reorder", "process"),
+    "io-errors": ("fail_io", "process"),
+    "corruption": ("corrupt", "process"),
+}
+
+TARGETS_HELP = "impl, model or mutant:NAME"
+
+# the results table, in order (docs/campaign.md)
+COLUMNS = (
+    "run_id", "commit", "seed", "profile", "target", "examples", "max_steps", "fault_kinds", "max_crashes", "status", "property",
+    "signature", "witness", "steps", "n_steps", "scenarios", "duration_s", "started_at", "finished_at",
+    "branches", "fault_families", "db_key", "choices", "error",
+)  # fmt: skip
+
+
+class TaskError(ValueError):
+    """A task that cannot be built: unknown profile or target."""
+
+
+@attrs.frozen
+class Rates:
+    """What one task allows: the fault kinds its cases may enable, and power losses per case."""
+
+    kinds: tuple[str, ...]
+    max_crashes: int
+
+
+@attrs.frozen
+class Task:
+    commit: str
+    seed: int
+    profile: str = "all"
+    target: str = "impl"
+    examples: int = 20  # Hypothesis examples (= scenarios) per task
+    steps: int = 40  # stateful steps per example at most
+    run_id: str = ""
+
+    def __attrs_post_init__(self):
+        if self.profile not in FAULT_PROFILES:
+            raise TaskError(f"unknown fault profile {self.profile!r}; choose one of {', '.join(FAULT_PROFILES)}")
+        parse_target(self.target)
+
+    @property
+    def key(self) -> tuple:
+        """What makes a task the same task (resuming skips keys already in the table)."""
+        return (self.commit, self.seed, self.profile, self.target)
+
+    def rates(self) -> Rates:
+        """This task's own fault rates, drawn from its seed (so the same task draws the same)."""
+        rng = random.Random(f"{self.profile}/{self.seed}")
+        pool = FAULT_PROFILES[self.profile]
+        kinds = tuple(sorted(rng.sample(pool, rng.randint(1, len(pool)))))
+        return Rates(kinds, rng.randint(1, MAX_CRASHES))
+
+
+def parse_target(target: str) -> tuple[tuple[str, ...], str | None]:
+    """``impl`` → model against impl; ``model`` → the model alone (impl only makes the crash images);
+    ``mutant:NAME`` → model against the mutant.  Returns (runner targets, mutant name)."""
+    if target == "impl":
+        return ("model", "impl"), None
+    if target == "model":
+        return ("model",), None
+    if target.startswith("mutant:") and len(target) > len("mutant:"):
+        from conformance.mutants import get
+
+        name = target.split(":", 1)[1]
+        get(name)  # unknown or not runnable: MutantError now, not inside an executor
+        return ("model", "impl"), name
+    raise TaskError(f"unknown target {target!r}; use {TARGETS_HELP}")
+
+
+def machine_for(task: Task) -> type:
+    """The crash machine with this task's rates.  Its name encodes them, so Hypothesis's database key
+    for it (derived from the class name) is the same wherever the task's class is rebuilt."""
+    rates = task.rates()
+    targets, _ = parse_target(task.target)
+    name = "Campaign_{}_{}_c{}".format(
+        task.target.replace(":", "_").replace("-", "_"), "_".join(rates.kinds), rates.max_crashes
+    )
+    return type(
+        name,
+        (_CampaignMachine,),
+        {"backend": "sim", "targets": targets, "swarm_kinds": frozenset(rates.kinds), "max_crashes": rates.max_crashes},
+    )
+
+
+class _CampaignMachine(CrashMachine):
+    """The crash machine, noting for the task what it reached and the scenario that failed."""
+
+    observed: dict = {}  # replaced per task by run_task
+
+    def __init__(self):
+        super().__init__()
+        self.observed["scenarios"] = self.observed.get("scenarios", 0) + 1
+
+    def _do(self, step: sc.Step) -> dict:
+        try:
+            result = super()._do(step)
+        except PropertyViolation as e:
+            want = self.observed.get("want")
+            got = signature(e.violation.prop, e.violation.witness, e.violation.frames)
+            if want is not None and got != want:
+                # shrinking one failure must not slip into another (Hypothesis would take any
+                # PropertyViolation raised here as the same bug): this example is not the one
+                reject()
+            self.observed["failure"] = e
+            raise
+        model = self.session.model
+        if isinstance(step, sc.Open) and model is not None and model.manager is not None:
+            for outcome in model.manager.outcomes:
+                self.observed.setdefault("branches", set()).update(outcome.branches)
+        return result
+
+
+def _settings(task: Task, shrinking: bool, database) -> settings:
+    return settings(
+        max_examples=task.examples,
+        stateful_step_count=task.steps,
+        derandomize=False,
+        database=database,
+        deadline=None,
+        report_multiple_bugs=False,
+        phases=[Phase.generate, Phase.shrink] if shrinking else [Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+
+
+def _run(
+    task: Task, shrinking: bool, want: str | None = None
+) -> tuple[dict, BaseException | None, InMemoryExampleDatabase, type]:
+    machine = machine_for(task)
+    machine.observed = observed = {"want": want}
+    database = InMemoryExampleDatabase()
+    _, mutant = parse_target(task.target)
+    error = None
+    try:
+        with mutant_stack(mutant):
+            run_state_machine_as_test(seed(task.seed)(machine), settings=_settings(task, shrinking, database))
+    except (PropertyViolation, HypothesisException, Exception) as e:  # noqa: BLE001 — every failure is a row
+        error = e
+    return observed, error, database, machine
+
+
+def run_task(task: Task) -> dict:
+    """Run one task; one row of the results table (:data:`COLUMNS`)."""
+    started = time.time()
+    t0 = time.perf_counter()
+    rates = task.rates()
+    observed, error, database, _machine = _run(task, shrinking=False)
+    row = dict.fromkeys(COLUMNS)
+    row |= {
+        "run_id": task.run_id, "commit": task.commit, "seed": task.seed, "profile": task.profile,
+        "target": task.target, "examples": task.examples, "max_steps": task.steps, "fault_kinds": list(rates.kinds), "max_crashes": rates.max_crashes,
+        "status": "pass", "n_steps": 0, "scenarios": observed.get("scenarios", 0),
+        "branches": sorted(observed.get("branches", ())), "fault_families": [], "choices": [],
+    }  # fmt: skip
+    if error is not None:
+        row |= describe_failure(observed.get("failure"), error)
+        for key, values in database.data.items():
+            if len(key) == 48 and values:  # the primary key (a sha384 digest; ".secondary" etc. are longer)
+                row["db_key"], row["choices"] = key.hex(), sorted(v.hex() for v in values)
+    row["duration_s"] = round(time.perf_counter() - t0, 3)
+    row["started_at"], row["finished_at"] = started, time.time()
+    return row
+
+
+def describe_failure(failure: PropertyViolation | None, error: BaseException) -> dict:
+    """status, property, signature, witness, steps and fault families of a failed task."""
+    if failure is not None and getattr(failure, "violation", None) is not None:
+        v, scenario = failure.violation, failure.scenario
+        return {
+            "status": "fail",
+            "property": v.prop,
+            "witness": v.witness,
+            "signature": signature(v.prop, v.witness, v.frames),
+            "steps": json.dumps(scenario.to_json(), sort_keys=True),
+            "n_steps": len(scenario.steps),
+            "fault_families": fault_families(scenario),
+        }
+    frames = own_frames(traceback.extract_tb(error.__traceback__))
+    first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return {
+        "status": "error",
+        "witness": f"{type(error).__name__}: {first}"[:500],
+        "signature": signature("error", type(error).__name__, frames),
+        "error": "".join(traceback.format_exception(error))[-4000:],
+    }
+
+
+_NUMBER = re.compile(r"\b\d+\b")
+_PATH = re.compile(r"\S*/\S*")
+
+
+def error_kind(witness: str) -> str:
+    """A witness with its particulars taken out — the values after its last ``": "`` (``7 != 0``,
+    ``only in first``), numbers and file paths: what went wrong, not with which data."""
+    first = witness.splitlines()[0] if witness else ""
+    first = first.rsplit(": ", 1)[0]
+    return _NUMBER.sub("N", _PATH.sub("PATH", first))[:200]
+
+
+def signature(prop: str, witness: str, frames: tuple[str, ...]) -> str:
+    """``<property>-<10 hex>``: property + error kind + top own frames (ClusterFuzz's crash state)."""
+    text = "\n".join((prop, error_kind(witness), *frames))
+    return f"{prop}-{hashlib.sha1(text.encode()).hexdigest()[:10]}"
+
+
+def signature_text(prop: str, witness: str, frames: tuple[str, ...]) -> str:
+    return " | ".join((prop, error_kind(witness), " < ".join(frames)))
+
+
+def fault_families(scenario: sc.Scenario) -> list[str]:
+    out = set()
+    for step in scenario.steps:
+        if isinstance(step, sc.Crash):
+            out.add(step.fault.family if step.fault is not None else "process")
+        elif isinstance(step, sc.FailIo):
+            out.add("fail_io")
+        elif isinstance(step, sc.Corrupt):
+            out.add("corrupt")
+    return sorted(out)
+
+
+def replay_signature(scenario: sc.Scenario, target: str) -> tuple[str | None, object]:
+    """Run ``scenario`` through the runner against ``target``: (signature or None, first violation)."""
+    from conformance.runner import run
+
+    targets, mutant = parse_target(target)
+    with mutant_stack(mutant):
+        verdict = run(scenario, targets, "sim")
+    if verdict.ok:
+        return None, None
+    v = verdict.violations[0]
+    return signature(v.prop, v.witness, v.frames), v
+
+
+def reproduce(row: dict, attempts: int = 3) -> dict:
+    """Replay a failing row's scenario ``attempts`` times: how often the same signature came back."""
+    scenario = sc.Scenario.from_json(json.loads(row["steps"]))
+    same = 0
+    for _ in range(attempts):
+        got, _v = replay_signature(scenario, row["target"])
+        same += got == row["signature"]
+    return {"signature": row["signature"], "reproduced": same, "attempts": attempts, "flaky": same < attempts}
+
+
+def shrink(row: dict) -> dict:
+    """Rerun a failing row's task with the shrinker on: the minimal scenario, its signature, witness."""
+    task = Task(row["commit"], row["seed"], row["profile"], row["target"], row["examples"], row["max_steps"])
+    observed, error, _db, _m = _run(task, shrinking=True, want=row["signature"])
+    failure = observed.get("failure")
+    if error is None or failure is None or getattr(failure, "violation", None) is None:
+        return {}  # did not fail again: keep the unshrunk scenario
+    shrunk = describe_failure(failure, error)
+    scenario = drop_steps(sc.Scenario.from_json(json.loads(shrunk["steps"])), row["target"], shrunk["signature"])
+    _sig, v = replay_signature(scenario, row["target"])
+    return shrunk | {
+        "steps": json.dumps(scenario.to_json(), sort_keys=True), "n_steps": len(scenario.steps), "witness": v.witness,
+        "fault_families": fault_families(scenario),
+    }  # fmt: skip
+
+
+def drop_steps(scenario: sc.Scenario, target: str, want: str) -> sc.Scenario:
+    """After Hypothesis's shrinker, which works on the choices that built the steps: delete whole
+    steps (one at a time, last first, until none can go) while the replay keeps the signature."""
+    steps = list(scenario.steps)
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(1, len(steps))):  # step 0 creates the partition
+            trial = attrs.evolve(scenario, steps=tuple(steps[:i] + steps[i + 1 :]))
+            try:
+                got, _v = replay_signature(trial, target)
+            except Exception:  # noqa: BLE001 — a step that no longer makes sense: keep it
+                continue
+            if got == want:
+                steps = list(trial.steps)
+                changed = True
+    return attrs.evolve(scenario, steps=tuple(steps))

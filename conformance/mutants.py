@@ -1,0 +1,70 @@
+"""Mutants by name, for ``klc replay --mutant`` and ``klc campaign --target mutant:NAME``.
+
+The catalogue lives in ``tests/mutants/`` of the source checkout (DESIGN.md "Mutants": never a flag in
+production code); this module finds it beside the installed ``conformance`` package — an editable
+install, or the code a campaign ships to its executors — and runs code with a mutant standing in for
+the impl module it edits (:func:`conformance.log_checks.impl_stack`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import os
+import sys
+
+from conformance.log_checks import LOG_STACK, impl_stack
+
+
+class MutantError(ValueError):
+    """An unknown mutant, or one the log stack cannot run."""
+
+
+def catalogue() -> dict:
+    """Every mutant, by name (``tests.mutants.ALL_MUTANTS``)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.join(root, "tests", "mutants", "__init__.py")
+    if "tests.mutants" in sys.modules:
+        return sys.modules["tests.mutants"].ALL_MUTANTS
+    if os.path.exists(path):
+        spec = importlib.util.spec_from_file_location("klc_mutants", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules.setdefault("klc_mutants", module)
+        spec.loader.exec_module(sys.modules["klc_mutants"])
+        return sys.modules["klc_mutants"].ALL_MUTANTS
+    try:
+        return importlib.import_module("tests.mutants").ALL_MUTANTS
+    except ImportError:
+        raise MutantError(
+            f"the mutant catalogue is not installed: it lives in tests/mutants/ of a source checkout "
+            f"(looked for {path}); install the project with `pip install -e .`"
+        ) from None
+
+
+def runnable() -> list[str]:
+    """Mutants of the log stack: the ones the crash machine and scenario replays exercise."""
+    return sorted(name for name, m in catalogue().items() if m.module in LOG_STACK)
+
+
+def get(name: str):
+    mutants = catalogue()
+    if name not in mutants:
+        raise MutantError(f"unknown mutant {name!r}; the log-stack mutants are: {', '.join(runnable())}")
+    mutant = mutants[name]
+    if mutant.module not in LOG_STACK:
+        raise MutantError(
+            f"mutant {name!r} edits {mutant.module}, which scenarios do not run through a swappable stack "
+            f"(its checks are {', '.join(mutant.caught_by)}); the log-stack mutants are: {', '.join(runnable())}"
+        )
+    return mutant
+
+
+@contextlib.contextmanager
+def mutant_stack(name: str | None):
+    """Run the enclosed code against the named mutant (``None``: the real impl)."""
+    if name is None:
+        yield
+        return
+    with impl_stack(get(name).load()):
+        yield

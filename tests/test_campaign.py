@@ -1,0 +1,165 @@
+"""``klc campaign`` end to end on Spark local[2] (conformance/campaign): a small campaign against a
+mutant finds it, dedupes it to one signature and writes a corpus entry that ``klc replay``, the
+corpus test and the example-database view all reproduce; the same campaign against impl finds
+nothing; rerunning skips finished seeds; bad arguments, no Java and an unreachable master get one
+clear line and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from conformance.campaign import table
+from conformance.campaign.driver import CampaignConfig, CampaignError, check_config, java_problem, run_campaign
+from conformance.campaign.tasks import Task, run_task, signature
+from conformance.cli import main
+from conformance.scenario import Scenario
+from tests.test_campaign_finds import check_entry, replay_from_database
+
+MUTANT = "recovery-starts-after-rp-segment"
+needs_java = pytest.mark.skipif(java_problem() is not None, reason=f"no Java runtime for Spark: {java_problem()}")
+
+
+def _campaign(out, corpus_dir, target, scenarios=40):
+    config = CampaignConfig(
+        out=str(out), scenarios=scenarios, master="local[2]", target=target, corpus_dir=str(corpus_dir),
+        examples_per_task=10, steps=30, reproduce_attempts=2,
+    )  # fmt: skip
+    return run_campaign(config)
+
+
+@pytest.fixture(scope="module")
+def mutant_campaign(tmp_path_factory):
+    out = tmp_path_factory.mktemp("campaign")
+    first = _campaign(out, out / "found", f"mutant:{MUTANT}")
+    again = _campaign(out, out / "found", f"mutant:{MUTANT}")
+    return out, first, again
+
+
+@needs_java
+def test_campaign_against_a_mutant_finds_it_once(mutant_campaign):
+    out, first, _again = mutant_campaign
+    assert len(first.rows) == 4 and first.parallelism == 2
+    assert any(r["status"] == "fail" for r in first.rows), "the mutant was not found"
+    assert all(r["status"] in ("pass", "fail") for r in first.rows), [r["error"] for r in first.rows if r["error"]]
+    assert len(first.findings) == 1, [f["signature"] for f in first.findings]
+    finding = first.findings[0]
+    assert not finding["flaky"] and finding["reproduced"] == finding["attempts"] == 2
+    entries = os.listdir(out / "found")
+    assert entries == [f"mutant-{MUTANT}--{finding['signature']}"]
+    with open(os.path.join(finding["corpus_path"], "expected.json")) as f:
+        expected = json.load(f)
+    assert expected["verdicts"] == {f"mutant:{MUTANT}": f"fail: {finding['property']}", "impl": "pass"}
+    # the table holds every task, with its rates, branches and (for failures) the example to replay
+    rows = table.read(str(out / "results"))
+    assert {r["seed"] for r in rows} == set(range(8))
+    assert all(r["branches"] for r in rows if r["status"] == "pass")
+    html = (out / "report.html").read_text()
+    assert finding["signature"] in html
+
+
+@needs_java
+def test_rerunning_skips_finished_seeds_and_known_signatures(mutant_campaign):
+    _out, first, again = mutant_campaign
+    assert again.skipped == 4
+    assert {r["seed"] for r in again.rows} == {4, 5, 6, 7}
+    assert {r["seed"] for r in first.rows} == {0, 1, 2, 3}
+    assert again.findings == [], "a signature already in the corpus is not written again"
+
+
+@needs_java
+def test_the_corpus_entry_replays_with_klc_replay_and_pytest(mutant_campaign):
+    out, first, _again = mutant_campaign
+    entry = first.findings[0]["corpus_path"]
+    scenario = os.path.join(entry, "scenario.json")
+    runner = CliRunner()
+    failing = runner.invoke(main, ["replay", scenario, "--mutant", MUTANT])
+    assert failing.exit_code == 1 and "FAIL" in failing.output, failing.output
+    passing = runner.invoke(main, ["replay", scenario])
+    assert passing.exit_code == 0 and "PASS" in passing.output, passing.output
+    with open(os.path.join(entry, "expected.json")) as f:
+        check_entry(Scenario.load(scenario), json.load(f))
+
+
+@needs_java
+def test_pytest_replays_the_failures_from_the_example_database_view(mutant_campaign):
+    out, first, _again = mutant_campaign
+    failed = [r for r in first.rows if r["status"] == "fail"]
+    assert failed and all(r["db_key"] and r["choices"] for r in failed)
+    for row in failed:
+        violation = replay_from_database(str(out / "results"), row)
+        assert violation is not None and violation.prop == row["property"]
+    # and with the variable set, the pytest file itself collects and runs them
+    env = os.environ | {"KLC_CAMPAIGN_RESULTS": str(out / "results")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_campaign_finds.py", "-k", "database"],
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    in_table = [r for r in table.read(str(out / "results")) if r["status"] == "fail"]  # both runs
+    assert proc.returncode == 0 and f"{len(in_table)} passed" in proc.stdout, proc.stdout[-2000:]
+
+
+@needs_java
+def test_the_same_campaign_against_impl_finds_nothing(tmp_path):
+    result = _campaign(tmp_path, tmp_path / "found", "impl")
+    assert len(result.rows) == 4
+    assert [r for r in result.rows if r["status"] != "pass"] == []
+    assert result.findings == [] and not (tmp_path / "found").exists()
+
+
+def test_a_task_is_addressed_by_its_seed():
+    """Same task, same cases: the row (but its timings) is a function of the task."""
+    a = run_task(Task("c", 3, "power-loss", f"mutant:{MUTANT}", examples=5, steps=20))
+    b = run_task(Task("c", 3, "power-loss", f"mutant:{MUTANT}", examples=5, steps=20))
+    for k in ("status", "signature", "steps", "scenarios", "fault_kinds", "max_crashes", "branches", "choices"):
+        assert a[k] == b[k], k
+    assert set(a["fault_kinds"]) <= {"process", "prefix", "reorder", "torn", "size_ahead", "metadata"}
+
+
+def test_signature_ignores_particulars_but_not_the_property_or_place():
+    frames = ("conformance.runner._check",)
+    assert signature("durable", "offset 42 missing in d0/t-0/0.log", frames) == signature(
+        "durable", "offset 7 missing in d1/x-3/9.log", frames
+    )
+    assert signature("durable", "offset 42 missing", frames) != signature("prefix", "offset 42 missing", frames)
+    assert signature("durable", "offset 42 missing", frames) != signature("durable", "offset 42 missing", ())
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--scenarios", "0"], "--scenarios must be at least 1"),
+        (["--scenarios", "5", "--budget-minutes", "1"], "not both"),
+        (["--target", "nonsense"], "unknown target 'nonsense'"),
+        (["--target", "mutant:no-such-mutant"], "unknown mutant 'no-such-mutant'"),
+        (["--target", "mutant:crc-range-off-by-one"], "edits impl.file_records"),
+        (["--profile", "gentle"], "unknown fault profile 'gentle'"),
+        (["--master", "http://x"], "is not a Spark master URL"),
+        (["--master", "spark://127.0.0.1:9"], "unreachable"),
+    ],
+)
+def test_bad_arguments_get_one_clear_line(tmp_path, args, message):
+    result = CliRunner().invoke(main, ["campaign", "--out", str(tmp_path / "o"), *args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_no_java_runtime_is_a_clear_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    assert "Java runtime" in java_problem()
+    result = CliRunner().invoke(main, ["campaign", "--scenarios", "1", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "JAVA_HOME" in result.output and "Traceback" not in result.output
+
+
+def test_a_results_folder_with_foreign_files_is_refused(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "x.parquet").write_bytes(b"not parquet")
+    with pytest.raises(CampaignError, match="x.parquet"):
+        run_campaign(CampaignConfig(out=str(tmp_path), scenarios=1, executor="processes"))
+    with pytest.raises(CampaignError):
+        check_config(CampaignConfig(out=str(tmp_path / "results" / "x.parquet")))
