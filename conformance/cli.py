@@ -244,7 +244,8 @@ def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir
     and written to corpora/found/<signature>/, and a report in OUT/report.html.
 
     Rerunning skips the seeds already in the table for this commit, profile and target.  Exit status:
-    0 nothing failed, 1 a property was violated (or a harness error), 2 bad arguments or no Spark.
+    0 no new failure (failures whose signature already has a corpus entry are counted, not new),
+    1 a new signature or a harness error, 2 bad arguments or no Spark.
     """
     import json
 
@@ -276,14 +277,16 @@ def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir
         click.echo(
             f"{len(result.rows)} tasks, {result.scenarios} scenarios in {result.seconds:.1f} s "
             f"({rate:.1f}/s on {result.parallelism} cores), {result.skipped} seeds already done; "
-            f"{len(failed)} failed task(s), {len(result.findings)} new signature(s)"
+            f"{len(failed)} failed task(s), {len(result.findings)} new signature(s) "
+            f"(the others are known: corpora/found)"
         )
         for f in result.findings:
             click.echo(
                 f"  NEW {f['signature']}: {f['witness']}{' (flaky)' if f['flaky'] else ''} -> {f['corpus_path']}"
             )
         click.echo(f"report: {result.report}")
-    sys.exit(1 if failed else 0)
+    errors = [r for r in failed if r["status"] == "error"]
+    sys.exit(1 if result.findings or errors else 0)
 
 
 class _CampaignUi:

@@ -163,3 +163,19 @@ def test_a_results_folder_with_foreign_files_is_refused(tmp_path):
         run_campaign(CampaignConfig(out=str(tmp_path), scenarios=1, executor="processes"))
     with pytest.raises(CampaignError):
         check_config(CampaignConfig(out=str(tmp_path / "results" / "x.parquet")))
+
+
+def test_exit_status_is_1_for_a_new_signature_and_0_once_it_is_known(tmp_path):
+    """Through the command line, on the process-pool executor (the same tasks without Spark)."""
+    args = [
+        "campaign", "--scenarios", "20", "--examples-per-task", "10", "--steps", "30", "--reproduce", "1",
+        "--target", f"mutant:{MUTANT}", "--executor", "processes", "--out", str(tmp_path / "o"),
+        "--corpus", str(tmp_path / "found"), "--json",
+    ]  # fmt: skip
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 1, first.output
+    summary = json.loads(first.output)
+    assert summary["failed_tasks"] >= 1 and len(summary["findings"]) == 1
+    again = CliRunner().invoke(main, [*args[:2], "40", *args[3:]])  # two more seeds, same mutant
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output)["skipped_seeds"] == 2 and json.loads(again.output)["findings"] == []

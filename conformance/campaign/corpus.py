@@ -67,6 +67,7 @@ def write_entry(folder: str, finding: dict) -> str:
         "verdicts": verdicts,
         "found_by": {k: finding[k] for k in ("commit", "seed", "profile", "target", "run_id")},
         "flaky": finding["flaky"],
+        "shrunk_by": finding.get("shrunk_by", "not shrunk"),
         "reproduced": f"{finding['reproduced']}/{finding['attempts']}",
         "found_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -292,14 +292,17 @@ def shrink(row: dict) -> dict:
     task = Task(row["commit"], row["seed"], row["profile"], row["target"], row["examples"], row["max_steps"])
     observed, error, _db, _m = _run(task, shrinking=True, want=row["signature"])
     failure = observed.get("failure")
-    if error is None or failure is None or getattr(failure, "violation", None) is None:
-        return {}  # did not fail again: keep the unshrunk scenario
-    shrunk = describe_failure(failure, error)
+    if error is not None and failure is not None and getattr(failure, "violation", None) is not None:
+        shrunk, how = describe_failure(failure, error), "hypothesis+steps"
+    else:  # the rerun did not fail the same way: minimise the row's own scenario
+        shrunk, how = {k: row[k] for k in ("status", "property", "witness", "signature", "steps")}, "steps"
     scenario = drop_steps(sc.Scenario.from_json(json.loads(shrunk["steps"])), row["target"], shrunk["signature"])
     _sig, v = replay_signature(scenario, row["target"])
+    if v is None:
+        return {}
     return shrunk | {
         "steps": json.dumps(scenario.to_json(), sort_keys=True), "n_steps": len(scenario.steps), "witness": v.witness,
-        "fault_families": fault_families(scenario),
+        "fault_families": fault_families(scenario), "shrunk_by": how,
     }  # fmt: skip
 
 
