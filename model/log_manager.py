@@ -471,8 +471,11 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
     new leader epochs found in v2 batches assigned."""
     outcome.recovered.append(seg.base)
     outcome.log_bytes_read += seg.size  # LogSegment.recover reads the whole file
+    max_ts = (-1, seg.base)  # recover leaves maxTimestampAndOffsetSoFar known, not lazy (§4.6)
     for batch in iterate_file(bytes(seg.log)).batches:
         h = batch.header()
+        if h.max_timestamp > max_ts[0]:
+            max_ts = (h.max_timestamp, h.last_offset)
         if not seg.fits(h.last_offset):
             raise PartitionLoadError(
                 f"{path}/{prefix(seg.base)}.log",
@@ -489,5 +492,5 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
     if removed:
         seg.mtime_ms = log.clock()
     seg.offset_index, seg.time_index = offsets, times
-    seg.max_ts = None
+    seg.max_ts = max_ts
     return removed
