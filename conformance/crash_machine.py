@@ -65,6 +65,7 @@ class CrashMachine(LogMachine):
         self.io_errors = 0
         self.corruptions = 0
         self.swarm: frozenset[str] = frozenset()
+        self.branches_reached: set[str] = set()  # loader branches of every open (campaign rows)
 
     @initialize(
         target=LogMachine.partitions,
@@ -204,6 +205,7 @@ class CrashMachine(LogMachine):
         for outcome in model.manager.outcomes:
             for branch in outcome.branches:
                 event(f"loader: {branch}")
+            self.branches_reached.update(outcome.branches)
             recovered += len(outcome.recovered)
             truncated += outcome.truncated_bytes
         self._score("segments recovered at a load", float(recovered))

@@ -50,6 +50,7 @@ from conformance.properties import (
 from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, is_index_file, make_target
 from conformance.tracing import PowerLoss
 from model.file_records import iterate_file
+from model.log_manager import CLEAN_LOAD
 
 _OWN_PACKAGES = ("model", "impl", "conformance")
 
@@ -338,9 +339,7 @@ class Session:
                         # partitions the uninterrupted load found clean: the crash may turn the next
                         # load into a recovery, which a clean load of corrupt bytes never was
                         reference["clean"] = {
-                            f"{o.data_dir}/{o.name}"
-                            for o in t.manager.outcomes
-                            if "6.2 marker present: clean load" in o.branches
+                            f"{o.data_dir}/{o.name}" for o in t.manager.outcomes if CLEAN_LOAD in o.branches
                         }
         problem = results.get(source.name, {}).get("problem")
         if problem:

@@ -66,6 +66,7 @@ BRANCHES = (
     "6.2.3 checkpoint unreadable: empty map",
     "isolated: partition left out",
 )
+CLEAN_LOAD = "6.2 marker present: clean load"
 
 
 @attrs.define
@@ -269,7 +270,7 @@ def load(
                 _keep(manager, image, path, dirs)
                 continue
             outcome = LoadOutcome(d, name, topic, partition, None)
-            outcome.took("6.2 marker present: clean load" if had_marker else "6.2 no marker: unclean load")
+            outcome.took(CLEAN_LOAD if had_marker else "6.2 no marker: unclean load")
             if bad_checkpoints:
                 outcome.took("6.2.3 checkpoint unreadable: empty map")
             try:

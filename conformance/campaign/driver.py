@@ -33,7 +33,7 @@ from collections.abc import Callable
 import attrs
 
 from conformance.campaign import corpus, table
-from conformance.campaign.tasks import Task, TaskError, parse_target, reproduce, run_task, shrink
+from conformance.campaign.tasks import Task, TaskError, reproduce, run_task, shrink
 
 
 class CampaignError(Exception):
@@ -424,6 +424,3 @@ class _SilentUi:
 
     def note(self, text: str) -> None:
         pass
-
-
-__all__ = ["CampaignConfig", "CampaignError", "CampaignResult", "run_campaign", "parse_target"]

@@ -40,6 +40,3 @@ class CampaignDatabase(ExampleDatabase):
 
     def delete(self, key: bytes, value: bytes) -> None:
         pass
-
-    def keys(self) -> list[bytes]:
-        return list(self._by_key)

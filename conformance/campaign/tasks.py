@@ -25,7 +25,6 @@ import traceback
 import attrs
 from hypothesis import HealthCheck, Phase, reject, seed, settings
 from hypothesis.database import InMemoryExampleDatabase
-from hypothesis.errors import HypothesisException
 from hypothesis.stateful import run_state_machine_as_test
 
 from conformance import scenario as sc
@@ -140,18 +139,18 @@ class _CampaignMachine(CrashMachine):
             result = super()._do(step)
         except PropertyViolation as e:
             want = self.observed.get("want")
-            got = signature(e.violation.prop, e.violation.witness, e.violation.frames)
+            got = violation_signature(e.violation)
             if want is not None and got != want:
                 # shrinking one failure must not slip into another (Hypothesis would take any
                 # PropertyViolation raised here as the same bug): this example is not the one
                 reject()
             self.observed["failure"] = e
             raise
-        model = self.session.model
-        if isinstance(step, sc.Open) and model is not None and model.manager is not None:
-            for outcome in model.manager.outcomes:
-                self.observed.setdefault("branches", set()).update(outcome.branches)
         return result
+
+    def teardown(self):
+        self.observed.setdefault("branches", set()).update(self.branches_reached)
+        super().teardown()
 
 
 def _settings(task: Task, shrinking: bool, database) -> settings:
@@ -170,7 +169,7 @@ def _settings(task: Task, shrinking: bool, database) -> settings:
 
 def _run(
     task: Task, shrinking: bool, want: str | None = None
-) -> tuple[dict, BaseException | None, InMemoryExampleDatabase, type]:
+) -> tuple[dict, BaseException | None, InMemoryExampleDatabase]:
     machine = machine_for(task)
     machine.observed = observed = {"want": want}
     database = InMemoryExampleDatabase()
@@ -179,9 +178,9 @@ def _run(
     try:
         with mutant_stack(mutant):
             run_state_machine_as_test(seed(task.seed)(machine), settings=_settings(task, shrinking, database))
-    except (PropertyViolation, HypothesisException, Exception) as e:  # noqa: BLE001 — every failure is a row
+    except Exception as e:  # noqa: BLE001 — every failure (a violation, Hypothesis's own errors) is a row
         error = e
-    return observed, error, database, machine
+    return observed, error, database
 
 
 def run_task(task: Task) -> dict:
@@ -189,7 +188,7 @@ def run_task(task: Task) -> dict:
     started = time.time()
     t0 = time.perf_counter()
     rates = task.rates()
-    observed, error, database, _machine = _run(task, shrinking=False)
+    observed, error, database = _run(task, shrinking=False)
     row = dict.fromkeys(COLUMNS)
     row |= {
         "run_id": task.run_id, "commit": task.commit, "seed": task.seed, "profile": task.profile,
@@ -215,7 +214,7 @@ def describe_failure(failure: PropertyViolation | None, error: BaseException) ->
             "status": "fail",
             "property": v.prop,
             "witness": v.witness,
-            "signature": signature(v.prop, v.witness, v.frames),
+            "signature": violation_signature(v),
             "steps": json.dumps(scenario.to_json(), sort_keys=True),
             "n_steps": len(scenario.steps),
             "fault_families": fault_families(scenario),
@@ -248,8 +247,9 @@ def signature(prop: str, witness: str, frames: tuple[str, ...]) -> str:
     return f"{prop}-{hashlib.sha1(text.encode()).hexdigest()[:10]}"
 
 
-def signature_text(prop: str, witness: str, frames: tuple[str, ...]) -> str:
-    return " | ".join((prop, error_kind(witness), " < ".join(frames)))
+def violation_signature(v) -> str:
+    """The signature of a :class:`conformance.runner.Violation`."""
+    return signature(v.prop, v.witness, v.frames)
 
 
 def fault_families(scenario: sc.Scenario) -> list[str]:
@@ -274,7 +274,7 @@ def replay_signature(scenario: sc.Scenario, target: str) -> tuple[str | None, ob
     if verdict.ok:
         return None, None
     v = verdict.violations[0]
-    return signature(v.prop, v.witness, v.frames), v
+    return violation_signature(v), v
 
 
 def reproduce(row: dict, attempts: int = 3) -> dict:
@@ -290,7 +290,7 @@ def reproduce(row: dict, attempts: int = 3) -> dict:
 def shrink(row: dict) -> dict:
     """Rerun a failing row's task with the shrinker on: the minimal scenario, its signature, witness."""
     task = Task(row["commit"], row["seed"], row["profile"], row["target"], row["examples"], row["max_steps"])
-    observed, error, _db, _m = _run(task, shrinking=True, want=row["signature"])
+    observed, error, _db = _run(task, shrinking=True, want=row["signature"])
     failure = observed.get("failure")
     if error is not None and failure is not None and getattr(failure, "violation", None) is not None:
         shrunk, how = describe_failure(failure, error), "hypothesis+steps"
