@@ -197,6 +197,10 @@ def check(budget_seconds: float, as_json: bool) -> None:
         click.echo("PASS: no property violated" if report.ok else "FAIL:")
         for v in report.violations:
             click.echo(f"  {v}")
+        if report.known:
+            click.echo("known open bugs (corpora/found, failing as recorded):")
+            for v in report.known:
+                click.echo(f"  {v}")
     sys.exit(0 if report.ok else 1)
 
 

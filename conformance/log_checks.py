@@ -29,8 +29,22 @@ import impl
 from conformance.properties import PropertyViolation
 from conformance.scenario import Scenario
 
-# impl's log modules in dependency order: each may import the ones before it
-LOG_STACK = ("impl.checkpoints", "impl.leader_epoch", "impl.segment", "impl.log", "impl.loader", "impl.log_manager")
+# impl's modules in dependency order (each may import the ones before it): a mutant of any of them
+# runs under the whole stack, so format and index mutants are targets for scenarios and machines too
+LOG_STACK = (
+    "impl.codecs",
+    "impl.file_records",
+    "impl.record_walk",
+    "impl.index",
+    "impl.index_verify",
+    "impl.txn_index",
+    "impl.checkpoints",
+    "impl.leader_epoch",
+    "impl.segment",
+    "impl.log",
+    "impl.loader",
+    "impl.log_manager",
+)
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpora", "log")
 
 

@@ -8,6 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from conformance import regressions
 from conformance import scenario as sc
 from conformance.cli import main
 from conformance.log_checks import CORPUS, CRASH_CORPUS, check_log_scenarios, corpus_scenarios
@@ -100,7 +101,10 @@ def test_klc_check_runs_the_corpora_and_reports_per_property():
     result = CliRunner().invoke(main, ["check", "--budget-seconds", "0", "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
-    assert summary["ok"] and summary["corpus_cases"] == 2 * len(corpus_scenarios())
+    assert summary["ok"] and summary["corpus_cases"] == 2 * len(regressions.cases())
+    assert summary["corpus_cases"] > 2 * len(corpus_scenarios() + corpus_scenarios(CRASH_CORPUS))
+    open_bugs = [c for c in regressions.cases() if c.status == "open"]
+    assert len(summary["known"]) == 2 * len(open_bugs)
     assert {"conforms", "index-agrees", "clean-restart", "durable"} <= set(summary["checked"])
 
 

@@ -1,0 +1,43 @@
+"""The regression corpora (conformance/regressions.py, corpora/README.md): every named case gets, on
+every target it records, the verdict it expects — it passes on impl and on the model, and fails on
+each mutant it names with the expected property and the same one-line witness.  (``found/`` entries
+are checked by tests/test_campaign_finds.py.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import regressions
+
+NAMED = [c for c in regressions.cases() if c.group != regressions.FOUND]
+RUNS = [(c, t) for c in NAMED for t in c.verdicts]
+
+
+@pytest.mark.parametrize("case, target", RUNS, ids=[f"{c.name}@{t}" for c, t in RUNS])
+def test_case_gets_its_recorded_verdict(case, target):
+    violation = regressions.replay(case, target)
+    assert regressions.verdict_of(violation) == case.verdicts[target], str(violation)
+    if violation is not None:
+        assert str(violation) == case.witnesses[target]
+        assert "\n" not in str(violation)
+
+
+def test_every_named_case_passes_on_impl_and_model():
+    assert [c.name for c in NAMED if c.verdicts.get("impl") != "pass" or c.verdicts.get("model") != "pass"] == []
+
+
+def test_every_historical_bug_has_a_case_caught_by_its_mutant():
+    """Each historical-bug folder holds at least one case, and some case there fails on a mutant."""
+    historical = {g for g in regressions.groups() if g not in ("log", "crash", regressions.FOUND)}
+    assert historical
+    for group in sorted(historical):
+        group_cases = [c for c in NAMED if c.group == group]
+        assert group_cases, f"corpora/{group} has no scenario file"
+        assert any(v.startswith("fail") for c in group_cases for v in c.verdicts.values()), group
+
+
+def test_a_case_without_verdicts_is_refused(tmp_path):
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "c.json").write_text('{"format": "klc-scenario", "version": 1, "steps": []}')
+    with pytest.raises(regressions.sc.ScenarioError, match=r"c\.json.*verdicts"):
+        regressions.cases(str(tmp_path))
