@@ -10,7 +10,8 @@ back afterwards.  The checks:
 * ``log-machine`` — the log state machine within a fixed, derandomized budget;
 * ``crash-scenarios``, ``crash-machine``, ``crash-exhaustive`` — the crash corpus, the crash state
   machine and the bounded exhaustive sweep;
-* ``swap-states`` — interrupted segment replacements as the loader finds them (§5.9).
+* ``swap-states`` — interrupted segment replacements as the loader finds them (§5.9);
+* ``regression-corpus`` — every named corpus case, the historical bugs' included.
 """
 
 from __future__ import annotations
@@ -156,7 +157,24 @@ def check_swap_states(module=None) -> None:
     check(module)
 
 
+def check_regression_corpus(module=None) -> None:
+    """Every named corpus case (conformance/regressions.py: log/, crash/, the historical-bug
+    folders) on the simulated backend, stopping at the first violation."""
+    from conformance import regressions
+    from conformance.runner import run
+
+    with impl_stack(module):
+        for case in regressions.cases():
+            if case.group == regressions.FOUND:
+                continue
+            verdict = run(case.scenario, ("model", "impl"), "sim")
+            if verdict.violations:
+                v = verdict.violations[0]
+                raise PropertyViolation(v.prop, f"corpora/{case.name}: {v}")
+
+
 LOG_CHECKS = {
+    "regression-corpus": check_regression_corpus,
     "log-scenarios": check_log_scenarios,
     "log-machine": check_log_machine,
     "crash-scenarios": check_crash_scenarios,

@@ -324,6 +324,14 @@ class ImplTarget(_Target):
             "bytes_read": after.bytes_read - before.bytes_read,
             "index_bytes_read": after.index_bytes_read - before.index_bytes_read,
             "tail_bytes": tail,
+            # KAFKA-7283 (§7.3): a load opens no index of an inactive segment, it waits for first use
+            "inactive_indexes_opened": [
+                index.path.removeprefix(self.root + "/")
+                for log in self.manager.logs.values()
+                for segment in log.segments[:-1]
+                for index in (segment.offset_index, segment.time_index)
+                if index.is_materialised
+            ],
         }
         return [
             {

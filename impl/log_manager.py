@@ -34,11 +34,12 @@ import attrs
 from impl.checkpoints import read_offsets, write_offsets
 from impl.config import LogConfig
 from impl.errors import IndexFailure, LogFormatError
+from impl.index import TimeIndex
 from impl.leader_epoch import LeaderEpochCache
 from impl.loader import LoadError, LoadReport, PartitionLoader
 from impl.log import LogError, PartitionLog, Scheduler, storage_errors
 from impl.names import parse_topic_partition
-from impl.segment import LogSegment
+from impl.segment import LogSegment, filename_prefix
 from impl.storage import Storage
 
 MARKER = ".kafka_cleanshutdown"
@@ -293,8 +294,18 @@ class LogManager:
         data_dir = data_dir or self.data_dirs[0]
         parse_topic_partition(f"{topic}-{partition}")
         path = f"{data_dir}/{topic}-{partition}"
-        self.storage.make_dirs(path)
         config = self.config_for(topic)
+        if config.segment_index_bytes < TimeIndex.ENTRY_SIZE:
+            # Kafka's load ends by resizing the new segment's indexes (§5.7), which materialises the
+            # time index: a max size below one entry is refused (IllegalArgumentException) before
+            # the partition exists; our indexes are lazy, so the check is made here, up front
+            raise IndexFailure(
+                "IllegalArgumentException",
+                "invalid-max-index-size",
+                f"Invalid max index size: {config.segment_index_bytes}",
+                f"{path}/{filename_prefix(0)}.timeindex",
+            )
+        self.storage.make_dirs(path)
         epoch_cache = LeaderEpochCache(self.storage, path)
         bound = config.jitter_bound()
         jitter = self.jitter(f"{topic}-{partition}", 0) % bound if bound else 0

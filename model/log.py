@@ -58,6 +58,7 @@ class Segment:
     max_ts: tuple[int, int] | None = None  # (timestamp, offset); None = "not loaded yet"
     mtime_ms: int = 0
     deleted: bool = False  # files renamed with the .deleted suffix
+    lazy_entry: tuple[int, int] | None = None  # the max timestamp as loaded from the time index
 
     def __attrs_post_init__(self):
         if self.offset_index is None:
@@ -76,13 +77,33 @@ class Segment:
         return 0 <= offset - self.base <= INT32_MAX
 
     def max_timestamp(self) -> tuple[int, int]:
+        """maxTimestampAndOffsetSoFar, loaded lazily from the time index's last entry (§4.1, KIP-263)."""
         if self.max_ts is None:
-            self.max_ts = self.time_index.last_entry
+            self.max_ts = self.lazy_entry = self.time_index.last_entry
         return self.max_ts
 
     def largest_timestamp(self) -> int:
-        ts = self.max_timestamp()[0]
+        """§4.8: the max timestamp if any batch had one ≥ 0, else the ``.log`` file's mtime.
+
+        A max timestamp still as loaded from the time index counts when that final entry is sound:
+        it names a batch of this segment and carries its max timestamp, no batch having a larger one.
+        An entry that escaped recovery damaged — zeroed, padded, junk (KAFKA-10207, KAFKA-19200) — is
+        not what the log says: Kafka trusts it, and retention reads the segment's newest record as 1970
+        and deletes it early.  Retention here goes by the log's content, as every logical result does
+        (DESIGN.md "The model"); mutant ``unproven-indexes-trusted`` restores Kafka's trust.  (The
+        index writes that use the max timestamp — the final entry at a roll — keep Kafka's value.)"""
+        entry = self.max_timestamp()
+        if entry is self.lazy_entry and self.time_index.entries and not self._sound_final_time_entry(entry):
+            entry = (self.content_max_timestamp(), entry[1])
+        ts = entry[0]
         return ts if ts >= 0 else self.mtime_ms
+
+    def _sound_final_time_entry(self, entry: tuple[int, int]) -> bool:
+        timestamp, offset = entry
+        headers = [b.header() for b in self.batches()]
+        newest = max((h.max_timestamp for h in headers), default=-1)
+        named = any(h.last_offset == offset and h.max_timestamp == timestamp for h in headers)
+        return named and timestamp == newest
 
     def content_max_timestamp(self) -> int:
         """The largest batch max timestamp in the log bytes (−1 if none).  Lookups use this: their

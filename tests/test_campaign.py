@@ -137,7 +137,6 @@ def test_signature_ignores_particulars_but_not_the_property_or_place():
         (["--scenarios", "5", "--budget-minutes", "1"], "not both"),
         (["--target", "nonsense"], "unknown target 'nonsense'"),
         (["--target", "mutant:no-such-mutant"], "unknown mutant 'no-such-mutant'"),
-        (["--target", "mutant:crc-range-off-by-one"], "edits impl.file_records"),
         (["--profile", "gentle"], "unknown fault profile 'gentle'"),
         (["--master", "http://x"], "is not a Spark master URL"),
         (["--master", "spark://127.0.0.1:9"], "unreachable"),

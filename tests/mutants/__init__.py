@@ -284,4 +284,67 @@ SWAP_MUTANTS = (
     ),
 )
 
-ALL_MUTANTS = {m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS + CRASH_MUTANTS + SWAP_MUTANTS}
+HISTORICAL_MUTANTS = (
+    Mutant(
+        name="eager-index-sanity-check",
+        module="impl.loader",
+        old="""            problem = segment.sanity_check(time_index_new)
+""",
+        new="""            problem = segment.sanity_check(time_index_new)
+            if not problem:  # <= 2.2: every segment's indexes opened, mmapped and checked at load
+                from impl.index import CORRUPT
+
+                for index in (segment.offset_index.get(), segment.time_index.get()):
+                    if index.recognition == CORRUPT:
+                        problem = f"Found a corrupted index file {index.path}: {index.recognition_detail}"
+""",
+        description="KAFKA-7283 (<= 2.2): the loader opens and sanity-checks every segment's indexes, so a clean restart reads index files of every segment and rebuilds a corrupt one at load (§7.3)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="time-index-sanity-check-at-load",
+        module="impl.loader",
+        old="""            problem = segment.sanity_check(time_index_new)
+""",
+        new="""            problem = segment.sanity_check(time_index_new)
+            if not problem and not time_index_new:  # 0.10.1-2.2: TimeIndex.sanityCheck at load
+                f = self.storage.open(segment.time_index.path)
+                size = f.size()
+                if size >= 24:  # an existing file is taken as full: its last slot is the last entry
+                    first, last = (int.from_bytes(f.read(at, 8), "big", signed=True) for at in (0, size - 12))
+                    if last < first:
+                        problem = f"Corrupt time index found, time index file ({f.path}) has non-zero size but the last timestamp is {last} which is less than the first timestamp {first}"
+                f.close()
+""",
+        description="the active segment's time index judged corrupt after every unclean shutdown (0.10.1-2.2, §7.7): read as full, its zero last slot is below the first timestamp, so the segment is rebuilt at load and recovered a second time by recoverLog",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="roll-refuses-empty-active-segment",
+        module="impl.log",
+        old="if active.base_offset == new_offset and active.size == 0:  # KAFKA-6388",
+        new="if False:  # <= 2.1.0: no special case for the empty active segment (KAFKA-6388)",
+        description="KAFKA-6388 (< 2.1.1): rolling an empty active segment whose index reports full tries to create a segment at its own base offset and fails with KafkaException 'already exists' (§4.3 step 3a, §7.11)",
+        caught_by=("regression-corpus", "log-machine"),
+    ),
+    Mutant(
+        name="unproven-indexes-trusted",
+        module="impl.segment",
+        old="        if not self.indexes_checked:\n",
+        new="        if False:  # Kafka since KIP-263: indexes of unrecovered segments used as found\n",
+        description="KAFKA-10207 / KAFKA-19200 (2.3+, open): an index that escaped recovery is trusted, so a zeroed or padded final time-index entry makes the segment's largest timestamp 0 and retention deletes it early (§7.8)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="recovery-indexes-base-offset",
+        module="impl.segment",
+        old="offsets.append(h.last_offset, valid)",
+        new="offsets.append(h.offset, valid)",
+        description="KAFKA-3955 / KAFKA-3919 (< 2.0): recovery indexes a batch by its first offset, so a segment holding a follower's overlapping batches (base below the previous batch's last offset) throws InvalidOffsetException and is truncated, or stops the load (§7.1)",
+        caught_by=("regression-corpus",),
+    ),
+)
+
+ALL_MUTANTS = {
+    m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS + CRASH_MUTANTS + SWAP_MUTANTS + HISTORICAL_MUTANTS
+}

@@ -1,0 +1,165 @@
+"""How fast the state machines find each mutant without being pointed at it (issue #7).
+
+For every mutant in ``tests/mutants`` and each of ``--seeds`` seeds, the state machine that drives its
+module — the crash state machine (log operations plus every fault family, simulated backend, 40
+steps) for the whole impl stack, the index machine for ``impl.index`` — runs with the CI profile's
+settings (no shrinking, no database) and the seed, until the first property violation or until
+``--budget`` seconds.  Reported per mutant: examples and seconds to the first failure (median and
+worst over the seeds), and in how many seeds it was found.  A mutant not found within the budget
+is a gap in the strategies; one missed by the first two seeds is not run on the others.
+
+    python -m benchmarks.time_to_catch [--seeds 10] [--budget 60] [--jobs 2] [--only NAME ...] [--json OUT]
+
+Seconds are wall-clock on this machine and depend on it; examples do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+from hypothesis import HealthCheck, Phase, seed, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+
+class _OutOfBudget(BaseException):
+    """Raised from inside the machine when the budget is spent (not an Exception: Hypothesis lets
+    it through instead of reporting a failure)."""
+
+
+def machine_kind(mutant) -> str:
+    return "index machine" if mutant.module == "impl.index" else "crash machine"
+
+
+def _machine(mutant, budget: float, counter: dict):
+    from conformance import profiles  # noqa: F401 — registers the ci profile
+    from conformance.crash_machine import make_crash_machine
+    from conformance.index_machine import make_index_machine
+
+    if machine_kind(mutant) == "index machine":
+        base, steps = make_index_machine(mutant.load()), 30
+    else:
+        base, steps = make_crash_machine("sim"), 40
+    deadline = time.perf_counter() + budget
+
+    class Timed(base):
+        def __init__(self):
+            if time.perf_counter() > deadline:
+                raise _OutOfBudget
+            counter["examples"] += 1
+            super().__init__()
+
+    ci = settings.get_profile("ci")
+    return Timed, settings(
+        ci, max_examples=10**6, derandomize=False, database=None, deadline=None, stateful_step_count=steps,
+        phases=[Phase.generate], suppress_health_check=list(HealthCheck), print_blob=False,
+    )  # fmt: skip
+
+
+def measure_one(name: str, seed_value: int, budget: float) -> dict:
+    """One (mutant, seed): examples and seconds to the first violation, or None if not found."""
+    from conformance.mutants import mutant_stack
+    from tests.mutants import ALL_MUTANTS
+
+    mutant = ALL_MUTANTS[name]
+    counter = {"examples": 0}
+    machine, config = _machine(mutant, budget, counter)
+    t0 = time.perf_counter()
+    found, prop = False, None
+    stack = mutant_stack(name) if machine_kind(mutant) == "crash machine" else mutant_stack(None)
+    try:
+        with stack:
+            run_state_machine_as_test(seed(seed_value)(machine), settings=config)
+    except _OutOfBudget:
+        pass
+    except Exception as e:  # noqa: BLE001 — any failure the machine reports is a catch
+        found, prop = True, getattr(e, "prop", type(e).__name__)
+    return {
+        "mutant": name,
+        "machine": machine_kind(mutant),
+        "seed": seed_value,
+        "found": found,
+        "property": prop,
+        "examples": counter["examples"] if found else None,
+        "seconds": round(time.perf_counter() - t0, 2) if found else None,
+    }
+
+
+def summarise(rows: list[dict], seeds: int, budget: float) -> list[dict]:
+    out = []
+    for name in sorted({r["mutant"] for r in rows}):
+        mine = [r for r in rows if r["mutant"] == name]
+        hits = [r for r in mine if r["found"]]
+        out.append(
+            {
+                "mutant": name,
+                "machine": mine[0]["machine"],
+                "found": f"{len(hits)}/{len(mine)}",
+                "examples_median": statistics.median(r["examples"] for r in hits) if hits else None,
+                "examples_max": max(r["examples"] for r in hits) if hits else None,
+                "seconds_median": round(statistics.median(r["seconds"] for r in hits), 1) if hits else None,
+                "seconds_max": max(r["seconds"] for r in hits) if hits else None,
+                "properties": sorted({r["property"] for r in hits}),
+                "gap": len(hits) < len(mine),
+            }
+        )
+    return out
+
+
+def table(summary: list[dict], budget: float) -> str:
+    lines = [
+        "| mutant | machine | found | examples (median / max) | seconds (median / max) | property |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        if s["examples_median"] is None:
+            lines.append(f"| `{s['mutant']}` | {s['machine']} | {s['found']} | — | > {budget:.0f} | — |")
+            continue
+        lines.append(
+            f"| `{s['mutant']}` | {s['machine']} | {s['found']} | {s['examples_median']:g} / {s['examples_max']} "
+            f"| {s['seconds_median']} / {s['seconds_max']} | {', '.join(s['properties'])} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from tests.mutants import ALL_MUTANTS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds per (mutant, seed)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--only", nargs="*", help="mutant names (default: all)")
+    parser.add_argument("--json", help="write the rows and the summary here")
+    args = parser.parse_args(argv)
+    names = args.only or sorted(ALL_MUTANTS)
+    unknown = [n for n in names if n not in ALL_MUTANTS]
+    if unknown or args.seeds < 1 or args.budget <= 0 or args.jobs < 1:
+        parser.error(f"unknown mutants: {', '.join(unknown)}" if unknown else "--seeds, --budget, --jobs must be > 0")
+    rows = []
+    with ProcessPoolExecutor(args.jobs) as pool:
+        # two seeds first; a mutant missed by both is a gap already, so its other seeds are skipped
+        first = min(2, args.seeds)
+        for wave in ([(n, s) for n in names for s in range(first)], None):
+            if wave is None:
+                hit = {r["mutant"] for r in rows if r["found"]}
+                wave = [(n, s) for n in names if n in hit for s in range(first, args.seeds)]
+            if not wave:
+                continue
+            for row in pool.map(measure_one, [n for n, _ in wave], [s for _, s in wave], [args.budget] * len(wave)):
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    summary = summarise(rows, args.seeds, args.budget)
+    print(table(summary, args.budget))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"seeds": args.seeds, "budget": args.budget, "rows": rows, "summary": summary}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
