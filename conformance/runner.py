@@ -500,7 +500,7 @@ class RecoveryTracker:
             for key, need in sorted(self.required.items()):
                 have = set(all_batches.get(key, ()))
                 missing = [b for b in need if b not in have]
-                if key in self.ever_corrupted or key.split("/")[-1] in failed:
+                if tainted(key, self.ever_corrupted) or key.split("/")[-1] in failed:
                     continue  # corruption: data may be missing, never wrong; unloadable: isolated
                 if missing:
                     b = missing[0]
@@ -524,7 +524,7 @@ class RecoveryTracker:
                 got = t.state()["partitions"]
                 # a corrupted partition whose uninterrupted load was clean may differ: recovery
                 # truncates corruption a clean load never reads (Kafka deletes the marker first)
-                skip = self.ever_corrupted & self.reference.get("clean", set())
+                skip = {k for k in self.reference.get("clean", set()) if tainted(k, self.ever_corrupted)}
                 got = {k: v for k, v in got.items() if k not in skip}
                 want = {
                     k: v
@@ -547,7 +547,7 @@ class RecoveryTracker:
     def _prefix_problem(self, key: str, bs) -> str | None:
         """Not after corruption, ever: the v2 CRC does not cover the base offset or the length
         (§1.5), so a damaged batch can pass recovery and stay readable for good."""
-        if key in self.ever_corrupted:
+        if tainted(key, self.ever_corrupted):
             return None
         seen, pairs = self.seen.get(key, set()), self.pairs.get(key, set())
         for i, (base, last, d) in enumerate(bs):
@@ -678,7 +678,7 @@ def _check(
             continue  # the model holds Kafka's index files, which after a fault may be padding or junk
         _count(verdict, INDEX_AGREES)
         for key, (offsets, times, log, active) in sorted(t.index_entries().items()):
-            if key.rsplit("/", 1)[0] in corrupted:
+            if tainted(key.rsplit("/", 1)[0], corrupted):
                 continue  # a corrupted partition's unrecovered indexes stay as Kafka trusts them (KIP-263)
             problem = index_problem(offsets, times, log, active)
             if problem:
@@ -688,7 +688,7 @@ def _check(
         for t in made:
             _count(verdict, CLEAN_RESTART)
             for path, data in sorted(t.files().items()):
-                if path.endswith(INDEX_SUFFIXES) and path.rsplit("/", 1)[0] not in corrupted:
+                if path.endswith(INDEX_SUFFIXES) and not tainted(path.rsplit("/", 1)[0], corrupted):
                     problem = trimmed_index_problem(path, data, zero_slots=not faulted)
                     if problem:
                         verdict.violations.append(
@@ -735,6 +735,12 @@ def _check(
                     return
 
 
+def tainted(partition: str, corrupted) -> bool:
+    """Whether a ``corrupt`` step damaged this partition (``d0/t-0``): one of its files, or a file
+    of its data dir (``d0``: a checkpoint, whose damage reaches every partition of the dir)."""
+    return partition in corrupted or partition.split("/", 1)[0] in corrupted
+
+
 def _comparable(result: dict) -> dict:
     if "loaded" in result:  # error texts name files the same way but are worded per implementation
         return {"loaded": [{**x, "error": bool(x["error"])} for x in result["loaded"]]}
@@ -752,7 +758,7 @@ def _comparable_files(files: dict[str, bytes], settled: bool, unloadable=(), cor
     if unloadable:
         files = {p: d for p, d in files.items() if not (p.count("/") >= 2 and p.split("/")[1] in unloadable)}
     if corrupted:
-        files = {p: d for p, d in files.items() if not (is_index_file(p) and p.rsplit("/", 1)[0] in corrupted)}
+        files = {p: d for p, d in files.items() if not (is_index_file(p) and tainted(p.rsplit("/", 1)[0], corrupted))}
     if settled:
         return {p: d for p, d in files.items() if not (is_index_file(p) and p.endswith(".deleted"))}
     return {p: d for p, d in files.items() if not is_index_file(p)}
