@@ -91,16 +91,21 @@ def cases(root: str = CORPORA, group: str | None = None) -> list[Case]:
     return out
 
 
-def replay(case: Case, target: str, backend: str = "sim"):
-    """The first violation ``case`` gets on ``target`` (None: it passes)."""
+def replay_scenario(scenario: sc.Scenario, target: str, backend: str = "sim"):
+    """The first violation ``scenario`` gets on ``target`` (``impl``, ``model``, ``mutant:NAME``);
+    None if it passes."""
     from conformance.campaign.tasks import parse_target
     from conformance.mutants import mutant_stack
     from conformance.runner import run
 
     targets, mutant = parse_target(target)
     with mutant_stack(mutant):
-        verdict = run(case.scenario, targets, backend)
+        verdict = run(scenario, targets, backend)
     return verdict.violations[0] if verdict.violations else None
+
+
+def replay(case: Case, target: str, backend: str = "sim"):
+    return replay_scenario(case.scenario, target, backend)
 
 
 def verdict_of(violation) -> str:
@@ -110,9 +115,8 @@ def verdict_of(violation) -> str:
 def measure(scenario: sc.Scenario, targets: list[str]) -> dict:
     """``expect`` for a new case: the verdict and witness on each target, as they are now."""
     verdicts, witnesses = {}, {}
-    case = Case("<new>", "", scenario, {}, {})
     for target in targets:
-        v = replay(case, target)
+        v = replay_scenario(scenario, target)
         verdicts[target] = verdict_of(v)
         if v is not None:
             witnesses[target] = str(v)

@@ -16,6 +16,7 @@ import time
 
 from conformance import scenario as sc
 from conformance.campaign.tasks import replay_signature
+from conformance.regressions import verdict_of
 
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_CORPUS = os.path.join(CHECKOUT, "corpora", "found")
@@ -45,7 +46,7 @@ def entries(folder: str = DEFAULT_CORPUS) -> list[tuple[str, sc.Scenario, dict]]
 def verdict_on(scenario: sc.Scenario, target: str) -> str:
     """``pass``, or ``fail: <property>`` — what the runner says of ``scenario`` against ``target``."""
     _sig, violation = replay_signature(scenario, target)
-    return "pass" if violation is None else f"fail: {violation.prop}"
+    return verdict_of(violation)
 
 
 def write_entry(folder: str, finding: dict) -> str:

@@ -266,15 +266,10 @@ def fault_families(scenario: sc.Scenario) -> list[str]:
 
 def replay_signature(scenario: sc.Scenario, target: str) -> tuple[str | None, object]:
     """Run ``scenario`` through the runner against ``target``: (signature or None, first violation)."""
-    from conformance.runner import run
+    from conformance.regressions import replay_scenario
 
-    targets, mutant = parse_target(target)
-    with mutant_stack(mutant):
-        verdict = run(scenario, targets, "sim")
-    if verdict.ok:
-        return None, None
-    v = verdict.violations[0]
-    return violation_signature(v), v
+    v = replay_scenario(scenario, target)
+    return (None, None) if v is None else (violation_signature(v), v)
 
 
 def reproduce(row: dict, attempts: int = 3) -> dict:
