@@ -87,7 +87,7 @@ def measure_one(name: str, seed_value: int, budget: float) -> dict:
     counter = {"examples": 0}
     machine, config = _machine(mutant, budget, counter)
     t0 = time.perf_counter()
-    found, prop = False, None
+    found, prop, witness = False, None, None
     stack = mutant_stack(name if name in ALL_MUTANTS and machine_kind(mutant) == "crash machine" else None)
     try:
         with stack:
@@ -96,6 +96,7 @@ def measure_one(name: str, seed_value: int, budget: float) -> dict:
         pass
     except PropertyViolation as e:  # what the machines report; anything else (e.g. Hypothesis
         found, prop = True, e.prop  # noticing the budget's cut as flaky generation) is not a catch
+        witness = str(e).splitlines()[0][:300] if str(e) else None
     except Exception:  # noqa: BLE001
         if time.perf_counter() - t0 < budget:
             raise
@@ -107,6 +108,7 @@ def measure_one(name: str, seed_value: int, budget: float) -> dict:
         "property": prop,
         "examples": counter["examples"] if found else None,
         "seconds": round(time.perf_counter() - t0, 2) if found else None,
+        "witness": witness,
     }
 
 

@@ -48,7 +48,7 @@ from conformance.properties import (
     ISOLATED,
     PREFIX,
 )
-from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, is_index_file, make_target
+from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, digest, is_index_file, make_target
 from conformance.tracing import PowerLoss
 from model.file_records import iterate_file
 from model.log_manager import CLEAN_LOAD
@@ -208,7 +208,7 @@ class Session:
         self.header = attrs.evolve(scenario, steps=())
         self.targets = [make_target(t, scenario, backend) for t in targets]
         if faults is None:
-            faults = any(isinstance(s, FAULT_STEPS) for s in scenario.steps)
+            faults = any(isinstance(s, FAULT_STEPS + DISK_STEPS) for s in scenario.steps)
         self.source = next((t for t in self.targets if isinstance(t, ImplTarget) and t.backend == "sim"), None)
         if faults and self.source is None:
             self.source = ImplTarget(scenario, "sim")
@@ -238,6 +238,9 @@ class Session:
             return []
         if isinstance(step, FAULT_STEPS):
             self._fault(step, index)
+            return verdict.violations[before:]
+        if isinstance(step, DISK_STEPS):
+            self._inject(step, index)
             return verdict.violations[before:]
         if isinstance(step, sc.Shutdown) and self.model is not None and self.model.running:
             self.tracker.observe(self.model, step)  # a completed shutdown flushes everything
@@ -363,6 +366,36 @@ class Session:
         self._shutdown_at = None
         verdict.results.append(results)
 
+    def _inject(self, step: sc.InjectLegacySegment, index: int) -> None:
+        """Write the legacy segment into every target's disk image (the broker is down)."""
+        source = self.source
+        if source is None:
+            raise sc.ScenarioError(f"step {index}: {step.op} needs an impl target on the simulated backend")
+        key = f"d{step.dir}/{step.topic}-{step.partition}"
+        error = None
+        if any(t.running for t in self.targets):
+            error = "Running"
+        elif step.dir >= self.header.data_dirs:
+            error = "NoSuchDataDir"
+        else:
+            files, dirs, mtimes = source.image()
+            if key in dirs or any(p.startswith(key + "/") for p in files):
+                error = "PartitionExists"
+        if error:
+            self.verdict.results.append({t.name: {"error": error} for t in self.targets})
+            return
+        written = sc.legacy_segment_files(step)
+        data = written[".log"]
+        name = f"{key}/{step.base_offset:020d}"
+        files = {**files, **{f"{name}{suffix}": b for suffix, b in written.items()}}
+        mtimes = {**mtimes, f"{name}.log": source.clock.now}
+        for t in self.targets:
+            t.restore(files, [*dirs, key], mtimes)
+        batches = [(b.header().offset, b.header().last_offset, digest(b.raw)) for b in iterate_file(data).batches]
+        self.tracker.injected(key, batches)
+        self._shutdown_at = None  # the disk changed since the shutdown: not a clean restart any more
+        self.verdict.results.append({t.name: {"messages": len(batches)} for t in self.targets})
+
     def _interrupted(self, target, step, during) -> dict:
         """Run ``during`` on the image source with its ``at_op``-th storage operation failing."""
         failure = None
@@ -392,6 +425,7 @@ class Session:
 
 
 FAULT_STEPS = (sc.Crash, sc.FailIo, sc.Corrupt)
+DISK_STEPS = (sc.InjectLegacySegment,)  # change the disk while the broker is down; not faults
 READ_STEPS = (sc.Read, sc.OffsetForTimestamp)
 
 
@@ -438,6 +472,17 @@ class RecoveryTracker:
         self.ever_corrupted: set[str] = set()
         self.reference = None
         self.open_crashed = False
+        self.injected_batches: dict[str, list] = {}  # must all be there at the next completed open
+
+    def injected(self, key: str, batches: list) -> None:
+        """A legacy segment written onto the disk (``inject_legacy_segment``): its messages are
+        durable data, so the next completed open must have every one (a split loses nothing)."""
+        self.seen[key].update(d for _, _, d in batches)
+        self.pairs[key].update((a[2], b[2]) for a, b in zip(batches, batches[1:], strict=False))
+        self.injected_batches[key] = list(batches)
+        self.faulted = True
+        if self.reference is not None:  # not there when the interrupted load ran: not compared
+            self.reference.setdefault("injected", set()).add(key)
 
     def observe(self, model, step, crashed: bool = False, result: dict | None = None) -> None:
         batches = model.batches()
@@ -497,18 +542,23 @@ class RecoveryTracker:
                     )
             all_batches = t.batches()
             failed = {load["partition"] for load in t.last_load if load["error"]}
-            for key, need in sorted(self.required.items()):
+            required = dict(self.required)
+            for key, need in self.injected_batches.items():
+                required[key] = [*required.get(key, ()), *need]
+            for key, need in sorted(required.items()):
                 have = set(all_batches.get(key, ()))
                 missing = [b for b in need if b not in have]
                 if tainted(key, self.ever_corrupted) or key.split("/")[-1] in failed:
                     continue  # corruption: data may be missing, never wrong; unloadable: isolated
                 if missing:
                     b = missing[0]
+                    why = (
+                        "on disk when the broker started"
+                        if b in self.injected_batches.get(key, ())
+                        else "flushed before the crash"
+                    )
                     out.append(
-                        (
-                            DURABLE,
-                            f"{t.name}: offsets {b[0]}..{b[1]} of {key}, flushed before the crash, are missing after recovery",
-                        )
+                        (DURABLE, f"{t.name}: offsets {b[0]}..{b[1]} of {key}, {why}, are missing after recovery")
                     )
                     break
             else:
@@ -525,6 +575,7 @@ class RecoveryTracker:
                 # a corrupted partition whose uninterrupted load was clean may differ: recovery
                 # truncates corruption a clean load never reads (Kafka deletes the marker first)
                 skip = {k for k in self.reference.get("clean", set()) if tainted(k, self.ever_corrupted)}
+                skip |= self.reference.get("injected", set())
                 got = {k: v for k, v in got.items() if k not in skip}
                 want = {
                     k: v
@@ -542,6 +593,7 @@ class RecoveryTracker:
         self.faulted = False
         self.reference = None
         self.open_crashed = False
+        self.injected_batches = {}
         return out
 
     def _prefix_problem(self, key: str, bs) -> str | None:

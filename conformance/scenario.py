@@ -10,13 +10,15 @@ field.  Batches in an ``append`` are described by their records; :func:`append_b
 from __future__ import annotations
 
 import json
+import re
+import struct
 from typing import Any, ClassVar
 
 import attrs
 
 from model import compression
 from model.config import Config, ConfigError
-from model.records import build_batch_v2
+from model.records import NO_TIMESTAMP, build_batch_v2, build_legacy_wrapper, encode_legacy_message
 
 FORMAT = "klc-scenario"
 VERSION = 1
@@ -90,6 +92,8 @@ class Step:
         out: dict[str, Any] = {"op": self.op}
         for f in attrs.fields(type(self)):
             value = getattr(self, f.name)
+            if f.name == "messages":
+                value = [{"offset": m.offset, **({"records": m.records} if m.records != 1 else {})} for m in value]
             if f.name == "batches":
                 value = [
                     {
@@ -259,10 +263,52 @@ class Corrupt(Step):
     seed: int = 0
 
 
+@attrs.frozen
+class LegacyMessage:
+    """One shallow legacy message: ``offset`` is its offset field — for a compressed wrapper the
+    offset of its last inner record — and ``records`` how many records it holds (more than one
+    only in a compressed wrapper, whose inner offsets are consecutive up to ``offset``)."""
+
+    offset: int
+    records: int = 1
+
+    @property
+    def first(self) -> int:
+        return self.offset - self.records + 1
+
+
+@attrs.frozen
+class InjectLegacySegment(Step):
+    """A segment an old broker left (spec §7.9, KAFKA-6264): v0/v1 messages at the explicit offsets
+    given, which may lie beyond ``base`` + 2^31−1 — what KAFKA-4451's rolls and KAFKA-5413's
+    cleaner wrote before 0.10.2.2/0.11.0.  A disk-state step, not a fault: while the broker is down
+    it creates the directory of a partition that is not on disk yet (a log moved over from an old
+    cluster) holding ``<base>.log``, plus empty ``.index``/``.timeindex`` files if ``indexes`` (a
+    segment the loader trusts after a clean shutdown, §5.4) — without them the load recovers it
+    (§5.3).  A segment found overflowed at load is split (§5.5); every injected message must
+    survive that, interrupted anywhere (``durable``).  v1 messages are timestamped ``timestamp``,
+    ``timestamp`` + 1, …; v0 messages have none."""
+
+    op = "inject_legacy_segment"
+    topic: str = "t"
+    partition: int = 0
+    dir: int = 0
+    base: int | None = None  # the file's base offset; default: the first message's first offset
+    messages: tuple[LegacyMessage, ...] = ()
+    magic: int = 1
+    codec: str = "none"
+    indexes: bool = False
+    timestamp: int = 0
+
+    @property
+    def base_offset(self) -> int:
+        return self.messages[0].first if self.base is None else self.base
+
+
 STEPS: dict[str, type[Step]] = {
     cls.op: cls
     for cls in (Create, Append, Roll, Read, OffsetForTimestamp, Truncate, TruncateFully, DeleteRecords, Flush)
-    + (Retention, Checkpoint, Tick, Shutdown, Open, Crash, FailIo, Corrupt)
+    + (Retention, Checkpoint, Tick, Shutdown, Open, Crash, FailIo, Corrupt, InjectLegacySegment)
 }
 IO_ERRORS = ("EIO", "ENOSPC")
 
@@ -350,7 +396,77 @@ def step_from_json(d, where: str = "step") -> Step:
 
         if kwargs["kind"] not in CORRUPTIONS:
             raise ScenarioError(f"{where}: 'kind' must be one of {', '.join(CORRUPTIONS)}")
+    elif cls is InjectLegacySegment:
+        kwargs.update(_legacy_segment(d, where))
     return cls(**kwargs)
+
+
+def _legacy_segment(d: dict, where: str) -> dict:
+    if not re.fullmatch(r"[a-zA-Z0-9._-]{1,249}", d.get("topic", "t")) or d.get("topic") in (".", ".."):
+        raise ScenarioError(f"{where}: 'topic' must be a legal topic name ([a-zA-Z0-9._-], 1 to 249 characters)")
+    kwargs: dict[str, Any] = {"dir": _int(d, "dir", where, 0, 0, 64)}
+    kwargs["magic"] = _int(d, "magic", where, 1, 0, 1)
+    kwargs["codec"] = d.get("codec", "none")
+    if kwargs["codec"] not in CODECS or kwargs["codec"] == "zstd":
+        raise ScenarioError(f"{where}: 'codec' must be one of none, gzip, snappy, lz4 (no zstd before magic 2)")
+    kwargs["indexes"] = _bool(d, "indexes", where, False)
+    kwargs["timestamp"] = _int(d, "timestamp", where, 0, 0, 2**62)
+    raw = d.get("messages")
+    if not isinstance(raw, list) or not 1 <= len(raw) <= 10_000:
+        raise ScenarioError(f"{where}: 'messages' must be a list of 1 to 10000 messages")
+    messages = []
+    for i, m in enumerate(raw):
+        mw = f"{where}.messages[{i}]"
+        if not isinstance(m, dict) or set(m) - {"offset", "records"}:
+            raise ScenarioError(f"{mw}: a message is an object with 'offset' and optionally 'records'")
+        records = _int(m, "records", mw, 1, 1, 1000)
+        if records > 1 and kwargs["codec"] == "none":
+            raise ScenarioError(f"{mw}: only a compressed wrapper holds more than one record (set 'codec')")
+        msg = LegacyMessage(_int(m, "offset", mw, None, records - 1, LONG[1]), records)
+        if messages and msg.first <= messages[-1].offset:
+            raise ScenarioError(f"{mw}: offsets must increase (first offset {msg.first} after {messages[-1].offset})")
+        messages.append(msg)
+    kwargs["messages"] = tuple(messages)
+    if d.get("base") is not None:
+        kwargs["base"] = _int(d, "base", where, None, 0, LONG[1])
+        if kwargs["base"] > messages[0].first:
+            raise ScenarioError(f"{where}: 'base' {kwargs['base']} is above the first offset {messages[0].first}")
+    return kwargs
+
+
+def legacy_segment_files(step: InjectLegacySegment) -> dict[str, bytes]:
+    """The files of an ``inject_legacy_segment`` step by suffix: the ``.log``, and with ``indexes``
+    what a clean shutdown of the old broker left — an empty offset index (lookups then scan from
+    the start: always right) and a time index holding only the final entry (the max timestamp and
+    its message's offset) for v1.  Brokers before 2.0 cast relative offsets to int unchecked
+    (§7.9), so an overflowed segment's entry holds the wrapped value."""
+    files = {".log": legacy_segment_bytes(step)}
+    if step.indexes:
+        files[".index"] = files[".timeindex"] = b""
+        if step.magic == 1:
+            last = step.messages[-1].offset
+            newest = step.timestamp + sum(m.records for m in step.messages) - 1
+            relative = (last - step.base_offset + 2**31) % 2**32 - 2**31
+            files[".timeindex"] = struct.pack(">qi", newest, relative)
+    return files
+
+
+def legacy_segment_bytes(step: InjectLegacySegment) -> bytes:
+    """The ``.log`` file of an ``inject_legacy_segment`` step: each message's records are keyed
+    ``k<offset>`` with value ``v<offset>`` (v1: timestamps from ``step.timestamp``, one per record)."""
+    codec = CODECS[step.codec]
+    out = bytearray()
+    ts = step.timestamp
+    for m in step.messages:
+        entries = []
+        for o in range(m.first, m.offset + 1):
+            entries.append((ts if step.magic == 1 else NO_TIMESTAMP, f"k{o}".encode(), f"v{o}".encode()))
+            ts += 1
+        if codec == compression.NONE:
+            out += encode_legacy_message(step.magic, m.offset, entries[0][1], entries[0][2], entries[0][0])
+        else:
+            out += build_legacy_wrapper(step.magic, codec, m.offset, entries)
+    return bytes(out)
 
 
 def _fault(d, where: str):

@@ -20,8 +20,11 @@ The loader's own delayed deletions go to :attr:`PartitionLoader.deferred`, a sch
 which the caller moves into the shared one once the load is over: partitions loaded in parallel
 (:mod:`impl.log_manager`) then queue their deletions in the same order as a sequential load.
 
-Not yet here: producer-state snapshots (§5.8) and splitting of overflowed segments (§5.5, issue #6):
-an overflow is reported as this partition's load error.
+A segment whose offsets overflow its base (a legacy segment, KAFKA-6264) is split when its recovery
+finds the overflow, and the step that recovered it — loadSegmentFiles or recoverLog — starts over
+(§5.5, :mod:`impl.split`).
+
+Not yet here: producer-state snapshots (§5.8).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from impl.leader_epoch import LeaderEpochCache
 from impl.log import PartitionLog, Scheduler
 from impl.names import offset_from_file_name
 from impl.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, LogSegmentOffsetOverflow
+from impl.split import SplitError, replace_segments, split_overflowed_segment
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 
@@ -59,6 +63,7 @@ class LoadReport:
     recovery_reasons: dict[int, str] = attrs.Factory(dict)
     truncated_bytes: int = 0
     removed_segments: list[int] = attrs.Factory(list)  # deleted after a truncated segment
+    split_segments: list[int] = attrs.Factory(list)  # overflowed segments split (§5.5), in order
 
 
 def _offset(path: str) -> int:
@@ -157,8 +162,23 @@ class PartitionLoader:
                 self.storage.rename(path, path[: -len(SWAP_SUFFIX)])
                 self.report.completed_swaps.append(path)
 
-    # §5.3
+    # §5.3, started over after splitting an overflowed segment (§5.5)
     def load_segment_files(self, epoch_cache: LeaderEpochCache) -> None:
+        while True:
+            try:
+                self._load_segment_files(epoch_cache)
+                return
+            except LogSegmentOffsetOverflow as e:
+                for segment in self.segments.values():  # closed before the retry (recovered ones
+                    segment.close()  # write their rebuilt indexes)
+                self.segments.clear()
+                # Kafka recovers a segment before adding it to the map: replaceSegments finds no
+                # old segment to rename .deleted, and the new files replace the original's only
+                # where the names are the same (§5.9 step 3 filters old segments by the map)
+                self._split(e.segment)
+                e.segment.close_handlers()
+
+    def _load_segment_files(self, epoch_cache: LeaderEpochCache) -> None:
         files = sorted(_files(self.storage, self.dir))
         present = set(files)
         for path in files:
@@ -184,15 +204,44 @@ class PartitionLoader:
             return 0  # recovered earlier in this load: Kafka's second pass changes nothing (module docstring)
         self._scanned.add(segment.base_offset)
         self.report.scanned_segments.append(segment.base_offset)
-        try:
-            truncated = segment.recover(epoch_cache)
-        except LogSegmentOffsetOverflow as e:
-            raise LoadError(segment.log_path, f"{e}; splitting overflowed segments is not supported yet") from None
+        truncated = segment.recover(epoch_cache)  # LogSegmentOffsetOverflow: the caller splits (§5.5)
         self.report.truncated_bytes += truncated
         return truncated
 
-    # §5.6
+    def _split(self, segment: LogSegment) -> list[LogSegment]:
+        """§5.5: split ``segment`` into ``.cleaned`` segments and install them (:mod:`impl.split`);
+        the split segments will be recovered afresh if the retried step reaches them."""
+        try:
+            new = split_overflowed_segment(segment, self._new_cleaned)
+        except SplitError as e:
+            raise LoadError(segment.log_path, f"cannot split the overflowed segment: {e}") from None
+        replace_segments(self.segments, new, [segment], self._delete_later)
+        self.report.split_segments.append(segment.base_offset)
+        self._scanned -= {segment.base_offset, *(s.base_offset for s in new)}
+        return new
+
+    def _new_cleaned(self, base: int) -> LogSegment:
+        """LocalLog.createNewCleanedSegment: any ``.cleaned`` files of ``base`` deleted, a new one opened."""
+        for suffix in (".log", *INDEX_SUFFIXES):
+            path = f"{self.dir}/{base:020d}{suffix}{CLEANED_SUFFIX}"
+            if self.storage.exists(path):
+                self._unlink(path)
+        bound = self.config.jitter_bound()
+        jitter = self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
+        return LogSegment(
+            self.storage, self.dir, base, self.config, self.clock(), jitter, suffix=CLEANED_SUFFIX,
+            preallocate=self.config.preallocate,
+        )  # fmt: skip
+
+    # §5.6, started over after splitting an overflowed segment (§5.5)
     def recover_log(self, epoch_cache: LeaderEpochCache) -> tuple[int, int]:
+        while True:
+            try:
+                return self._recover_log(epoch_cache)
+            except LogSegmentOffsetOverflow as e:
+                self._split(e.segment)
+
+    def _recover_log(self, epoch_cache: LeaderEpochCache) -> tuple[int, int]:
         bases = sorted(self.segments)
         if not self.clean:
             rp = self.recovery_point_checkpoint
@@ -235,10 +284,13 @@ class PartitionLoader:
         return min(self.recovery_point_checkpoint, leo), leo
 
     def _delete_async(self, segments: list[LogSegment]) -> None:
-        due = self.clock() + self.config.file_delete_delay_ms
         for segment in segments:
             segment.change_file_suffixes("", DELETED_SUFFIX)
-            self.deferred.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
+            self._delete_later(segment)
+
+    def _delete_later(self, segment: LogSegment) -> None:
+        due = self.clock() + self.config.file_delete_delay_ms
+        self.deferred.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
 
     def load(self) -> PartitionLog:
         epoch_cache = LeaderEpochCache(self.storage, self.dir)

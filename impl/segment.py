@@ -286,6 +286,8 @@ class LogSegment:
                     latest = epoch_cache.latest_epoch()
                     if latest is None or h.partition_leader_epoch > latest:
                         epoch_cache.assign(h.partition_leader_epoch, h.offset)
+        except LogSegmentOffsetOverflow:
+            raise  # the loader splits this segment; its reset indexes stay as Kafka leaves them (§5.5)
         except Exception:
             # the indexes were opened for a rebuild (old slots left unread, see impl.index): cut the
             # files to the entries rebuilt so far, so no old slot outlives a failed recovery

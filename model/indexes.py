@@ -509,13 +509,17 @@ class TransactionIndex:
 
 
 def rebuild_from_log(
-    log: bytes, base_offset: int, index_interval_bytes: int, max_index_size: int
+    log: bytes, base_offset: int, index_interval_bytes: int, max_index_size: int, stop_at: int | None = None
 ) -> tuple[OffsetIndex, TimeIndex, int]:
     """What ``LogSegment.recover`` writes into freshly reset indexes (§4.6 steps 1–8): an offset
     entry (batch last offset, batch start) and a time entry (max timestamp so far, its offset) for
     each valid batch that starts more than ``index.interval.bytes`` after the previous entry (the
     batch at position 0 is never indexed), then the final time entry.  Returns the indexes and the
-    valid byte count (where the log would be truncated)."""
+    valid byte count (where the log would be truncated).
+
+    ``stop_at``: the position of a batch whose offset overflows the base (§4.6 step 3b): what the
+    recovery had written when the exception stopped it — the entries of the batches before it, no
+    final time entry, nothing trimmed."""
     from model.file_records import iterate_file  # records layer, below indexes
 
     offsets = OffsetIndex.create(base_offset, max_index_size)
@@ -524,6 +528,8 @@ def rebuild_from_log(
     max_ts, offset_of_max_ts = -1, base_offset
     it = iterate_file(log)
     for batch in it.batches:
+        if stop_at is not None and batch.position >= stop_at:
+            return offsets, times, valid_bytes
         h = batch.header()
         if h.max_timestamp > max_ts:
             max_ts, offset_of_max_ts = h.max_timestamp, h.last_offset

@@ -28,6 +28,7 @@ from model.file_records import iterate_file
 from model.indexes import OffsetIndex, TimeIndex, TransactionIndex, rebuild_from_log
 from model.log import Log, LogError, Segment, prefix
 from model.names import offset_from_file_name, parse_topic_partition
+from model.split import SplitError, split
 
 MARKER = ".kafka_cleanshutdown"
 RECOVERY_POINTS = "recovery-point-offset-checkpoint"
@@ -52,6 +53,7 @@ BRANCHES = (
     "5.2.3 original replaced by a swap removed",
     "5.2.4 .swap renamed",
     "5.3.2 orphan index removed",
+    "5.5 overflowed segment split",
     "5.3.3c .index missing: segment recovered",
     "5.3.3c corrupt txn index: segment recovered",
     "5.6.1 unflushed segment recovered",
@@ -362,61 +364,47 @@ def _load_partition(
     for name in [n for n in files if n.endswith(".swap")]:
         files[name[: -len(".swap")]] = files.pop(name)
         outcome.took("5.2.4 .swap renamed")
-    # §5.3: orphan indexes, then every segment
-    for name in [n for n in files if n.endswith(INDEX_SUFFIXES)]:
-        if f"{prefix(_file_offset(path, name))}.log" not in files:
-            del files[name]
-            outcome.took("5.3.2 orphan index removed")
-    segments = {}
-    for name in sorted(n for n in files if n.endswith(".log")):
-        base = _file_offset(path, name)
-        p = prefix(base)
-        bound = config.jitter_bound()
-        seg = Segment(base, config, clock(), jitter(log.name, base) % bound if bound else 0, bytearray(files.pop(name)))
-        seg.mtime_ms = mtimes.get(f"{path}/{name}", 0)
-        index_bytes, time_bytes = files.pop(f"{p}.index", None), files.pop(f"{p}.timeindex", None)
-        txn = files.pop(f"{p}.txnindex", None)
-        seg.offset_index = OffsetIndex.open_existing(base, config.segment_index_bytes, index_bytes or b"")
-        seg.time_index = TimeIndex.open_existing(base, config.segment_index_bytes, time_bytes or b"")
-        reason = None
-        if index_bytes is None:
-            reason = f"{path}/{p}.index does not exist"
-            outcome.took("5.3.3c .index missing: segment recovered")
-        elif txn is not None:
-            try:
-                TransactionIndex.open_existing(base, txn).sanity_check()
-            except IndexFailure as e:
-                reason = str(e)
-                outcome.took("5.3.3c corrupt txn index: segment recovered")
-        if reason:
-            outcome.truncated_bytes += _recover(seg, log, outcome, path)
-        segments[base] = seg
-    pf.other = files
+    # §5.3 loadSegmentFiles, started over after splitting an overflowed segment (§5.5)
+    mtimes = dict(mtimes)
+    while True:
+        remaining = dict(files)
+        try:
+            segments = _load_segment_files(remaining, path, log, config, clock, jitter, outcome, mtimes)
+            break
+        except _Overflow as e:
+            # Kafka recovers a segment before adding it to the map, so replaceSegments finds no old
+            # segment to rename .deleted: the split's files replace the original's only where their
+            # names are the same (§5.9 step 3 filters old segments by the map)
+            for seg in e.recovered:  # closed before the retry: recovered ones write their indexes
+                seg.close()
+                files[f"{prefix(seg.base)}.index"] = seg.offset_index.file_bytes()
+                files[f"{prefix(seg.base)}.timeindex"] = seg.time_index.file_bytes()
+            # the recovery's index reset resized both files to full size (materialising a missing
+            # one) and wrote the entries of the batches before the overflow (§4.6 steps 1, 3)
+            seg = e.segment
+            written = rebuild_from_log(
+                bytes(seg.log), seg.base, config.index_interval_bytes, config.segment_index_bytes, e.position
+            )
+            for suffix, entry, index in ((".index", 8, written[0]), (".timeindex", 12, written[1])):
+                name, size = f"{prefix(seg.base)}{suffix}", config.segment_index_bytes // entry * entry
+                index.trim_to_valid_size()
+                head = index.file_bytes()
+                files[name] = head + files.get(name, b"")[len(head) : size].ljust(size - len(head), b"\0")
+            for new in _split(e.segment, log, outcome, path):
+                files[f"{prefix(new.base)}.log"] = bytes(new.log)
+                files[f"{prefix(new.base)}.index"] = new.offset_index.file_bytes()
+                files[f"{prefix(new.base)}.timeindex"] = new.time_index.file_bytes()
+                mtimes[f"{path}/{prefix(new.base)}.log"] = new.mtime_ms
+    pf.other = remaining
     log.segments = [segments[b] for b in sorted(segments)]
-    # §5.6 recoverLog
-    if not clean:
-        floor = max((s.base for s in log.segments if s.base <= rp_checkpoint), default=None)
-        unflushed = [s for s in log.segments if floor is None or s.base >= floor]
-        for i, seg in enumerate(unflushed):
-            outcome.took("5.6.1 unflushed segment recovered")
-            try:
-                removed = _recover(seg, log, outcome, path)
-            except IndexFailure as e:
-                if e.kind != "InvalidOffsetException":
-                    raise PartitionLoadError(f"{path}/{prefix(seg.base)}.log", str(e)) from None
-                outcome.took("5.6.1b invalid offset: segment emptied")
-                removed = seg.size
-                seg.log = bytearray()
-                seg.mtime_ms = clock() if removed else seg.mtime_ms
-                seg.offset_index = OffsetIndex.create(seg.base, config.segment_index_bytes)
-                seg.time_index = TimeIndex.create(seg.base, config.segment_index_bytes)
-            outcome.truncated_bytes += removed
-            if removed > 0:
-                outcome.took("5.6.1b bytes truncated: recovery stops")
-                if unflushed[i + 1 :]:
-                    outcome.took("5.6.1b later unflushed segments deleted")
-                log.remove_and_delete(unflushed[i + 1 :])
-                break
+    # §5.6 recoverLog, started over after splitting an overflowed segment (§5.5)
+    while not clean:
+        try:
+            _recover_log(log, rp_checkpoint, outcome, path, clock, config)
+            break
+        except _Overflow as e:
+            new_segments = _split(e.segment, log, outcome, path)
+            _replace_segments(log, new_segments, [e.segment])
     leo = None
     if log.segments:
         leo = log.segments[-1].read_next_offset()
@@ -444,6 +432,101 @@ def _load_partition(
     log.log_end_offset = leo
     log.recovery_point = max(recovery_point, log.log_start_offset)
     return pf
+
+
+class _Overflow(Exception):
+    """LogSegmentOffsetOverflowException out of a recovery (§4.6 step 3b): the loader splits
+    ``segment`` and starts the step over (§5.5).  ``recovered``: the segments this pass of
+    loadSegmentFiles had recovered before it (their indexes are materialised)."""
+
+    def __init__(self, segment: Segment, recovered=(), position: int = 0):
+        self.segment, self.recovered, self.position = segment, list(recovered), position
+
+
+def _load_segment_files(files, path, log, config, clock, jitter, outcome, mtimes) -> dict[int, Segment]:
+    """§5.3 on the files left after step 1–4; pops the segments' files from ``files``."""
+    for name in [n for n in files if n.endswith(INDEX_SUFFIXES)]:
+        if f"{prefix(_file_offset(path, name))}.log" not in files:
+            del files[name]
+            outcome.took("5.3.2 orphan index removed")
+    segments: dict[int, Segment] = {}
+    recovered: list[Segment] = []
+    for name in sorted(n for n in files if n.endswith(".log")):
+        base = _file_offset(path, name)
+        p = prefix(base)
+        bound = config.jitter_bound()
+        seg = Segment(base, config, clock(), jitter(log.name, base) % bound if bound else 0, bytearray(files.pop(name)))
+        seg.mtime_ms = mtimes.get(f"{path}/{name}", 0)
+        index_bytes, time_bytes = files.pop(f"{p}.index", None), files.pop(f"{p}.timeindex", None)
+        txn = files.pop(f"{p}.txnindex", None)
+        seg.offset_index = OffsetIndex.open_existing(base, config.segment_index_bytes, index_bytes or b"")
+        seg.time_index = TimeIndex.open_existing(base, config.segment_index_bytes, time_bytes or b"")
+        reason = None
+        if index_bytes is None:
+            reason = f"{path}/{p}.index does not exist"
+            outcome.took("5.3.3c .index missing: segment recovered")
+        elif txn is not None:
+            try:
+                TransactionIndex.open_existing(base, txn).sanity_check()
+            except IndexFailure as e:
+                reason = str(e)
+                outcome.took("5.3.3c corrupt txn index: segment recovered")
+        if reason:
+            try:
+                outcome.truncated_bytes += _recover(seg, log, outcome, path)
+            except _Overflow as e:
+                raise _Overflow(seg, recovered, e.position) from None
+            except IndexFailure as e:  # Kafka's load fails on any index refusal here (§5.3)
+                raise PartitionLoadError(f"{path}/{p}.log", str(e)) from None
+            recovered.append(seg)
+        segments[base] = seg
+    return segments
+
+
+def _recover_log(log: Log, rp_checkpoint: int, outcome, path: str, clock, config) -> None:
+    """§5.6 step 1: recover every unflushed segment until one loses bytes; delete the rest."""
+    floor = max((s.base for s in log.segments if s.base <= rp_checkpoint), default=None)
+    unflushed = [s for s in log.segments if floor is None or s.base >= floor]
+    for i, seg in enumerate(unflushed):
+        outcome.took("5.6.1 unflushed segment recovered")
+        try:
+            removed = _recover(seg, log, outcome, path)
+        except IndexFailure as e:
+            if e.kind != "InvalidOffsetException":
+                raise PartitionLoadError(f"{path}/{prefix(seg.base)}.log", str(e)) from None
+            outcome.took("5.6.1b invalid offset: segment emptied")
+            removed = seg.size
+            seg.log = bytearray()
+            seg.mtime_ms = clock() if removed else seg.mtime_ms
+            seg.offset_index = OffsetIndex.create(seg.base, config.segment_index_bytes)
+            seg.time_index = TimeIndex.create(seg.base, config.segment_index_bytes)
+        outcome.truncated_bytes += removed
+        if removed > 0:
+            outcome.took("5.6.1b bytes truncated: recovery stops")
+            if unflushed[i + 1 :]:
+                outcome.took("5.6.1b later unflushed segments deleted")
+            log.remove_and_delete(unflushed[i + 1 :])
+            break
+
+
+def _split(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> list[Segment]:
+    """§5.5: the segments that replace an overflowed one (:mod:`model.split`)."""
+    outcome.took("5.5 overflowed segment split")
+    try:
+        return split(seg, log.new_segment, log.clock())
+    except (SplitError, IndexFailure, LogError) as e:  # also an index refusal: a full index (§3.1)
+        raise PartitionLoadError(
+            f"{path}/{prefix(seg.base)}.log", f"cannot split the overflowed segment: {e}"
+        ) from None
+
+
+def _replace_segments(log: Log, new: list[Segment], old: list[Segment]) -> None:
+    """§5.9 replaceSegments on the log's segment map: the new segments in (replacing any of the
+    same base), the old ones out and renamed ``.deleted``, deleted after file.delete.delay.ms."""
+    bases = {s.base for s in new}
+    log.segments = [s for s in log.segments if s.base not in bases and all(s is not o for o in old)] + list(new)
+    log.segments.sort(key=lambda s: s.base)
+    log.schedule_delete(list(old))
 
 
 def _tail_bytes(seg: Segment) -> int:
@@ -478,10 +561,12 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
         if h.max_timestamp > max_ts[0]:
             max_ts = (h.max_timestamp, h.last_offset)
         if not seg.fits(h.last_offset):
-            raise PartitionLoadError(
-                f"{path}/{prefix(seg.base)}.log",
-                f"offset {h.last_offset} cannot be stored relative to base offset {seg.base}; splitting overflowed segments is not supported yet",
+            # the batches before it were indexed first, and an index refusal among them comes first
+            config = seg.config
+            rebuild_from_log(
+                bytes(seg.log), seg.base, config.index_interval_bytes, config.segment_index_bytes, batch.position
             )
+            raise _Overflow(seg, position=batch.position)
         if h.magic >= 2 and h.partition_leader_epoch >= 0:
             if not log.epochs or h.partition_leader_epoch > log.epochs[-1][0]:
                 log.assign_epoch(h.partition_leader_epoch, h.offset)

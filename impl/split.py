@@ -1,0 +1,180 @@
+"""Splitting an overflowed segment and installing new segments crash-safely (spec §5.5
+``splitOverflowedSegment``, §4.11 ``appendFromFile``, §5.9 ``replaceSegments``; KAFKA-6264, §7.9).
+
+A segment an old broker wrote may hold offsets above base + 2^31−1 (KAFKA-4451, KAFKA-5413); its
+recovery raises :class:`impl.segment.LogSegmentOffsetOverflow` and the loader splits it: the batches
+are copied byte for byte into ``.cleaned`` segments, each starting at a batch's base offset with the
+longest run of batches whose last offsets fit relative to it, made inactive, flushed, stamped with
+the original's mtime, and installed by :func:`replace_segments` — rename the new segments
+``.cleaned`` → ``.swap`` in descending base order, rename the old ones ``.deleted`` (deleted later),
+rename ``.swap`` → final in ascending order, fsync the directory.  A crash anywhere in between
+leaves files the loader's swap rules (§5.2 steps 1–4) either roll back or complete.
+
+The source is walked by framing alone (no CRC check), as Kafka's ``batchesFrom`` iterator does: a
+batch recovery would reject is copied too, and the recovery that follows the split cuts it.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+from impl.errors import LogFormatError
+from impl.file_records import BatchHeader
+from impl.record_walk import records
+from impl.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
+
+READ_BUFFER = 1024 * 1024  # appendChunkFromFile's initial read buffer (§4.11)
+_V2_HEADER = 61
+_framing = struct.Struct(">qi").unpack_from  # offset (v2: base offset), size
+_v2_fields = struct.Struct(">iqq").unpack_from  # last offset delta, base timestamp, max timestamp
+_i64 = struct.Struct(">q").unpack_from
+
+
+class SplitError(Exception):
+    """The split cannot run (Kafka: IllegalArgumentException / IllegalStateException /
+    NoSuchElementException, failing the load); names the byte position in the segment's log."""
+
+    def __init__(self, kind: str, position: int, message: str):
+        self.kind, self.position = kind, position
+        super().__init__(f"{kind} at byte {position}: {message}")
+
+
+class _Framed:
+    """One batch as the framing finds it: position, size, last offset, max timestamp."""
+
+    __slots__ = ("position", "size", "last_offset", "max_timestamp", "header")
+
+    def __init__(self, position, size, last_offset, max_timestamp, header):
+        self.position, self.size = position, size
+        self.last_offset, self.max_timestamp, self.header = last_offset, max_timestamp, header
+
+
+def framed_batches(view) -> tuple[list[_Framed], int]:
+    """Every batch of ``view`` by §1.10's framing rules (1, 4, 5), and the position where they end."""
+    batches, pos, end = [], 0, len(view)
+    while pos < end - 17:
+        offset, size = _framing(view, pos)
+        if size < 14:
+            raise SplitError("CorruptRecordException", pos, f"record size {size} smaller than 14")
+        if pos > end - 12 - size:
+            break
+        magic = view[pos + 16]
+        if magic >= 2 and magic < 128:
+            if size + 12 < _V2_HEADER:
+                raise SplitError("CorruptRecordException", pos, f"a v2 batch of {size + 12} bytes has no full header")
+            delta, _, max_ts = _v2_fields(view, pos + 23)
+            last, header = offset + delta, None
+        else:
+            last = offset
+            max_ts = _i64(view, pos + 18)[0] if magic == 1 else -1
+            header = (pos, size + 12, offset, magic, view[pos + 17])
+        batches.append(_Framed(pos, size + 12, last, max_ts, header))
+        pos += 12 + size
+    return batches, pos
+
+
+def _base_offset(view, b: _Framed) -> int:
+    """RecordBatch.baseOffset(): a legacy compressed wrapper's is its first inner record's (§1.7)."""
+    if b.header is None:
+        return _framing(view, b.position)[0]
+    position, size, offset, magic, attributes = b.header
+    if not attributes & 0x07:
+        return offset
+    header = BatchHeader(0, size, offset, offset, magic, 0, attributes, -1, 0, -1, -1, -1, -1, -1, -1)
+    try:
+        return records(bytes(view[position : position + size]), header)[0][0]
+    except LogFormatError as e:
+        raise SplitError(e.kind, position, f"the base offset of the wrapper is unreadable: {e}") from None
+
+
+def has_overflow(segment: LogSegment) -> bool:
+    """§4.5 rule 4 right after a recovery reset the offset index: the last batch's last offset
+    (framing only, from position 0) does not fit the segment's base."""
+    batches, _ = framed_batches(segment.view())
+    return bool(batches) and not segment.can_convert_to_relative_offset(batches[-1].last_offset)
+
+
+def split_overflowed_segment(segment: LogSegment, new_cleaned: Callable[[int], LogSegment]) -> list[LogSegment]:
+    """§5.5 steps 1–3: the new ``.cleaned`` segments holding ``segment``'s batches, made inactive,
+    flushed and stamped with its mtime (not yet installed: :func:`replace_segments`).  On any
+    failure the new segments' files are deleted and the error propagates."""
+    if not segment.log_path.endswith(".log"):
+        raise SplitError("IllegalArgumentException", 0, f"cannot split {segment.log_path}")
+    view = segment.view()
+    batches, end = framed_batches(view)
+    if not (batches and not segment.can_convert_to_relative_offset(batches[-1].last_offset)):
+        raise SplitError("IllegalArgumentException", 0, "split is only permitted for segments with overflow")
+    created: list[LogSegment] = []
+    try:
+        i = 0
+        while i < len(batches):
+            new = new_cleaned(_base_offset(view, batches[i]))
+            created.append(new)
+            appended = _append_from_file(new, view, batches, i)
+            if appended == 0:
+                raise SplitError("IllegalStateException", batches[i].position, "failed to append records")
+            i += appended
+        if end != segment.size:
+            raise SplitError("NoSuchElementException", end, "no complete batch where the log continues")
+        mtime = segment.storage.mtime_ms(segment.log_path)
+        for new in created:
+            new.on_become_inactive()
+            new.flush()
+            new.storage.set_mtime_ms(new.log_path, mtime)
+        return created
+    except BaseException:
+        for new in created:
+            new.delete_if_exists()
+        raise
+
+
+def _append_from_file(seg: LogSegment, view, batches: list[_Framed], start: int) -> int:
+    """§4.11: chunks of consecutive batches whose last offsets fit ``seg``, each at most the read
+    buffer (the first always goes; the buffer grows to hold it for the rest of the call)."""
+    i, capacity = start, READ_BUFFER
+    while i < len(batches):
+        j, size = i, 0
+        while j < len(batches):
+            b = batches[j]
+            if not seg.can_convert_to_relative_offset(b.last_offset) or (size and size + b.size >= capacity):
+                break
+            size += b.size
+            j += 1
+        if j == i:
+            break
+        capacity = max(capacity, size)
+        max_ts = shallow = None
+        for b in batches[i:j]:
+            if max_ts is None or b.max_timestamp > max_ts:
+                max_ts, shallow = b.max_timestamp, b.last_offset
+        first = batches[i].position
+        seg.append(batches[j - 1].last_offset, max_ts, shallow, bytes(view[first : first + size]))
+        i = j
+    return i - start
+
+
+def replace_segments(
+    segments: dict[int, LogSegment],
+    new: list[LogSegment],
+    old: list[LogSegment],
+    delete_later: Callable[[LogSegment], None],
+) -> None:
+    """§5.9 replaceSegments for new segments still ``.cleaned``: the map ``segments`` (base →
+    segment) gets the new ones and loses the old ones; the old ones found in it are renamed
+    ``.deleted`` and handed to ``delete_later``, which schedules their deletion.  The order of the renames is what makes a crash
+    safe (module docstring)."""
+    new = sorted(new, key=lambda s: s.base_offset)
+    old = sorted((s for s in old if segments.get(s.base_offset) is s), key=lambda s: s.base_offset)
+    for segment in reversed(new):
+        segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+        segments[segment.base_offset] = segment
+    for segment in old:
+        if segment.base_offset != new[0].base_offset:
+            segments.pop(segment.base_offset, None)  # by key, as Kafka's LogSegments.remove
+        segment.change_file_suffixes("", DELETED_SUFFIX)
+        delete_later(segment)
+    for segment in new:
+        segment.change_file_suffixes(SWAP_SUFFIX, "")
+    if new:
+        new[0].storage.fsync_dir(new[0].dir)

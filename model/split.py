@@ -1,0 +1,108 @@
+"""Splitting a segment whose offsets overflow its base offset (spec §5.5 ``splitOverflowedSegment``,
+§4.11 ``appendFromFile``; KAFKA-6264, §7.9).
+
+Before 0.10.2.2/0.11.0 a roll (KAFKA-4451) or the log cleaner (KAFKA-5413) could write a segment
+holding offsets above base + 2^31−1, which its indexes cannot store as relative offsets.  Since 2.0
+a recovery of such a segment raises LogSegmentOffsetOverflowException and the loader splits it: the
+batches are copied, in order and byte for byte, into new segments, each starting at a batch's base
+offset and holding the longest run of batches whose last offsets fit relative to it.  The new
+segments are written with the ``.cleaned`` suffix, made inactive (final time-index entry, trimmed
+files), flushed, given the original's mtime and installed by ``replaceSegments`` (§5.9) — that part,
+which touches the directory, is the loader's (:mod:`model.log_manager`).
+
+Pure: :func:`split` returns the new segments and never changes the original.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from model.errors import RecordFormatError
+from model.file_records import iterate_file
+from model.log import Segment
+from model.records import Batch
+
+READ_BUFFER = 1024 * 1024  # appendChunkFromFile's initial read buffer (§4.11)
+
+
+class SplitError(Exception):
+    """The split cannot run (Kafka: IllegalArgumentException / IllegalStateException /
+    NoSuchElementException, which fail the load); ``position`` is a byte position in the segment's log."""
+
+    def __init__(self, kind: str, position: int, message: str):
+        self.kind, self.position = kind, position
+        super().__init__(f"{kind} at byte {position}: {message}")
+
+
+def base_offset(batch: Batch) -> int:
+    """RecordBatch.baseOffset(): v2 — the header's; legacy — the first deep record's, which for a
+    compressed wrapper means decompressing it (§1.7)."""
+    h = batch.header()
+    if batch.is_v2 or not h.attributes & 0x07:
+        return h.offset
+    return batch.records()[0].offset
+
+
+def has_overflow(seg: Segment) -> bool:
+    """§4.5 rule 4, as the loader asks it right after a recovery reset the offset index: the next
+    offset from a scan of the whole file (framing only, no CRC check) minus one does not fit."""
+    batches = iterate_file(bytes(seg.log), validate=False).batches
+    return bool(batches) and not seg.fits(batches[-1].header().last_offset)
+
+
+def split(seg: Segment, new_segment: Callable[[int], Segment], now_ms: int) -> list[Segment]:
+    """The new segments that replace ``seg`` (§5.5 steps 1–3), not yet installed.
+
+    ``new_segment(base)`` makes an empty segment at ``base`` (the ``.cleaned`` one).  Raises
+    :class:`SplitError` where Kafka's split throws."""
+    data = bytes(seg.log)
+    if not has_overflow(seg):
+        raise SplitError("IllegalArgumentException", 0, "split is only permitted for segments with overflow")
+    walk = iterate_file(data, validate=False)
+    batches = list(walk.batches)
+    out: list[Segment] = []
+    i = 0
+    while i < len(batches):
+        try:
+            new = new_segment(base_offset(batches[i]))
+        except RecordFormatError as e:
+            raise SplitError(e.kind, batches[i].position, f"the base offset of the batch is unreadable: {e}") from None
+        out.append(new)
+        appended = _append_from_file(new, batches, i, now_ms)
+        if appended == 0:
+            raise SplitError("IllegalStateException", batches[i].position, "failed to append records")
+        i += appended
+    if walk.valid_bytes != len(data):
+        # batchesFrom(position).iterator().next() finds no batch where bytes remain
+        raise SplitError("NoSuchElementException", walk.valid_bytes, "no complete batch where the log continues")
+    for new in out:
+        new.on_become_inactive()
+        new.mtime_ms = seg.mtime_ms
+    return out
+
+
+def _append_from_file(seg: Segment, batches: list[Batch], start: int, now_ms: int) -> int:
+    """§4.11: append chunks of consecutive batches from ``batches[start]`` while their last offsets
+    fit ``seg``'s base; returns how many batches were appended.  A chunk fits the read buffer (the
+    first batch always goes, and the buffer grows to hold it — for the rest of this call)."""
+    i, capacity = start, READ_BUFFER
+    while i < len(batches):
+        chunk: list[Batch] = []
+        size = 0
+        while i + len(chunk) < len(batches):
+            b = batches[i + len(chunk)]
+            if not seg.fits(b.header().last_offset) or (size and size + b.size >= capacity):
+                break
+            chunk.append(b)
+            size += b.size
+        if not chunk:
+            break
+        capacity = max(capacity, size)
+        max_ts, shallow = None, None
+        for b in chunk:
+            h = b.header()
+            if max_ts is None or h.max_timestamp > max_ts:
+                max_ts, shallow = h.max_timestamp, h.last_offset
+        seg.append(chunk[-1].header().last_offset, max_ts, shallow, b"".join(b.raw for b in chunk), now_ms)
+        i += len(chunk)
+    return i - start
