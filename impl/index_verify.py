@@ -122,21 +122,34 @@ def soundness_problem(offset_index, time_index, log, inactive: bool) -> str | No
 
 
 def rebuild(offset_index, time_index, log, index_interval_bytes: int) -> int:
+    """:func:`rebuild_indexes`, returning the valid bytes only."""
+    return rebuild_indexes(offset_index, time_index, log, index_interval_bytes)[0]
+
+
+def rebuild_indexes(offset_index, time_index, log, index_interval_bytes: int) -> tuple[int, tuple[int, int]]:
     """Reset both indexes and re-append what recovery appends (§4.6 steps 1–8); returns valid bytes.
 
     Unlike recovery, this never fails on a full index: an append of several batches gets one index
     entry, recovery one per batch, so a small ``segment.index.bytes`` may not hold them all (Kafka's
     recovery then throws IllegalArgumentException, see ``LogSegment.recover``).  A lazy rebuild is
     ours, not Kafka's, so it skips the entries that do not fit (a sparser index is still sound) and
-    keeps the time index's reserved last slot for the segment's largest timestamp."""
+    keeps the time index's reserved last slot for the segment's largest timestamp.
+
+    A legacy segment whose offsets overflow its base (KAFKA-6264, §7.9), which a clean load keeps
+    unsplit, gets entries up to its first offset the index cannot store; lookups past them scan
+    from the last one (still sound).  Returns the valid bytes and the (timestamp, offset) of the
+    largest timestamp, which the time index of such a segment may not hold."""
     offset_index.reset()
     time_index.reset()
     valid = last_entry = 0
-    max_ts, offset_of_max = -1, offset_index.base_offset
+    base = offset_index.base_offset
+    max_ts, offset_of_max = -1, base
+    fits = True
     for h in BatchScan(log):
         if h.max_timestamp > max_ts:
             max_ts, offset_of_max = h.max_timestamp, h.last_offset
-        if valid - last_entry > index_interval_bytes:
+        fits = fits and 0 <= h.last_offset - base <= 0x7FFFFFFF
+        if valid - last_entry > index_interval_bytes and fits:
             if not offset_index.is_full():
                 offset_index.append(h.last_offset, valid)
             if not time_index.is_full():
@@ -144,6 +157,7 @@ def rebuild(offset_index, time_index, log, index_interval_bytes: int) -> int:
             last_entry = valid
         valid += h.size
     offset_index.trim_to_valid_size()
-    time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
+    if 0 <= offset_of_max - base <= 0x7FFFFFFF:
+        time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
     time_index.trim_to_valid_size()
-    return valid
+    return valid, (max_ts, offset_of_max)

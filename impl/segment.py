@@ -17,7 +17,7 @@ from impl.config import LogConfig
 from impl.errors import IndexFailure, LogFormatError
 from impl.file_records import BatchScan
 from impl.index import CORRUPT, LazyIndex
-from impl.index_verify import rebuild, soundness_problem
+from impl.index_verify import rebuild_indexes, soundness_problem
 from impl.record_walk import offset_of_max_timestamp, search_for_timestamp
 from impl.storage import Storage
 from impl.txn_index import TransactionIndex
@@ -120,7 +120,9 @@ class LogSegment:
             problem = problem or soundness_problem(offsets, times, view, inactive=True)
             if problem:
                 self.rebuilt_because = problem
-                rebuild(offsets, times, view, self.config.index_interval_bytes)
+                _, newest = rebuild_indexes(offsets, times, view, self.config.index_interval_bytes)
+                if self._max_ts is None and not self.can_convert_to_relative_offset(newest[1]):
+                    self._max_ts = newest  # an overflowed legacy segment's: not in its time index
                 offsets.resize(self.config.segment_index_bytes)
                 times.resize(self.config.segment_index_bytes)
         return offsets, times
