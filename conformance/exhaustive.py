@@ -161,11 +161,43 @@ def _run(case: sc.Scenario, tally: Tally) -> Verdict:
 
 def explore(prelude: str, ops: tuple[str, ...], every_parameter: bool, tally: Tally | None = None) -> Verdict | None:
     """Run every crash point × fault of one workload; the first failing verdict, or None."""
-    tally = tally if tally is not None else Tally()
     crash_index = len(PRELUDES[prelude]) + len(ops) - 1
+    return sweep(lambda at_op, fault: scenario(prelude, ops, at_op, fault), crash_index, every_parameter, tally)
+
+
+# A legacy segment (spec §7.9) whose last two messages overflow its base: the load after it splits
+# it in three (§5.5) through .cleaned/.swap files (§5.9), so every storage operation of a split is a
+# crash point.  No index files: the split happens in loadSegmentFiles after a clean shutdown.
+LEGACY_SPLIT = sc.InjectLegacySegment(
+    "legacy", 0, 0, None,
+    (sc.LegacyMessage(0), sc.LegacyMessage(5, 3), sc.LegacyMessage(2**31 + 4), sc.LegacyMessage(2**32 + 9)),
+    1, "gzip", False, T0 - 10_000,
+)  # fmt: skip
+
+
+def split_scenario(at_op: int | None, fault: Fault, recover_log: bool = False) -> sc.Scenario:
+    """A crash at storage operation ``at_op`` of the load that splits :data:`LEGACY_SPLIT` (None:
+    right after it), then the same restart, read, append, shutdown, restart and read as
+    :func:`scenario`.  ``recover_log``: the segment comes with its index files and the broker had
+    crashed, so recoverLog finds the overflow — with the segment in the map, replaceSegments
+    renames it ``.deleted`` (§5.9 step 3); else loadSegmentFiles does, after a clean shutdown."""
+    open_ = sc.Open()
+    legacy = attrs.evolve(LEGACY_SPLIT, indexes=recover_log)
+    steps = [sc.Crash(Fault("process")) if recover_log else sc.Shutdown(), legacy]
+    steps += [open_, sc.Crash(fault)] if at_op is None else [sc.Crash(fault, open_, at_op)]
+    read = sc.Read("legacy", 0, 0, 1 << 20, None, False)
+    append = attrs.evolve(_append(9), topic="legacy")
+    steps += [sc.Open(), read, append, sc.Shutdown(), sc.Open(), read]
+    return sc.Scenario(tuple(steps), config=CONFIG, clock_start_ms=T0)
+
+
+def sweep(build, crash_index: int, every_parameter: bool, tally: Tally | None = None) -> Verdict | None:
+    """Every crash point × fault of the scenarios ``build(at_op, fault)`` whose step ``crash_index``
+    crashes inside an operation (``at_op`` counts its storage operations; None: after it)."""
+    tally = tally if tally is not None else Tally()
     at_op: int | None = 0
     while True:
-        probe = _run(scenario(prelude, ops, at_op, Fault("process")), tally)
+        probe = _run(build(at_op, Fault("process")), tally)
         if not probe.ok:
             return probe
         index = crash_index + (1 if at_op is None else 0)
@@ -175,7 +207,7 @@ def explore(prelude: str, ops: tuple[str, ...], every_parameter: bool, tally: Ta
             continue
         tally.crash_points += 1
         for fault in faults_for(result.get("pending", 0), every_parameter)[1:]:
-            verdict = _run(scenario(prelude, ops, at_op, fault), tally)
+            verdict = _run(build(at_op, fault), tally)
             tally.images += 1
             if not verdict.ok:
                 return verdict

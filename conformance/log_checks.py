@@ -17,6 +17,7 @@ back afterwards.  The checks:
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import importlib
 import os
@@ -43,6 +44,7 @@ LOG_STACK = (
     "impl.leader_epoch",
     "impl.segment",
     "impl.log",
+    "impl.split",
     "impl.loader",
     "impl.log_manager",
 )
@@ -150,6 +152,25 @@ def check_crash_exhaustive(module=None) -> None:
                 raise PropertyViolation(v.prop, f"workload {prelude} + {', '.join(ops)}: {v}")
 
 
+def check_split_sweep(module=None) -> None:
+    """A crash at every storage operation of a load that splits an overflowed legacy segment, in
+    loadSegmentFiles and in recoverLog, under every fault family (conformance/exhaustive.py
+    ``split_scenario``, spec §5.5, §5.9)."""
+    from conformance.exhaustive import SIZES, split_scenario, sweep
+
+    with impl_stack(module):
+        for recover_log in (False, True):
+            build = functools.partial(_split_case, recover_log=recover_log, make=split_scenario)
+            verdict = sweep(build, 2, SIZES["ci"].every_parameter)
+            if verdict is not None:
+                v = verdict.violations[0]
+                raise PropertyViolation(v.prop, f"split sweep: {v}")
+
+
+def _split_case(at_op, fault, recover_log, make):
+    return make(at_op, fault, recover_log)
+
+
 def check_swap_states(module=None) -> None:
     """The §5.9 crash-point table and its caveats as loader cases (conformance/swap_states.py)."""
     from conformance.swap_states import check_swap_states as check
@@ -181,4 +202,5 @@ LOG_CHECKS = {
     "crash-machine": check_crash_machine,
     "crash-exhaustive": check_crash_exhaustive,
     "swap-states": check_swap_states,
+    "split-sweep": check_split_sweep,
 }

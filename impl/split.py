@@ -168,6 +168,13 @@ def replace_segments(
     old = sorted((s for s in old if segments.get(s.base_offset) is s), key=lambda s: s.base_offset)
     for segment in reversed(new):
         segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+        # Better than Kafka: each rename made durable before the next.  The loader's rule (a .swap
+        # at or above the smallest .cleaned is invalid) holds only if the renames reach the disk in
+        # order; Kafka relies on ordered metadata journaling.  A file system that persists a later
+        # rename but not an earlier one (the crash images' reorder family) otherwise leaves a low
+        # .swap valid next to a higher .cleaned: the load completes the swap, deletes the original
+        # and the higher segments' data is lost (found by tests/test_crash_exhaustive.py's split sweep).
+        segment.storage.fsync_dir(segment.dir)
         segments[segment.base_offset] = segment
     for segment in old:
         if segment.base_offset != new[0].base_offset:
@@ -176,5 +183,9 @@ def replace_segments(
         delete_later(segment)
     for segment in new:
         segment.change_file_suffixes(SWAP_SUFFIX, "")
+        # Better than Kafka, as above: the loader computes the range of originals to delete from
+        # the .log.swap files left; a higher segment renamed final while a lower one's rename was
+        # lost would fall inside that range and be deleted.
+        segment.storage.fsync_dir(segment.dir)
     if new:
         new[0].storage.fsync_dir(new[0].dir)

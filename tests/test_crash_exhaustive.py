@@ -10,7 +10,7 @@ import json
 import pytest
 
 from conformance.crash_images import FAMILIES
-from conformance.exhaustive import SIZES, Tally, explore, faults_for, scenario, workloads
+from conformance.exhaustive import SIZES, Tally, explore, faults_for, scenario, split_scenario, sweep, workloads
 from conformance.scenario import Scenario
 from tests.conftest import PROFILE
 
@@ -24,6 +24,19 @@ def test_every_crash_point_of_the_workload_recovers(prelude, ops):
     verdict = explore(prelude, ops, SIZE.every_parameter, tally)
     assert verdict is None, f"{verdict.violations[0]}\nscenario: {verdict.scenario.dumps()}"
     assert tally.crash_points >= 1 and tally.images >= tally.crash_points
+
+
+def test_every_crash_point_of_a_split_recovers():
+    """#6: a crash at every storage operation of a load that splits an overflowed legacy segment
+    (§5.5: .cleaned files written and flushed, renamed .swap in descending order, then to their
+    final names, §5.9), under every fault family: every message survives (durable), the next load
+    rolls the split back or completes it (prefix, conforms), and equals an uninterrupted load
+    (idempotent-recovery)."""
+    tally = Tally()
+    verdict = sweep(split_scenario, 2, SIZE.every_parameter, tally)
+    assert verdict is None, f"{verdict.violations[0]}\nscenario: {verdict.scenario.dumps()}"
+    # the load's own operations: the split's files, renames and fsyncs are among them
+    assert tally.crash_points >= 20 and "5.5 overflowed segment split" in tally.branches
 
 
 def test_the_sweep_covers_what_it_claims():

@@ -282,6 +282,42 @@ SWAP_MUTANTS = (
         description="the pre-2.1 off-by-one of swap completion (fixed by 3afe2ed8e39d, §7.9, §7.10): the old segments replaced are those overlapping the swap's range, including one that ends exactly at the swap's base — once the original at that base is gone, an unrelated segment is deleted",
         caught_by=("swap-states",),
     ),
+    Mutant(
+        name="split-drops-last-batch",
+        module="impl.split",
+        old="""    created: list[LogSegment] = []
+""",
+        new="""    created: list[LogSegment] = []
+    if len(batches) > 1:  # the source's last batch is never copied
+        end -= batches.pop().size
+        segment._size = end
+""",
+        description="a split that never copies the source's last batch (the issue's mutant; the loss KAFKA-6264's fix and its follow-up 3afe2ed8e39d guard against): the sizes still add up in this variant's bookkeeping, so only the data shows it",
+        caught_by=("split-sweep", "regression-corpus"),
+    ),
+    Mutant(
+        name="cleaned-to-swap-ascending",
+        module="impl.split",
+        old="""    for segment in reversed(new):
+        segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)""",
+        new="""    for segment in new:
+        segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)""",
+        description="replaceSegments renames .cleaned → .swap in ascending base order (§5.9): a crash after the low segment's rename leaves a valid .swap below every remaining .cleaned, so the next load completes a half-made replacement and deletes the original whose other half was never installed",
+        caught_by=("split-sweep",),
+    ),
+    Mutant(
+        name="originals-deleted-before-every-swap",
+        module="impl.split",
+        old="""    for segment in reversed(new):
+        segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)""",
+        new="""    for segment in old:
+        segment.change_file_suffixes("", DELETED_SUFFIX)
+    old = []
+    for segment in reversed(new):
+        segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)""",
+        description="replaceSegments renames the originals .deleted before every new segment is a .swap (§5.9 steps 2–3 swapped): a crash in between leaves .deleted originals, which the next load deletes, and .cleaned new segments, which it deletes too",
+        caught_by=("split-sweep",),
+    ),
 )
 
 HISTORICAL_MUTANTS = (
