@@ -418,11 +418,21 @@ class Log:
 
     # UnifiedLog.fetchOffsetByTimestamp
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """The answer is the content's (DESIGN.md "The model"), but the lookup loads the lazy max
+        timestamp of every segment Kafka consults, as Kafka does (§4.1, §3.6 rule 5): for −3
+        ``maxTimestampSoFar`` of every segment (the search for the latest one), for a timestamp
+        ``largestTimestamp()`` of each segment up to the one searched.  Once loaded, the max
+        timestamp is recomputed by a truncation that keeps entries (§4.7 rule 7) and written as
+        the final time-index entry by close (§4.9 rule 2, §6.3) — a lookup then a truncation
+        below the last time-index entry leaves Kafka's shut-down time index with one entry, not
+        empty (corpora/crash/max-timestamp-loaded-by-a-lookup-survives-truncation.json)."""
         if timestamp == EARLIEST_TIMESTAMP:
             return (-1, self.log_start_offset)
         if timestamp == LATEST_TIMESTAMP:
             return (-1, self.log_end_offset)
         if timestamp == MAX_TIMESTAMP:
+            for s in self.segments:
+                s.max_timestamp()  # loaded by Kafka's maxBy(_.maxTimestampSoFar) / readMaxTimestampAndOffsetSoFar
             best = self.segments[0]
             for s in self.segments[1:]:
                 if s.content_max_timestamp() > best.content_max_timestamp():
@@ -434,6 +444,7 @@ class Log:
                     return None if offset is None else (max_ts, offset)
             return None
         for s in self.segments:
+            s.max_timestamp()  # loaded by Kafka's largestTimestamp()
             ts = s.content_max_timestamp()
             if (ts if ts >= 0 else s.mtime_ms) >= timestamp:
                 return s.find_offset_by_timestamp(timestamp, self.log_start_offset)
