@@ -167,7 +167,8 @@ def explore(prelude: str, ops: tuple[str, ...], every_parameter: bool, tally: Ta
 
 # A legacy segment (spec §7.9) whose last two messages overflow its base: the load after it splits
 # it in three (§5.5) through .cleaned/.swap files (§5.9), so every storage operation of a split is a
-# crash point.  No index files: the split happens in loadSegmentFiles after a clean shutdown.
+# crash point.  No index files here; split_scenario decides (the split then happens in
+# loadSegmentFiles after a clean shutdown, or in recoverLog after a crash).
 LEGACY_SPLIT = sc.InjectLegacySegment(
     "legacy", 0, 0, None,
     (sc.LegacyMessage(0), sc.LegacyMessage(5, 3), sc.LegacyMessage(2**31 + 4), sc.LegacyMessage(2**32 + 9)),

@@ -160,15 +160,11 @@ def check_split_sweep(module=None) -> None:
 
     with impl_stack(module):
         for recover_log in (False, True):
-            build = functools.partial(_split_case, recover_log=recover_log, make=split_scenario)
+            build = functools.partial(split_scenario, recover_log=recover_log)
             verdict = sweep(build, 2, SIZES["ci"].every_parameter)
             if verdict is not None:
                 v = verdict.violations[0]
                 raise PropertyViolation(v.prop, f"split sweep: {v}")
-
-
-def _split_case(at_op, fault, recover_log, make):
-    return make(at_op, fault, recover_log)
 
 
 def check_swap_states(module=None) -> None:

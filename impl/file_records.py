@@ -66,9 +66,9 @@ class BatchScan:
     ``error`` tell how the scan ended.  One pass, no copies, bounded memory whatever the sizes
     claimed by the data."""
 
-    __slots__ = ("_buf", "start", "end", "stop", "valid_bytes", "error", "batches", "bytes_checked")
+    __slots__ = ("_buf", "start", "end", "stop", "valid_bytes", "error", "batches", "bytes_checked", "check_crc")
 
-    def __init__(self, buf, start: int = 0, end: int | None = None):
+    def __init__(self, buf, start: int = 0, end: int | None = None, check_crc: bool = True):
         with memoryview(buf) as m:
             n = m.nbytes  # bytes, whatever the item size of the buffer
         self._buf = buf
@@ -79,6 +79,7 @@ class BatchScan:
         self.error: LogFormatError | None = None
         self.batches = 0
         self.bytes_checked = 0
+        self.check_crc = check_crc  # False: framing only, as Kafka's batchesFrom iterator (§1.10)
 
     def __iter__(self) -> Iterator[BatchHeader]:
         return self._scan(True)
@@ -95,6 +96,7 @@ class BatchScan:
         pos = self.start
         last_header_start = end - 17  # §1.10 rule 1: a tail of 17 bytes or fewer is not examined
         count = 0
+        check_crc = self.check_crc
         exported = memoryview(self._buf)
         mv = exported if exported.format == "B" and exported.ndim == 1 else exported.cast("B")
         try:
@@ -112,7 +114,7 @@ class BatchScan:
                 magic = mv[pos + 16]
                 if magic < 2 or magic > 127:  # legacy: magic 0, 1 or negative (§1.10 rule 6)
                     crc = _u32_at(mv, pos + 12)[0]
-                    computed = zlib.crc32(mv[pos + 16 : pos + total])
+                    computed = zlib.crc32(mv[pos + 16 : pos + total]) if check_crc else crc
                     if computed != crc:
                         self._crc_fail(pos, crc, computed)
                         return
@@ -132,7 +134,7 @@ class BatchScan:
                         )
                         return
                     crc = _u32_at(mv, pos + 17)[0]
-                    computed = crc32c(mv[pos + 21 : pos + total])
+                    computed = crc32c(mv[pos + 21 : pos + total]) if check_crc else crc
                     if computed != crc:
                         self._crc_fail(pos, crc, computed)
                         return

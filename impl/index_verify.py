@@ -142,13 +142,12 @@ def rebuild_indexes(offset_index, time_index, log, index_interval_bytes: int) ->
     offset_index.reset()
     time_index.reset()
     valid = last_entry = 0
-    base = offset_index.base_offset
-    max_ts, offset_of_max = -1, base
+    max_ts, offset_of_max = -1, offset_index.base_offset
     fits = True
     for h in BatchScan(log):
         if h.max_timestamp > max_ts:
             max_ts, offset_of_max = h.max_timestamp, h.last_offset
-        fits = fits and 0 <= h.last_offset - base <= 0x7FFFFFFF
+        fits = fits and offset_index.can_append_offset(h.last_offset)
         if valid - last_entry > index_interval_bytes and fits:
             if not offset_index.is_full():
                 offset_index.append(h.last_offset, valid)
@@ -157,7 +156,7 @@ def rebuild_indexes(offset_index, time_index, log, index_interval_bytes: int) ->
             last_entry = valid
         valid += h.size
     offset_index.trim_to_valid_size()
-    if 0 <= offset_of_max - base <= 0x7FFFFFFF:
+    if offset_index.can_append_offset(offset_of_max):
         time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
     time_index.trim_to_valid_size()
     return valid, (max_ts, offset_of_max)

@@ -112,10 +112,14 @@ class PartitionLoader:
         self.storage.unlink(path)
         self.report.deleted_files.append(path)
 
-    def _open(self, base: int, suffix: str = "") -> LogSegment:
+    def _jitter(self, base: int) -> int:
         bound = self.config.jitter_bound()
-        jitter = self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
-        return LogSegment(self.storage, self.dir, base, self.config, self.clock(), jitter, suffix=suffix, existing=True)
+        return self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
+
+    def _open(self, base: int, suffix: str = "") -> LogSegment:
+        return LogSegment(
+            self.storage, self.dir, base, self.config, self.clock(), self._jitter(base), suffix=suffix, existing=True
+        )
 
     # §5.2 step 1
     def remove_temp_files_and_collect_swaps(self) -> list[str]:
@@ -226,10 +230,8 @@ class PartitionLoader:
             path = f"{self.dir}/{base:020d}{suffix}{CLEANED_SUFFIX}"
             if self.storage.exists(path):
                 self._unlink(path)
-        bound = self.config.jitter_bound()
-        jitter = self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
         return LogSegment(
-            self.storage, self.dir, base, self.config, self.clock(), jitter, suffix=CLEANED_SUFFIX,
+            self.storage, self.dir, base, self.config, self.clock(), self._jitter(base), suffix=CLEANED_SUFFIX,
             preallocate=self.config.preallocate,
         )  # fmt: skip
 
@@ -272,11 +274,10 @@ class PartitionLoader:
                 leo = None
         if not self.segments:
             base = self.log_start_checkpoint
-            bound = self.config.jitter_bound()
-            jitter = self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
             self.segments[base] = LogSegment(
-                self.storage, self.dir, base, self.config, self.clock(), jitter, preallocate=self.config.preallocate
-            )
+                self.storage, self.dir, base, self.config, self.clock(), self._jitter(base),
+                preallocate=self.config.preallocate,
+            )  # fmt: skip
         if self.clean and leo is not None:
             return leo, leo
         if leo is None:

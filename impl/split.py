@@ -16,19 +16,14 @@ batch recovery would reject is copied too, and the recovery that follows the spl
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 
 from impl.errors import LogFormatError
-from impl.file_records import BatchHeader
+from impl.file_records import BatchHeader, BatchScan
 from impl.record_walk import records
 from impl.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 
 READ_BUFFER = 1024 * 1024  # appendChunkFromFile's initial read buffer (§4.11)
-_V2_HEADER = 61
-_framing = struct.Struct(">qi").unpack_from  # offset (v2: base offset), size
-_v2_fields = struct.Struct(">iqq").unpack_from  # last offset delta, base timestamp, max timestamp
-_i64 = struct.Struct(">q").unpack_from
 
 
 class SplitError(Exception):
@@ -40,58 +35,28 @@ class SplitError(Exception):
         super().__init__(f"{kind} at byte {position}: {message}")
 
 
-class _Framed:
-    """One batch as the framing finds it: position, size, last offset, max timestamp."""
-
-    __slots__ = ("position", "size", "last_offset", "max_timestamp", "header")
-
-    def __init__(self, position, size, last_offset, max_timestamp, header):
-        self.position, self.size = position, size
-        self.last_offset, self.max_timestamp, self.header = last_offset, max_timestamp, header
-
-
-def framed_batches(view) -> tuple[list[_Framed], int]:
-    """Every batch of ``view`` by §1.10's framing rules (1, 4, 5), and the position where they end."""
-    batches, pos, end = [], 0, len(view)
-    while pos < end - 17:
-        offset, size = _framing(view, pos)
-        if size < 14:
-            raise SplitError("CorruptRecordException", pos, f"record size {size} smaller than 14")
-        if pos > end - 12 - size:
-            break
-        magic = view[pos + 16]
-        if magic >= 2 and magic < 128:
-            if size + 12 < _V2_HEADER:
-                raise SplitError("CorruptRecordException", pos, f"a v2 batch of {size + 12} bytes has no full header")
-            delta, _, max_ts = _v2_fields(view, pos + 23)
-            last, header = offset + delta, None
-        else:
-            last = offset
-            max_ts = _i64(view, pos + 18)[0] if magic == 1 else -1
-            header = (pos, size + 12, offset, magic, view[pos + 17])
-        batches.append(_Framed(pos, size + 12, last, max_ts, header))
-        pos += 12 + size
-    return batches, pos
+def _batches(view) -> tuple[list[BatchHeader], int]:
+    """Every batch of ``view`` by §1.10's framing rules alone (no CRC check), and where they end."""
+    scan = BatchScan(view, check_crc=False)
+    headers = list(scan)
+    if scan.error is not None:
+        raise SplitError(scan.error.kind, scan.error.position, scan.error.detail)
+    return headers, scan.valid_bytes
 
 
-def _base_offset(view, b: _Framed) -> int:
+def _base_offset(view, h: BatchHeader) -> int:
     """RecordBatch.baseOffset(): a legacy compressed wrapper's is its first inner record's (§1.7)."""
-    if b.header is None:
-        return _framing(view, b.position)[0]
-    position, size, offset, magic, attributes = b.header
-    if not attributes & 0x07:
-        return offset
-    header = BatchHeader(0, size, offset, offset, magic, 0, attributes, -1, 0, -1, -1, -1, -1, -1, -1)
+    if h.magic >= 2 or not h.attributes & 0x07:  # v2 (legacy magic may read negative, §1.10 rule 6)
+        return h.offset
     try:
-        return records(bytes(view[position : position + size]), header)[0][0]
+        return records(view, h)[0][0]
     except LogFormatError as e:
-        raise SplitError(e.kind, position, f"the base offset of the wrapper is unreadable: {e}") from None
+        raise SplitError(e.kind, h.position, f"the base offset of the wrapper is unreadable: {e}") from None
 
 
-def has_overflow(segment: LogSegment) -> bool:
+def has_overflow(segment: LogSegment, batches: list[BatchHeader]) -> bool:
     """§4.5 rule 4 right after a recovery reset the offset index: the last batch's last offset
     (framing only, from position 0) does not fit the segment's base."""
-    batches, _ = framed_batches(segment.view())
     return bool(batches) and not segment.can_convert_to_relative_offset(batches[-1].last_offset)
 
 
@@ -102,8 +67,8 @@ def split_overflowed_segment(segment: LogSegment, new_cleaned: Callable[[int], L
     if not segment.log_path.endswith(".log"):
         raise SplitError("IllegalArgumentException", 0, f"cannot split {segment.log_path}")
     view = segment.view()
-    batches, end = framed_batches(view)
-    if not (batches and not segment.can_convert_to_relative_offset(batches[-1].last_offset)):
+    batches, end = _batches(view)
+    if not has_overflow(segment, batches):
         raise SplitError("IllegalArgumentException", 0, "split is only permitted for segments with overflow")
     created: list[LogSegment] = []
     try:
@@ -129,7 +94,7 @@ def split_overflowed_segment(segment: LogSegment, new_cleaned: Callable[[int], L
         raise
 
 
-def _append_from_file(seg: LogSegment, view, batches: list[_Framed], start: int) -> int:
+def _append_from_file(seg: LogSegment, view, batches: list[BatchHeader], start: int) -> int:
     """§4.11: chunks of consecutive batches whose last offsets fit ``seg``, each at most the read
     buffer (the first always goes; the buffer grows to hold it for the rest of the call)."""
     i, capacity = start, READ_BUFFER

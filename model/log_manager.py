@@ -381,12 +381,8 @@ def _load_partition(
                 files[f"{prefix(seg.base)}.timeindex"] = seg.time_index.file_bytes()
             # the recovery's index reset resized both files to full size (materialising a missing
             # one) and wrote the entries of the batches before the overflow (§4.6 steps 1, 3)
-            seg = e.segment
-            written = rebuild_from_log(
-                bytes(seg.log), seg.base, config.index_interval_bytes, config.segment_index_bytes, e.position
-            )
-            for suffix, entry, index in ((".index", 8, written[0]), (".timeindex", 12, written[1])):
-                name, size = f"{prefix(seg.base)}{suffix}", config.segment_index_bytes // entry * entry
+            for suffix, entry, index in ((".index", 8, e.written[0]), (".timeindex", 12, e.written[1])):
+                name, size = f"{prefix(e.segment.base)}{suffix}", config.segment_index_bytes // entry * entry
                 index.trim_to_valid_size()
                 head = index.file_bytes()
                 files[name] = head + files.get(name, b"")[len(head) : size].ljust(size - len(head), b"\0")
@@ -439,8 +435,8 @@ class _Overflow(Exception):
     ``segment`` and starts the step over (§5.5).  ``recovered``: the segments this pass of
     loadSegmentFiles had recovered before it (their indexes are materialised)."""
 
-    def __init__(self, segment: Segment, recovered=(), position: int = 0):
-        self.segment, self.recovered, self.position = segment, list(recovered), position
+    def __init__(self, segment: Segment, written, recovered=()):
+        self.segment, self.written, self.recovered = segment, written, list(recovered)
 
 
 def _load_segment_files(files, path, log, config, clock, jitter, outcome, mtimes) -> dict[int, Segment]:
@@ -475,7 +471,7 @@ def _load_segment_files(files, path, log, config, clock, jitter, outcome, mtimes
             try:
                 outcome.truncated_bytes += _recover(seg, log, outcome, path)
             except _Overflow as e:
-                raise _Overflow(seg, recovered, e.position) from None
+                raise _Overflow(seg, e.written, recovered) from None
             except IndexFailure as e:  # Kafka's load fails on any index refusal here (§5.3)
                 raise PartitionLoadError(f"{path}/{p}.log", str(e)) from None
             recovered.append(seg)
@@ -563,10 +559,10 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
         if not seg.fits(h.last_offset):
             # the batches before it were indexed first, and an index refusal among them comes first
             config = seg.config
-            rebuild_from_log(
+            written = rebuild_from_log(
                 bytes(seg.log), seg.base, config.index_interval_bytes, config.segment_index_bytes, batch.position
             )
-            raise _Overflow(seg, position=batch.position)
+            raise _Overflow(seg, written[:2])
         if h.magic >= 2 and h.partition_leader_epoch >= 0:
             if not log.epochs or h.partition_leader_epoch > log.epochs[-1][0]:
                 log.assign_epoch(h.partition_leader_epoch, h.offset)
