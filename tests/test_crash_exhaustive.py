@@ -5,6 +5,7 @@ follows the Hypothesis profile (``nightly``: the full alphabet, both preludes, e
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -26,14 +27,15 @@ def test_every_crash_point_of_the_workload_recovers(prelude, ops):
     assert tally.crash_points >= 1 and tally.images >= tally.crash_points
 
 
-def test_every_crash_point_of_a_split_recovers():
+@pytest.mark.parametrize("recover_log", [False, True], ids=["loadSegmentFiles", "recoverLog"])
+def test_every_crash_point_of_a_split_recovers(recover_log):
     """#6: a crash at every storage operation of a load that splits an overflowed legacy segment
     (§5.5: .cleaned files written and flushed, renamed .swap in descending order, then to their
     final names, §5.9), under every fault family: every message survives (durable), the next load
     rolls the split back or completes it (prefix, conforms), and equals an uninterrupted load
     (idempotent-recovery)."""
     tally = Tally()
-    verdict = sweep(split_scenario, 2, SIZE.every_parameter, tally)
+    verdict = sweep(functools.partial(split_scenario, recover_log=recover_log), 2, SIZE.every_parameter, tally)
     assert verdict is None, f"{verdict.violations[0]}\nscenario: {verdict.scenario.dumps()}"
     # the load's own operations: the split's files, renames and fsyncs are among them
     assert tally.crash_points >= 20 and "5.5 overflowed segment split" in tally.branches
