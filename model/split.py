@@ -20,7 +20,7 @@ from collections.abc import Callable
 from model.errors import RecordFormatError
 from model.file_records import iterate_file
 from model.log import Segment
-from model.records import Batch
+from model.records import V2_HEADER_SIZE, Batch
 
 READ_BUFFER = 1024 * 1024  # appendChunkFromFile's initial read buffer (§4.11)
 
@@ -43,10 +43,25 @@ def base_offset(batch: Batch) -> int:
     return batch.records()[0].offset
 
 
-def has_overflow(seg: Segment) -> bool:
+def _framed(data: bytes) -> tuple[list[Batch], int]:
+    """The batches of ``data`` by framing alone (no CRC check), as Kafka's ``batchesFrom`` iterator
+    walks them, and where they end.  A size field below 14 (§1.10 rule 4) and a v2 batch too short
+    for its 61-byte header, whose fields cannot be read, raise."""
+    walk = iterate_file(data, validate=False)
+    batches = list(walk.batches)
+    if walk.error is not None:
+        raise SplitError(walk.error.kind, walk.valid_bytes, str(walk.error))
+    short = next((b for b in batches if b.is_v2 and b.size < V2_HEADER_SIZE), None)
+    if short is not None:
+        raise SplitError(
+            "CorruptRecordException", short.position, f"a v2 batch of {short.size} bytes has no full header"
+        )
+    return batches, walk.valid_bytes
+
+
+def has_overflow(seg: Segment, batches: list[Batch]) -> bool:
     """§4.5 rule 4, as the loader asks it right after a recovery reset the offset index: the next
     offset from a scan of the whole file (framing only, no CRC check) minus one does not fit."""
-    batches = iterate_file(bytes(seg.log), validate=False).batches
     return bool(batches) and not seg.fits(batches[-1].header().last_offset)
 
 
@@ -56,10 +71,9 @@ def split(seg: Segment, new_segment: Callable[[int], Segment], now_ms: int) -> l
     ``new_segment(base)`` makes an empty segment at ``base`` (the ``.cleaned`` one).  Raises
     :class:`SplitError` where Kafka's split throws."""
     data = bytes(seg.log)
-    if not has_overflow(seg):
+    batches, end = _framed(data)
+    if not has_overflow(seg, batches):
         raise SplitError("IllegalArgumentException", 0, "split is only permitted for segments with overflow")
-    walk = iterate_file(data, validate=False)
-    batches = list(walk.batches)
     out: list[Segment] = []
     i = 0
     while i < len(batches):
@@ -72,9 +86,9 @@ def split(seg: Segment, new_segment: Callable[[int], Segment], now_ms: int) -> l
         if appended == 0:
             raise SplitError("IllegalStateException", batches[i].position, "failed to append records")
         i += appended
-    if walk.valid_bytes != len(data):
+    if end != len(data):
         # batchesFrom(position).iterator().next() finds no batch where bytes remain
-        raise SplitError("NoSuchElementException", walk.valid_bytes, "no complete batch where the log continues")
+        raise SplitError("NoSuchElementException", end, "no complete batch where the log continues")
     for new in out:
         new.on_become_inactive()
         new.mtime_ms = seg.mtime_ms

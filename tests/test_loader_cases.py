@@ -262,3 +262,34 @@ def test_recovery_rebuilds_indexes_without_reading_them(tmp_path, overflow):
         return
     assert index == entries
     assert len(stamps) % 12 == 0 and all(stamps[i : i + 12] not in old[".timeindex"] for i in range(0, len(stamps), 12))
+
+
+@pytest.mark.parametrize(
+    "tail, position",
+    [
+        (struct.pack(">qi", 2**31 + 6, 30) + bytes([0, 0, 0, 0, 2]) + bytes(25), "byte 94"),  # v2, 42 bytes
+        (struct.pack(">qi", 2**31 + 6, 5) + bytes(10), "byte 94"),  # size field 5 < 14 (§1.10 rule 4)
+    ],
+    ids=["short-v2-batch", "size-below-minimum"],
+)
+def test_a_split_over_a_malformed_tail_fails_the_partition_naming_the_position(tail, position):
+    """An overflowed legacy segment whose framing goes on past its last valid batch with bytes the
+    split cannot walk (§5.5: Kafka's batchesFrom iterator throws): model and impl both report the
+    segment and the byte position, other partitions load, nothing raises (bad-input, isolated)."""
+    from conformance import runner
+    from conformance import scenario as sc
+
+    legacy = sc.InjectLegacySegment(
+        "old", 0, 0, None, (sc.LegacyMessage(0), sc.LegacyMessage(2**31 + 5)), 1, "none", False, T0
+    )
+    session = runner.Session(sc.Scenario(()), ("model", "impl"), faults=True)
+    assert not session.step(sc.Create("t", 0, 0)) and not session.step(sc.Shutdown()) and not session.step(legacy)
+    files, dirs, mtimes = session.source.image()
+    files["d0/old-0/00000000000000000000.log"] += tail
+    for t in session.targets:
+        t.restore(files, dirs, mtimes)
+    assert session.step(sc.Open()) == []
+    for target, result in session.verdict.results[-1].items():
+        loaded = {x["partition"]: x["error"] for x in result["loaded"]}
+        assert loaded["t-0"] is None, target
+        assert "d0/old-0/00000000000000000000.log" in loaded["old-0"] and position in loaded["old-0"], (target, loaded)
