@@ -149,7 +149,7 @@ class CrashMachine(LogMachine):
         leo = self.leo.get((topic, partition), 0)
         kind = data.draw(
             st.sampled_from(["append", "roll", "truncate", "truncate_fully", "delete_records", "flush"])
-            | st.sampled_from(["retention", "checkpoint", "shutdown", "tick"]),
+            | st.sampled_from(["retention", "checkpoint", "shutdown", "tick", "clean"]),
             label="interrupted",
         )
         if kind == "append":
@@ -164,6 +164,8 @@ class CrashMachine(LogMachine):
             return sc.TruncateFully(topic, partition, data.draw(st.integers(0, leo + 50), label="offset"))
         if kind == "flush":
             return sc.Flush(topic, partition, None)
+        if kind == "clean":
+            return sc.Clean(topic, partition)
         if kind == "tick":
             return sc.Tick(data.draw(st.sampled_from([1000, DAY])))
         return {"retention": sc.Retention, "checkpoint": sc.Checkpoint, "shutdown": sc.Shutdown}[kind]()

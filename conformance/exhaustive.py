@@ -192,6 +192,36 @@ def split_scenario(at_op: int | None, fault: Fault, recover_log: bool = False) -
     return sc.Scenario(tuple(steps), config=CONFIG, clock_start_ms=T0)
 
 
+COMPACTED = {**CONFIG, "cleanup.policy": "compact", "delete.retention.ms": 0}
+
+
+def _keyed(n: int, keys: str, tombstone: str = "") -> sc.Append:
+    """One batch: a record per key of ``keys``, the key ``tombstone`` (if any) deleted."""
+    recs = tuple(sc.Rec(T0 + n * 10 + i, k, None if k == tombstone else f"v{n}" * 5) for i, k in enumerate(keys))
+    return sc.Append("t", 0, (sc.BatchSpec(recs),), True, 0)
+
+
+def clean_scenario(at_op: int | None, fault: Fault) -> sc.Scenario:
+    """A crash at storage operation ``at_op`` of a cleaning round (None: right after it) over
+    three flushed, checkpointed segments of a compacted log that the round cleans in two groups
+    (``segment.bytes`` bounds a group, KAFKA-5413's grouping), with superseded values, a
+    tombstone past its delete horizon, and batches kept whole; then the restart, read, append,
+    shutdown, restart and read of :func:`scenario`.  Each group is written ``.cleaned``, flushed
+    and installed by replaceSegments (§5.9), so every crash point lands before, inside or after
+    an installation."""
+    steps = [sc.Create("t", 0), _keyed(1, "abc"), _keyed(2, "ab"), sc.Roll("t", 0), _keyed(3, "cd", "c")]
+    steps += [_keyed(4, "e"), sc.Roll("t", 0), _keyed(5, "af"), _keyed(6, "g"), sc.Roll("t", 0), _keyed(7, "h")]
+    steps += [sc.Flush("t", 0), sc.Checkpoint(), sc.Tick(1)]
+    clean = sc.Clean("t", 0)
+    steps += [clean, sc.Crash(fault)] if at_op is None else [sc.Crash(fault, clean, at_op)]
+    read = sc.Read("t", 0, 0, 1 << 20, None, False)
+    steps += [sc.Open(), read, _append(9), sc.Shutdown(), sc.Open(), read]
+    return sc.Scenario(tuple(steps), config={**COMPACTED, "segment.bytes": 400}, clock_start_ms=T0)
+
+
+CLEAN_CRASH_INDEX = 14  # the crash step of clean_scenario
+
+
 def sweep(build, crash_index: int, every_parameter: bool, tally: Tally | None = None) -> Verdict | None:
     """Every crash point × fault of the scenarios ``build(at_op, fault)`` whose step ``crash_index``
     crashes inside an operation (``at_op`` counts its storage operations; None: after it)."""

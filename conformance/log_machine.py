@@ -36,10 +36,15 @@ configs = st.fixed_dictionaries(
         "retention.bytes": st.sampled_from([-1, 0, 500, 2000]),
         "file.delete.delay.ms": st.sampled_from([0, 1000, 60_000]),
         "max.message.bytes": st.sampled_from([150, 1048588]),
+        # compacted logs: the clean rule cleans them; tombstones past a short horizon go
+        "cleanup.policy": st.sampled_from(["compact", "compact,delete"]),
+        "delete.retention.ms": st.sampled_from([0, 60_000, DAY]),
     },
 )
 
 text = st.text(alphabet="abcxyz", max_size=12)
+# keys that repeat, so a cleaning round has superseded values to remove
+keys = st.sampled_from(["a", "b", "c"]) | text
 
 
 class LogMachine(RuleBasedStateMachine):
@@ -119,8 +124,8 @@ class LogMachine(RuleBasedStateMachine):
         return tuple(
             sc.Rec(
                 max(0, self.clock - lag + data.draw(st.integers(-200, 200))),
+                data.draw(keys | st.none()),
                 data.draw(text | st.none()),
-                data.draw(text),
             )
             for _ in range(n)
         )
@@ -200,6 +205,17 @@ class LogMachine(RuleBasedStateMachine):
     def retention(self):
         result = self._do(sc.Retention())
         self._score("segments deleted by retention", float(result.get("deleted", 0)), add=True)
+
+    @precondition(lambda self: self.running)
+    @rule(tp=partitions)
+    def clean(self, tp):
+        """One log-cleaner round (#6): groups of inactive segments cleaned and swapped in (§5.9)."""
+        result = self._do(sc.Clean(tp[0], tp[1]))
+        groups = result.get("groups", [])
+        if groups:
+            self._score("segments in one cleaned group", float(max(len(g) for g in groups)))
+            self._score("groups in one cleaning round", float(len(groups)))
+            event(f"clean: {len(groups) if len(groups) < 3 else '3+'} groups")
 
     @precondition(lambda self: self.running)
     @rule()

@@ -351,7 +351,7 @@ class Session:
             self.broken = True
             return
         if self.model is not None and self.model.running:
-            self.tracker.observe(self.model, during, crashed=True)
+            self.tracker.observe(self.model, during, crashed=True, result=results.get(self.model.name))
         fault = step.fault if isinstance(step, sc.Crash) and step.fault is not None else Fault("process")
         # idempotent-recovery is judged only on a settled image (nothing pending before the open):
         # otherwise the crash may also have lost what preceded the load (corpora/crash/idempotent-recovery-after-a-crash-inside-the-loader.json)
@@ -474,6 +474,7 @@ class RecoveryTracker:
         self.open_crashed = False
         self.injected_batches: dict[str, list] = {}  # must all be there at the next completed open
         self.legacy: set[str] = set()  # partitions an inject_legacy_segment step created
+        self.last: tuple[dict, dict] = ({}, {})  # batches and segment bases at the last observe
 
     def injected(self, key: str, batches: list) -> None:
         """A legacy segment written onto the disk (``inject_legacy_segment``): its messages are
@@ -492,6 +493,9 @@ class RecoveryTracker:
         for key, bs in batches.items():
             self.seen[key].update(d for _, _, d in bs)
             self.pairs[key].update((a[2], b[2]) for a, b in zip(bs, bs[1:], strict=False))
+        if isinstance(step, sc.Clean) and (result or {}).get("groups"):
+            self._cleaning_neighbours(model, step, result["groups"], batches)
+        self.last = (batches, {k: [seg[0] for seg in v["segments"]] for k, v in state.items()})
         if isinstance(step, sc.Checkpoint | sc.Shutdown | sc.Open) and not crashed:
             self.anchored |= set(batches)
         elif (
@@ -517,6 +521,23 @@ class RecoveryTracker:
                 if k in self.required
             }
         self.required = required
+
+    def _cleaning_neighbours(self, model, step, groups, after) -> None:
+        """A cleaning round installs its groups one by one (§5.9): a crash between two leaves the
+        first ones cleaned and the rest as they were, so the neighbours of every such mix are
+        neighbours the log has had."""
+        before, bases = self.last
+        key = f"{model.manager.dir_of(step.topic, step.partition)}/{step.topic}-{step.partition}"
+        old, new, bases = before.get(key, []), after.get(key, []), bases.get(key, [])
+        ranges = []
+        for group in groups:
+            later = [b for b in bases if b > group[-1]]
+            ranges.append((group[0], later[0] if later else 2**63))
+        for installed in range(1, len(groups)):
+            mixed = [b for b in new if b[0] < ranges[installed][0]]
+            mixed += [b for b in old if ranges[installed][0] <= b[0] < ranges[-1][1]]
+            mixed += [b for b in new if b[0] >= ranges[-1][1]]
+            self.pairs[key].update((a[2], b[2]) for a, b in zip(mixed, mixed[1:], strict=False))
 
     def crashed(self, reference, during_open: bool) -> None:
         self.faulted = self.ever_faulted = True
@@ -720,8 +741,8 @@ def _check(
                 Violation(CONFORMS, index, f"after {_describe(step)}: log state {_first_difference(sa, sb)}")
             )
             return
-        fa = _comparable_files(a.files(settled), settled, unloadable, corrupted)
-        fb = _comparable_files(b.files(settled), settled, unloadable, corrupted)
+        fa = _comparable_files(a.files(settled), settled, unloadable, corrupted, faulted)
+        fb = _comparable_files(b.files(settled), settled, unloadable, corrupted, faulted)
         if fa != fb:
             diff = sorted(set(fa) ^ set(fb)) or sorted(p for p in fa if fa[p] != fb[p])
             p = diff[0]
@@ -806,21 +827,38 @@ def _comparable(result: dict) -> dict:
     return result
 
 
-def _comparable_files(files: dict[str, bytes], settled: bool, unloadable=(), corrupted=()) -> dict[str, bytes]:
+def _comparable_files(
+    files: dict[str, bytes], settled: bool, unloadable=(), corrupted=(), faulted: bool = False
+) -> dict[str, bytes]:
     """Index files are compared only when settled (right after shutdown or open): in between, an
     index exists only once materialised and its file keeps preallocated slots.  The files of a
     partition that failed to load are not compared: Kafka leaves them half-recovered (the loader
     writes as it goes) and takes the dir offline; the model keeps them as found.  Nor are the index
-    files of a partition a ``corrupt`` step damaged: impl proves an unrecovered index on first use
-    and rebuilds it if unsound, Kafka keeps it as found (docs/crash-recovery.md) — the answers
-    through it are compared, the bytes are not."""
+    files of a partition a ``corrupt`` step damaged: Kafka keeps an unrecovered index as found and
+    believes every slot of it, impl reads a zero tail as padding (impl.index) — the answers
+    through it are compared, the bytes are not.  After a fault, trailing all-zero slots of an index
+    are not compared either, for the same reason: a fault can leave a zero-filled index that Kafka
+    keeps for good (§5.9 caveat 3: a missing ``.index.swap`` made full of zeros, §3.5) and impl trims."""
     if unloadable:
         files = {p: d for p, d in files.items() if not (p.count("/") >= 2 and p.split("/")[1] in unloadable)}
     if corrupted:
         files = {p: d for p, d in files.items() if not (is_index_file(p) and tainted(p.rsplit("/", 1)[0], corrupted))}
+    if faulted:
+        files = {p: _without_zero_slots(p, d) if is_index_file(p) else d for p, d in files.items()}
     if settled:
         return {p: d for p, d in files.items() if not (is_index_file(p) and p.endswith(".deleted"))}
     return {p: d for p, d in files.items() if not is_index_file(p)}
+
+
+def _without_zero_slots(path: str, data: bytes) -> bytes:
+    """An index file without its trailing all-zero slots (a file of odd length as it is)."""
+    size = 12 if ".timeindex" in path else 8
+    if len(data) % size:
+        return data
+    end = len(data)
+    while end and not any(data[end - size : end]):
+        end -= size
+    return data[:end]
 
 
 def _first_byte_diff(a: bytes, b: bytes) -> int:

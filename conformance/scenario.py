@@ -198,6 +198,17 @@ class Retention(Step):
 
 
 @attrs.frozen
+class Clean(Step):
+    """One log-cleaner round on a compacted partition (spec §5.9, §7.9; docs/scenario-format.md):
+    every inactive segment is dirty (no cleaner-offset checkpoint), grouped as Kafka groups them
+    (KAFKA-5413), each group cleaned into a ``.cleaned`` segment and installed by replaceSegments."""
+
+    op = "clean"
+    topic: str = "t"
+    partition: int = 0
+
+
+@attrs.frozen
 class Checkpoint(Step):
     op = "checkpoint"
     partition_level = False
@@ -308,7 +319,7 @@ class InjectLegacySegment(Step):
 STEPS: dict[str, type[Step]] = {
     cls.op: cls
     for cls in (Create, Append, Roll, Read, OffsetForTimestamp, Truncate, TruncateFully, DeleteRecords, Flush)
-    + (Retention, Checkpoint, Tick, Shutdown, Open, Crash, FailIo, Corrupt, InjectLegacySegment)
+    + (Retention, Clean, Checkpoint, Tick, Shutdown, Open, Crash, FailIo, Corrupt, InjectLegacySegment)
 }
 IO_ERRORS = ("EIO", "ENOSPC")
 

@@ -220,6 +220,8 @@ class ModelTarget(_Target):
         if isinstance(step, sc.Flush):
             log.flush(step.offset)
             return {}
+        if isinstance(step, sc.Clean):
+            return log.clean()
         raise AssertionError(step)
 
     def state(self) -> dict:
@@ -446,6 +448,8 @@ class ImplTarget(_Target):
         if isinstance(step, sc.Flush):
             log.flush(step.offset)
             return {}
+        if isinstance(step, sc.Clean):
+            return log.clean()
         raise AssertionError(step)
 
     def state(self) -> dict:

@@ -157,3 +157,44 @@ def decompress(codec: int, data, limit: int = LIMIT, magic: int = 2):
     if codec == 4:
         return unzstd(data, limit)
     raise CodecError(f"Unknown compression type id: {codec}")
+
+
+# --- compression (the log cleaner's rebuilt batches, same codec as the source) -----------------
+
+XERIAL_HEADER = XERIAL + (1).to_bytes(4, "big") + (1).to_bytes(4, "big")  # magic, version 1, compatible 1
+XERIAL_BLOCK = 32 * 1024  # SnappyOutputStream's default block size
+
+
+def _snappy_xerial(data) -> bytes:
+    """Kafka's xerial framing: the 16-byte header, then each 32 KiB input block as ``>i`` length +
+    raw snappy block."""
+    data = bytes(data)
+    out = bytearray(XERIAL_HEADER)
+    for i in range(0, len(data), XERIAL_BLOCK):
+        block = bytes(cramjam.snappy.compress_raw(data[i : i + XERIAL_BLOCK]))
+        out += len(block).to_bytes(4, "big", signed=True)
+        out += block
+    return bytes(out)
+
+
+def compress(codec: int, data) -> bytes:
+    """The Kafka-framed compressed stream of ``data`` for codec 1–4 (the settings both sides of the
+    conformance suite fix for the cleaner, so that a rebuilt batch has one exact encoding):
+    gzip level 6 with a gzip header; snappy in xerial framing; lz4 frames of independent 64 KiB
+    blocks without checksums or content size; zstd without content size."""
+    if codec == 1:
+        c = zlib.compressobj(6, zlib.DEFLATED, 31)
+        return c.compress(data) + c.flush()
+    if codec == 2:
+        return _snappy_xerial(data)
+    if codec == 3:
+        return lz4.frame.compress(
+            bytes(data),
+            block_size=lz4.frame.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            content_checksum=False,
+            store_size=False,
+        )
+    if codec == 4:
+        return zstandard.ZstdCompressor(write_content_size=False).compress(bytes(data))
+    raise CodecError(f"Unknown compression type id: {codec}")

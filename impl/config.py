@@ -35,6 +35,7 @@ _KEYS = {
     "max.message.bytes": ("max_message_bytes", 1048588, 0),
     "preallocate": ("preallocate", False, None),
     "cleanup.policy": ("cleanup_policy", "delete", None),
+    "delete.retention.ms": ("delete_retention_ms", 86400000, 0),
     "num.recovery.threads.per.data.dir": ("num_recovery_threads_per_data_dir", 1, 1),
 }
 
@@ -53,6 +54,7 @@ class LogConfig:
     max_message_bytes: int = 1048588
     preallocate: bool = False
     cleanup_policy: str = "delete"
+    delete_retention_ms: int = 86400000  # how long the cleaner keeps a tombstone (KIP-534 delete horizon)
     num_recovery_threads_per_data_dir: int = 1  # broker config: partitions of one dir loaded in parallel
 
     @classmethod
@@ -80,6 +82,10 @@ class LogConfig:
     @property
     def delete_enabled(self) -> bool:
         return "delete" in self.cleanup_policy
+
+    @property
+    def compact_enabled(self) -> bool:
+        return "compact" in self.cleanup_policy
 
     def jitter_bound(self) -> int:
         """``randomSegmentJitter``: 0 when ``segment.jitter.ms`` is 0, else the modulus min(jitter, segment.ms)."""

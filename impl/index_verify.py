@@ -12,6 +12,7 @@ Also here: Kafka's own ``--verify-index-only`` comparisons, for ``klc dump``.
 
 from __future__ import annotations
 
+import bisect
 from typing import NamedTuple
 
 from impl.file_records import BatchScan
@@ -160,3 +161,58 @@ def rebuild_indexes(offset_index, time_index, log, index_interval_bytes: int) ->
         time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
     time_index.trim_to_valid_size()
     return valid, (max_ts, offset_of_max)
+
+
+class ShadowIndexes:
+    """Sound lookup entries for a segment whose index files proved unsound: rebuilt in memory from
+    one scan of the log, as recovery would append them (every ``index.interval.bytes``, §4.6), and
+    used for lookups only.  The files, and every decision Kafka takes from them — when the segment
+    rolls because an index is full (§4.3), which entries an append or a truncation writes, the max
+    timestamp loaded from the last time entry (§4.1) — stay Kafka's, so the broker's state does not
+    change because impl looked closer.
+
+    Entries stay sound as the segment changes: an append adds batches after every entry, and
+    :meth:`truncate_to` drops the entries at or past the cut.  ``content_max`` is the largest batch
+    max timestamp in the log and the offset holding it (what lookups and retention go by)."""
+
+    def __init__(self, log, base_offset: int, index_interval_bytes: int):
+        self.base_offset = base_offset
+        self._offsets: list[tuple[int, int]] = []  # (last offset of a batch, its position)
+        self._times: list[tuple[int, int]] = []  # (max timestamp so far, offset holding it)
+        self.content_max = (-1, base_offset)
+        valid = last_entry = 0
+        for h in BatchScan(log):
+            if h.max_timestamp > self.content_max[0]:
+                self.content_max = (h.max_timestamp, h.last_offset)
+            if valid - last_entry > index_interval_bytes:
+                self._offsets.append((h.last_offset, valid))
+                if not self._times or self.content_max[0] > self._times[-1][0]:
+                    self._times.append(self.content_max)
+                last_entry = valid
+            valid += h.size
+        if self.content_max[0] > (self._times[-1][0] if self._times else -1):
+            self._times.append(self.content_max)  # the final entry a close would write (§4.4)
+
+    def offset_lookup(self, target: int) -> tuple[int, int]:
+        """OffsetIndex.lookup: the last entry whose offset is ≤ target, else (base, 0)."""
+        i = bisect.bisect_right(self._offsets, (target, 2**63)) - 1
+        return self._offsets[i] if i >= 0 else (self.base_offset, 0)
+
+    def time_lookup(self, target: int) -> tuple[int, int]:
+        """TimeIndex.lookup: the last entry whose timestamp is ≤ target, else (−1, base)."""
+        i = bisect.bisect_right(self._times, (target, 2**63)) - 1
+        return self._times[i] if i >= 0 else (-1, self.base_offset)
+
+    def appended(self, max_timestamp: int, offset: int) -> None:
+        if max_timestamp > self.content_max[0]:
+            self.content_max = (max_timestamp, offset)
+
+    def truncate_to(self, offset: int, log) -> None:
+        """Drop the entries of offsets ≥ ``offset`` (the log is already cut) and recompute the
+        content max from what is left."""
+        self._offsets = [e for e in self._offsets if e[0] < offset]
+        self._times = [e for e in self._times if e[1] < offset]
+        self.content_max = (-1, self.base_offset)
+        for h in BatchScan(log):
+            if h.max_timestamp > self.content_max[0]:
+                self.content_max = (h.max_timestamp, h.last_offset)

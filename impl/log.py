@@ -21,6 +21,7 @@ from impl.config import LogConfig
 from impl.file_records import CORRUPT, BatchScan
 from impl.leader_epoch import LeaderEpochCache
 from impl.segment import DELETED_SUFFIX, LogSegment, filename_prefix
+from impl.split import replace_segments
 from impl.storage import Storage
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
@@ -191,6 +192,16 @@ class PartitionLog:
         due = self.clock() + self.config.file_delete_delay_ms
         for segment in segments:
             self.scheduler.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
+
+    def _delete_later(self, segment: LogSegment) -> None:
+        """Schedule the deletion of a segment already renamed ``.deleted`` (asyncDeleteSegment)."""
+        due = self.clock() + self.config.file_delete_delay_ms
+        self.scheduler.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
+
+    def _replace_segments(self, new: list[LogSegment], old: list[LogSegment]) -> None:
+        """§5.9 replaceSegments on the live log (the cleaner's swap, a split): see :mod:`impl.split`."""
+        replace_segments(self._segments, new, old, self._delete_later)
+        self._bases = sorted(self._segments)
 
     def _remove_and_delete(self, segments: list[LogSegment]) -> None:
         for segment in segments:
@@ -387,15 +398,18 @@ class PartitionLog:
             return (-1, self.log_end_offset)
         segments = self.segments
         if timestamp == MAX_TIMESTAMP:
-            best = max(segments, key=lambda s: s.max_timestamp_so_far())  # first of equals, like maxBy
-            max_ts, offset = best.max_timestamp_and_offset()
-            position = best._offsets().lookup(offset)[1]
-            for header in best.batches(position):
+            for segment in segments:
+                segment.max_timestamp_so_far()  # Kafka loads each one's (maxBy(_.maxTimestampSoFar))
+            # the answer by the content's max timestamps (equal to Kafka's unless an index is unsound)
+            best = max(segments, key=lambda s: s.content_max_timestamp_and_offset()[0])  # first of equals
+            max_ts, offset = best.content_max_timestamp_and_offset()
+            for header in best.batches(best.translate_position(offset)):
                 if header.max_timestamp == max_ts:
                     return best.offset_of_max_timestamp(header)
             return None
         for segment in segments:
-            if segment.largest_timestamp() >= timestamp:
+            segment.max_timestamp_so_far()  # loaded by Kafka's largestTimestamp()
+            if segment.content_largest_timestamp() >= timestamp:
                 return segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
         return None
 
@@ -513,6 +527,16 @@ class PartitionLog:
             self.maybe_increment_log_start_offset(self.higher_segment(to_delete[-1].base_offset).base_offset)
             self._remove_and_delete(to_delete)
         return len(deletable)
+
+    # --- compaction (LogCleaner) -------------------------------------------------------------------
+
+    @storage_errors
+    def clean(self) -> dict:
+        """One round of the log cleaner over the inactive segments (:func:`impl.cleaner.clean`):
+        ``{"groups": [[source bases], ...]}``, plus ``"split"`` if an overflowed segment was split."""
+        from impl.cleaner import clean
+
+        return clean(self)
 
     # --- lifecycle -----------------------------------------------------------------------------------
 

@@ -78,13 +78,15 @@ def _skip(data, p: int) -> int:
     return p + n if n > 0 else p
 
 
-def _v2(raw: bytes, h, limit: int) -> list[tuple[int, int]]:
+def _v2(raw: bytes, h, limit: int, fields: bool = False):
     count = h.records_count
+    codec = h.attributes & 0x07
+    if fields and codec > 4:  # streamingIterator resolves the codec before it reads the count
+        raise _Bad(ILLEGAL, "unknown-codec", f"Unknown compression type id: {codec}")
     if count < 0:
         raise _Bad(INVALID, "negative-record-count", f"Found invalid record count {count}")
     if count == 0:
-        return []
-    codec = h.attributes & 0x07
+        return (raw, []) if fields else []
     if codec > 4:
         raise _Bad(ILLEGAL, "unknown-codec", f"Unknown compression type id: {codec}")
     data, pos = (decompress(codec, memoryview(raw)[61:], limit), 0) if codec else (raw, 61)
@@ -106,8 +108,10 @@ def _v2(raw: bytes, h, limit: int) -> list[tuple[int, int]]:
                 raise _Short
             ts_delta, p = _varint(data, body + 1, 10, _M64)
             offset_delta, p = _varint(data, p)
-            p = _skip(data, _skip(data, p))  # key, value
-            headers, p = _varint(data, p)
+            key_at = p
+            value_at = _skip(data, p)
+            headers_at = _skip(data, value_at)
+            headers, p = _varint(data, headers_at)
             if headers < 0:
                 raise _Bad(INVALID, "negative-header-count", f"Found invalid number of record headers {headers}")
             if headers > end - p:
@@ -123,17 +127,18 @@ def _v2(raw: bytes, h, limit: int) -> list[tuple[int, int]]:
             raise _Bad(INVALID, "invalid-record-structure", "Found invalid record structure") from None
         if p - body != length:
             raise _Bad(INVALID, "record-size-mismatch", f"record length {length}, fields took {p - body} bytes")
-        out.append((base + offset_delta, base_ts + ts_delta if append_ts is None else append_ts))
+        ts = base_ts + ts_delta if append_ts is None else append_ts
+        out.append((base + offset_delta, ts, key_at, value_at, headers_at, p) if fields else (base + offset_delta, ts))
         pos = p
     if pos != end:
         raise _Bad(INVALID, "records-remaining", "Incorrect declared batch size, records still remaining")
-    return out
+    return (data, out) if fields else out
 
 
-def _message(data, rec: int, end: int) -> tuple[int, int, int, int, int]:
+def _message(data, rec: int, end: int) -> tuple[int, int, int, int, int, int, int]:
     """The legacy record at ``rec`` (its crc field), ending at ``end``: (magic, attributes,
-    timestamp, value position, value length); _Bad with reason "" for a magic other than 0/1,
-    _Short for lengths that do not fit."""
+    timestamp, key position, key length, value position, value length); _Bad with reason "" for a
+    magic other than 0/1, _Short for lengths that do not fit."""
     magic, attributes = _magic_attrs(data, rec + 4)
     if magic != 0 and magic != 1:
         raise _Bad(INVALID, "", f"invalid magic {magic} for a legacy record")
@@ -143,9 +148,9 @@ def _message(data, rec: int, end: int) -> tuple[int, int, int, int, int]:
             raise _Short
         ts = _int64(data, p)[0]
         p += 8
-    p, n = _sized(data, p, end)  # the key
-    p, n = _sized(data, p + max(n, 0), end)  # the value
-    return magic, attributes, ts, p, n
+    key_at, key_len = _sized(data, p, end)
+    p, n = _sized(data, key_at + max(key_len, 0), end)  # the value
+    return magic, attributes, ts, key_at, key_len, p, n
 
 
 def _sized(data, p: int, end: int) -> tuple[int, int]:
@@ -159,16 +164,16 @@ def _sized(data, p: int, end: int) -> tuple[int, int]:
     return p + 4, n
 
 
-def _legacy(raw: bytes, h, limit: int) -> list[tuple[int, int]]:
+def _legacy(raw: bytes, h, limit: int, fields: bool = False):
     try:
-        magic, attributes, ts, value_pos, value_len = _message(raw, 12, len(raw))
+        magic, attributes, ts, key_pos, key_len, value_pos, value_len = _message(raw, 12, len(raw))
     except _Bad as e:
         raise _Bad(INVALID, "invalid-magic", e.args[2]) from None
     except _Short:
         raise _Bad(INVALID, "invalid-record-structure", "key or value length runs past the record") from None
     codec = attributes & 0x07
     if codec == 0:
-        return [(h.offset, ts)]
+        return (raw, [(h.offset, ts, key_pos, key_len, value_pos, value_len, magic)]) if fields else [(h.offset, ts)]
     if codec > 4:
         raise _Bad(ILLEGAL, "unknown-codec", f"Unknown compression type id: {codec}")
     if codec == 4:
@@ -184,24 +189,25 @@ def _legacy(raw: bytes, h, limit: int) -> list[tuple[int, int]]:
         if size > end - pos - 12:
             break
         try:
-            _, inner_attributes, inner_ts, _, _ = _message(stream, pos + 12, pos + 12 + size)
+            inner_magic, inner_attributes, inner_ts, kp, kl, vp, vl = _message(stream, pos + 12, pos + 12 + size)
         except (_Bad, _Short):
             raise _Bad(INVALID, "invalid-inner-record", f"malformed inner record at {pos}") from None
         if inner_attributes & 0x07:
             raise _Bad(INVALID, "nested-compression", "inner record is itself compressed")
-        inner.append((offset, inner_ts))
+        inner.append((offset, inner_ts, kp, kl, vp, vl, inner_magic) if fields else (offset, inner_ts))
         pos += 12 + size
     if not inner:
         raise _Bad(INVALID, "empty-wrapper", "compressed wrapper holds no records")
-    if magic == 0:
-        return inner
-    wrapper, last = h.offset, inner[-1][0]
-    if wrapper < last and wrapper != 0:
-        raise _Bad(INVALID, "wrapper-offset-below-last-inner", f"wrapper offset {wrapper} < last inner {last}")
-    shift = wrapper - last if wrapper else 0
-    if attributes & 0x08:  # LogAppendTime: every inner record carries the wrapper's timestamp
-        return [(offset + shift, ts) for offset, _ in inner]
-    return [(offset + shift, inner_ts) for offset, inner_ts in inner]
+    if magic != 0:
+        wrapper, last = h.offset, inner[-1][0]
+        if wrapper < last and wrapper != 0:
+            raise _Bad(INVALID, "wrapper-offset-below-last-inner", f"wrapper offset {wrapper} < last inner {last}")
+        shift = wrapper - last if wrapper else 0
+        if attributes & 0x08:  # LogAppendTime: every inner record carries the wrapper's timestamp
+            inner = [(r[0] + shift, ts, *r[2:]) for r in inner]
+        else:
+            inner = [(r[0] + shift, *r[1:]) for r in inner]
+    return (stream, inner) if fields else inner
 
 
 def _batch_bytes(buf, h) -> bytes:
@@ -218,6 +224,26 @@ def records(buf, header, limit: int = LIMIT) -> list[tuple[int, int]]:
     try:
         raw = _batch_bytes(buf, header)
         return _v2(raw, header, limit) if header.magic >= 2 else _legacy(raw, header, limit)
+    except _Bad as e:
+        kind, reason, detail = e.args
+    except OverLimit as e:
+        kind, reason, detail = KAFKA, "decompression-limit", str(e)
+    except CodecError as e:
+        kind, reason, detail = KAFKA, "corrupt-compressed-stream", str(e)
+    raise LogFormatError(kind, reason, header.position, detail)
+
+
+def record_fields(buf, header, limit: int = LIMIT):
+    """The records of the batch ``header`` of ``buf`` with where their fields are, for the log
+    cleaner: ``(data, records)`` where ``data`` is the batch bytes (or the decompressed stream) the
+    positions point into.  v2 records are ``(offset, timestamp, key_at, value_at, headers_at, end)``
+    — positions of the key's and value's length varints, of the header count, and of the record's
+    end; legacy records are ``(offset, timestamp, key_at, key_len, value_at, value_len, magic)``
+    (a negative length is null).  Checked as Kafka's ``streamingIterator`` checks a batch: as
+    :func:`records`, except that a v2 batch's codec is resolved before its record count is read."""
+    try:
+        raw = _batch_bytes(buf, header)
+        return _v2(raw, header, limit, True) if header.magic >= 2 else _legacy(raw, header, limit, True)
     except _Bad as e:
         kind, reason, detail = e.args
     except OverLimit as e:

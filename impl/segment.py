@@ -4,8 +4,11 @@ Kafka's rules, step by step as §4.2–§4.12 give them, through the storage pro
 better than Kafka, and neither changes what a reader sees:
 
 * the indexes of a segment that was loaded without recovery (trusted below the recovery point, or
-  after a clean shutdown, KIP-263) are *proven on first use* against one scan of the log and rebuilt
-  if unsound (:mod:`impl.index_verify`), so a lookup never follows a wrong entry;
+  after a clean shutdown, KIP-263) are *proven on first use* against one scan of the log; if unsound,
+  lookups go through entries rebuilt in memory (:class:`impl.index_verify.ShadowIndexes`), so a
+  lookup never follows a wrong entry.  The index files, and what Kafka decides from them (a roll on
+  a full index, the entries appends and truncations write, the max timestamp loaded from the last
+  time entry), stay Kafka's: a closer look changes no state;
 * index truncation zeroes the dropped slots (:mod:`impl.index`).
 """
 
@@ -17,7 +20,7 @@ from impl.config import LogConfig
 from impl.errors import IndexFailure, LogFormatError
 from impl.file_records import BatchScan
 from impl.index import CORRUPT, LazyIndex
-from impl.index_verify import rebuild_indexes, soundness_problem
+from impl.index_verify import ShadowIndexes, soundness_problem
 from impl.record_walk import offset_of_max_timestamp, search_for_timestamp
 from impl.storage import Storage
 from impl.txn_index import TransactionIndex
@@ -81,8 +84,10 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self.rolling_based_timestamp: int | None = None
         self._max_ts: tuple[int, int] | None = None  # (timestamp, shallow offset); None = not loaded
+        self._max_ts_as_loaded = False  # _max_ts is still the last time entry as loaded (§4.1)
         self.indexes_checked = not existing  # set by the loader for segments it recovered
-        self.rebuilt_because: str | None = None
+        self.rebuilt_because: str | None = None  # why lookups go through a shadow (indexes unsound)
+        self._shadow: ShadowIndexes | None = None
 
     # --- files ------------------------------------------------------------------------------------
 
@@ -95,57 +100,95 @@ class LogSegment:
         whole = self._log.view()
         return memoryview(whole)[: self._size] if len(whole) != self._size else whole
 
-    def batches(self, start: int = 0):
+    def batches(self, start: int = 0, framing_only: bool = False):
         """Batch headers from ``start``; every batch scanned counts as log bytes read (added when
-        the iteration ends or is abandoned: one locked add per scan, not per batch)."""
+        the iteration ends or is abandoned: one locked add per scan, not per batch).
+
+        ``framing_only``: as Kafka's ``batchesFrom`` iterator walks them for readers that never
+        call ``ensureValid`` (§1.10): a CRC mismatch goes unnoticed, and a framing error (a size
+        field below 14, a v2 batch too short for its header) raises a LogFormatError naming the
+        file.  Otherwise the scan stops quietly before the first invalid batch."""
         read = 0
+        scan = BatchScan(self.view(), start, check_crc=not framing_only)
         try:
-            for header in BatchScan(self.view(), start):
+            for header in scan:
                 read += header.size
                 yield header
         finally:
             self.storage.stats.add("log_bytes_read", read)
+        if framing_only and scan.error is not None:
+            scan.error.file = self.log_path
+            raise scan.error
 
     def _indexes(self):
-        """The materialised offset and time indexes; proven against the log on first use if this
-        segment was loaded without recovery (see the module docstring)."""
-        offsets, times = self.offset_index.get(), self.time_index.get()
+        """Kafka's offset and time indexes, materialised (what appends, rolls, truncations and
+        closes use, as Kafka's own)."""
+        return self.offset_index.get(), self.time_index.get()
+
+    def _proven(self) -> ShadowIndexes | None:
+        """The proof on first use (module docstring): None if Kafka's indexes are sound for
+        lookups, else the shadow entries lookups use instead."""
         if not self.indexes_checked:
             self.indexes_checked = True
+            offsets, times = self._indexes()
             problem = next(
                 (f"{i.path}: {i.recognition_detail}" for i in (offsets, times) if i.recognition == CORRUPT), None
             )
             view = self.view()
             self.storage.stats.add("log_bytes_read", self._size)
             problem = problem or soundness_problem(offsets, times, view, inactive=True)
+            if not problem and not times.entries and any(h.max_timestamp > 0 for h in BatchScan(view)):
+                # sound for lookups, but Kafka's max timestamp (−1) is not the content's, which
+                # timestamp searches go by: the shadow keeps that
+                problem = f"{times.path} is empty, the log has timestamps"
             if problem:
                 self.rebuilt_because = problem
-                _, newest = rebuild_indexes(offsets, times, view, self.config.index_interval_bytes)
-                if self._max_ts is None and not self.can_convert_to_relative_offset(newest[1]):
-                    self._max_ts = newest  # an overflowed legacy segment's: not in its time index
-                offsets.resize(self.config.segment_index_bytes)
-                times.resize(self.config.segment_index_bytes)
-        return offsets, times
+                self._shadow = ShadowIndexes(view, self.base_offset, self.config.index_interval_bytes)
+        return self._shadow
 
-    def _offsets(self):
-        return self._indexes()[0]
+    def _offset_lookup(self, target: int) -> tuple[int, int]:
+        shadow = self._proven()
+        return shadow.offset_lookup(target) if shadow else self.offset_index.get().lookup(target)
 
-    def _times(self):
-        return self._indexes()[1]
+    def _time_lookup(self, target: int) -> tuple[int, int]:
+        shadow = self._proven()
+        return shadow.time_lookup(target) if shadow else self.time_index.get().lookup(target)
 
     # --- timestamps (§4.1, §4.8) ---------------------------------------------------------------------
 
     def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """maxTimestampAndOffsetSoFar, Kafka's: loaded lazily from the time index's last entry."""
         if self._max_ts is None:
-            self._max_ts = self._times().last_entry
+            self._max_ts = self.time_index.get().last_entry
+            self._max_ts_as_loaded = True
         return self._max_ts
+
+    def _set_max_ts(self, value: tuple[int, int] | None) -> None:
+        self._max_ts = value
+        self._max_ts_as_loaded = False
 
     def max_timestamp_so_far(self) -> int:
         return self.max_timestamp_and_offset()[0]
 
+    def content_max_timestamp_and_offset(self) -> tuple[int, int]:
+        """The largest batch max timestamp in the log and the offset holding it — what lookups go
+        by.  Kafka's value unless the indexes proved unsound (then it may be a damaged entry's)."""
+        shadow = self._proven()
+        return shadow.content_max if shadow else self.max_timestamp_and_offset()
+
+    def content_largest_timestamp(self) -> int:
+        """§4.8's rule over the content's max timestamp (what a timestamp search compares)."""
+        ts = self.content_max_timestamp_and_offset()[0]
+        return ts if ts >= 0 else self.storage.mtime_ms(self.log_path)
+
     def largest_timestamp(self) -> int:
-        """§4.8: the max timestamp if any batch had one ≥ 0, else the ``.log`` file's mtime."""
+        """§4.8 (retention): the max timestamp if any batch had one ≥ 0, else the ``.log`` file's
+        mtime.  A max timestamp still as loaded from an index that proved unsound is not trusted:
+        the content's is used (KAFKA-10207, KAFKA-19200: a zeroed or padded final entry would read
+        the segment's newest record as 1970 and retention would delete it early)."""
         ts = self.max_timestamp_so_far()
+        if self._max_ts_as_loaded and self.time_index.get().entries and self._proven():
+            ts = self._shadow.content_max[0]
         return ts if ts >= 0 else self.storage.mtime_ms(self.log_path)
 
     def can_convert_to_relative_offset(self, offset: int) -> bool:
@@ -164,7 +207,9 @@ class LogSegment:
         self._log.write_at(position, data)
         self._size += len(data)
         if largest_timestamp > self.max_timestamp_so_far():
-            self._max_ts = (largest_timestamp, shallow_offset_of_max)
+            self._set_max_ts((largest_timestamp, shallow_offset_of_max))
+        if self._shadow is not None:
+            self._shadow.appended(largest_timestamp, shallow_offset_of_max)
         if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
             offsets, times = self._indexes()
             offsets.append(largest_offset, position)
@@ -174,7 +219,9 @@ class LogSegment:
 
     def _load_first_batch_timestamp(self) -> None:
         if self.rolling_based_timestamp is None:
-            for header in self.batches():
+            # §4.3: the first batch by framing alone (Kafka does not check its CRC); a first batch
+            # whose header cannot be read leaves it unknown (Kafka's append would throw)
+            for header in BatchScan(self.view(), check_crc=False):
                 self.rolling_based_timestamp = header.max_timestamp
                 break
 
@@ -188,8 +235,8 @@ class LogSegment:
         return (
             self._size > max_segment_bytes - size
             or (self._size > 0 and reached_roll_ms)
-            or self._offsets().is_full()
-            or self._times().is_full()
+            or self.offset_index.get().is_full()
+            or self.time_index.get().is_full()
             or not self.can_convert_to_relative_offset(max_offset_in_messages)
         )
 
@@ -213,9 +260,13 @@ class LogSegment:
 
     # --- lookups (§4.5, §4.8) ----------------------------------------------------------------------
 
+    def translate_position(self, offset: int) -> int:
+        """Where a scan for ``offset`` may start: the proven offset index's lower bound."""
+        return self._offset_lookup(offset)[1]
+
     def translate_offset(self, offset: int, starting_position: int = 0):
         """The first batch (header) at or after the index's lower bound whose last offset is ≥ offset."""
-        start = max(self._offsets().lookup(offset)[1], starting_position)
+        start = max(self._offset_lookup(offset)[1], starting_position)
         for header in self.batches(start):
             if header.last_offset >= offset:
                 return header
@@ -237,11 +288,12 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """§4.5 readNextOffset: scan from the offset index's last entry, trusting it as Kafka does
-        (no soundness check here: at load this reads only the tail after the last entry)."""
+        (no soundness check here: at load this reads only the tail after the last entry).  By
+        framing alone: a batch whose CRC fails counts, a framing error raises."""
         offsets = self.offset_index.get()
         start = offsets.lookup(offsets.last_offset)[1]
         last = None
-        for header in self.batches(start):
+        for header in self.batches(start, framing_only=True):
             if last is None and header.last_offset < offsets.last_offset:
                 continue
             last = header
@@ -249,9 +301,8 @@ class LogSegment:
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int):
         """§4.8 rule 5: (timestamp, offset) of the first record at or after ``timestamp``, or None."""
-        offsets, times = self._indexes()
-        entry_offset = times.lookup(timestamp)[1]
-        position = offsets.lookup(max(entry_offset, starting_offset))[1]
+        entry_offset = self._time_lookup(timestamp)[1]
+        position = self._offset_lookup(max(entry_offset, starting_offset))[1]
         return search_for_timestamp(self.view(), timestamp, position, starting_offset)
 
     def offset_of_max_timestamp(self, header) -> tuple[int, int] | None:
@@ -267,18 +318,19 @@ class LogSegment:
         invalid one; returns the bytes truncated.  Overflow and index refusals propagate."""
         offsets, times = self.offset_index.get(rebuild=True), self.time_index.get(rebuild=True)
         self.indexes_checked = True
+        self._shadow = self.rebuilt_because = None  # the rebuilt indexes are sound
         offsets.reset()
         times.reset()
         self.txn_index.reset()
         valid = last_index_entry = 0
-        self._max_ts = None
+        self._set_max_ts(None)
         view = self.view()
         try:
             for h in BatchScan(view):
                 if not self.can_convert_to_relative_offset(h.last_offset):
                     raise LogSegmentOffsetOverflow(self, h.last_offset)
                 if h.max_timestamp > self.max_timestamp_so_far():
-                    self._max_ts = (h.max_timestamp, h.last_offset)
+                    self._set_max_ts((h.max_timestamp, h.last_offset))
                 if valid - last_index_entry > self.config.index_interval_bytes:
                     offsets.append(h.last_offset, valid)
                     times.maybe_append(*self.max_timestamp_and_offset())
@@ -322,20 +374,27 @@ class LogSegment:
         if mapping is not None:
             truncated = self._size - mapping.position
             self._truncate_log(mapping.position)
+        if self._shadow is not None:
+            self._shadow.truncate_to(offset, self.view())
         if self._size == 0:
             self.created_ms = now_ms
             self.rolling_based_timestamp = None
         self.bytes_since_last_index_entry = 0
         if self.max_timestamp_so_far() >= 0:
-            self._max_ts = self._read_largest_timestamp()
+            self._set_max_ts(self._read_largest_timestamp())
         return truncated
 
     def _read_largest_timestamp(self) -> tuple[int, int]:
+        """§4.7 rule 7 readLargestTimestamp: from Kafka's last time entry, the batches from where
+        Kafka's offset index puts it.  Behind an unsound index that position may not be a batch
+        boundary: the batches at or after it are then found by a scan from the start."""
         offsets, times = self._indexes()
         last = times.last_entry
         best = last
-        for header in self.batches(offsets.lookup(last[1])[1]):
-            if header.max_timestamp > best[0]:
+        position = offsets.lookup(last[1])[1]
+        unsound = self._shadow is not None
+        for header in self.batches(0 if unsound else position):
+            if header.max_timestamp > best[0] and header.position >= position:
                 best = (header.max_timestamp, header.last_offset)
         return best
 
@@ -372,7 +431,7 @@ class LogSegment:
     def close(self) -> None:
         if self._max_ts is not None:
             try:
-                self._times().maybe_append(*self._max_ts, skip_full_check=True)
+                self.time_index.get().maybe_append(*self._max_ts, skip_full_check=True)
             except (IndexFailure, LogFormatError):
                 pass
         # Better than Kafka (KAFKA-10471's mechanism, still open after its fix): the trims are made

@@ -131,6 +131,14 @@ def replace_segments(
     safe (module docstring)."""
     new = sorted(new, key=lambda s: s.base_offset)
     old = sorted((s for s in old if segments.get(s.base_offset) is s), key=lambda s: s.base_offset)
+    if new:
+        # Better than Kafka: the new files' directory entries durable before any rename.  Their
+        # data was flushed, but a created name is only durable once its directory is; a file
+        # system that persists a later rename and loses an earlier creation can otherwise keep a
+        # segment's .index.swap without its .log.cleaned or .log.swap — no .cleaned left to make
+        # it invalid, no .log.swap to bound a range — and the load renames the cleaned segment's
+        # index over the original's (found by the cleaning sweep, tests/test_crash_exhaustive.py).
+        new[0].storage.fsync_dir(new[0].dir)
     for segment in reversed(new):
         segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
         # Better than Kafka: each rename made durable before the next.  The loader's rule (a .swap
@@ -146,6 +154,11 @@ def replace_segments(
             segments.pop(segment.base_offset, None)  # by key, as Kafka's LogSegments.remove
         segment.change_file_suffixes("", DELETED_SUFFIX)
         delete_later(segment)
+    if old:
+        # Better than Kafka, as above: once a .swap is renamed final no .log.swap bounds the range
+        # of originals the loader deletes, so an original whose .deleted rename was lost would
+        # come back next to (overlapping) the new segment (found by the cleaning sweep)
+        old[0].storage.fsync_dir(old[0].dir)
     for segment in new:
         segment.change_file_suffixes(SWAP_SUFFIX, "")
         # Better than Kafka, as above: the loader computes the range of originals to delete from

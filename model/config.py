@@ -20,6 +20,7 @@ DEFAULTS = {
     "retention.ms": 604800000,
     "retention.bytes": -1,
     "file.delete.delay.ms": 60000,
+    "delete.retention.ms": 86400000,
     "max.message.bytes": 1048588,
     "preallocate": False,
     "cleanup.policy": "delete",
@@ -34,6 +35,7 @@ MINIMUMS = {
     "flush.messages": 1,
     "retention.ms": -1,
     "file.delete.delay.ms": 0,
+    "delete.retention.ms": 0,
     "max.message.bytes": 0,
     "num.recovery.threads.per.data.dir": 1,
 }

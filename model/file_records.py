@@ -18,7 +18,7 @@ import struct
 import attrs
 
 from model.errors import CORRUPT_RECORD, RecordFormatError
-from model.records import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_OVERHEAD_V0, Batch
+from model.records import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_OVERHEAD_V0, V2_HEADER_SIZE, Batch
 
 END, SHORT_TAIL, TORN, CORRUPT = "end", "short-tail", "torn", "corrupt"
 
@@ -66,3 +66,21 @@ def iterate_file(data: bytes, start: int = 0, end: int | None = None, *, validat
                 return FileIteration(tuple(batches), position, CORRUPT, error, end)
         batches.append(batch)
         position += LOG_OVERHEAD + size
+
+
+def framed_batches(data: bytes, start: int = 0) -> tuple[Batch, ...]:
+    """The batches from ``start`` as a reader that never calls ``ensureValid`` sees them — Kafka's
+    ``batchesFrom`` iterator under ``readNextOffset`` and ``translateOffset`` (§1.10, §4.5): framing
+    only, a CRC mismatch goes unnoticed.  A size field below 14 raises, as the iterator does (rule
+    4).  A v2 batch too short for its 61-byte header raises too: Kafka reads those 61 bytes at the
+    batch's position from the file, past the batch, or fails at the end of the file; the model and
+    impl declare it instead of reading a header out of the next batch."""
+    walk = iterate_file(data, start, validate=False)
+    if walk.error is not None:
+        raise walk.error
+    short = next((b for b in walk.batches if b.is_v2 and b.size < V2_HEADER_SIZE), None)
+    if short is not None:
+        raise RecordFormatError(
+            CORRUPT_RECORD, "batch-too-small", short.position, f"a v2 batch of {short.size} bytes has no full header"
+        )
+    return walk.batches

@@ -22,9 +22,9 @@ from collections.abc import Callable
 import attrs
 
 from model.config import Config
-from model.file_records import CORRUPT, iterate_file
+from model.file_records import CORRUPT, framed_batches, iterate_file
 from model.indexes import OffsetIndex, TimeIndex
-from model.records import Batch
+from model.records import V2_HEADER_SIZE, Batch
 
 INT32_MAX = 2**31 - 1
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
@@ -132,9 +132,11 @@ class Segment:
     # §4.3
     def should_roll(self, max_ts_in_messages: int, last_offset: int, size: int, now_ms: int) -> bool:
         if self.rolling_based_timestamp is None and self.size:
-            # the first batch's, if the file has one a reader accepts (§4.3: else it stays unknown)
-            first = self.batches()[:1]
-            self.rolling_based_timestamp = first[0].header().max_timestamp if first else None
+            # §4.3: the first batch's, read by framing alone (its CRC is not checked); a first
+            # batch whose header cannot be read leaves it unknown (Kafka's append would throw)
+            first = iterate_file(bytes(self.log), validate=False).batches[:1]
+            readable = first and (not first[0].is_v2 or first[0].size >= V2_HEADER_SIZE)
+            self.rolling_based_timestamp = first[0].header().max_timestamp if readable else None
         rolling = -1 if self.rolling_based_timestamp is None else self.rolling_based_timestamp
         waited = max_ts_in_messages - rolling if rolling >= 0 else now_ms - self.created_ms
         return (
@@ -172,9 +174,11 @@ class Segment:
     def read_next_offset(self) -> int:
         """§4.5 rule 3, readNextOffset as the loader runs it: scan from where the offset index puts
         its last entry; unless some batch there reaches that entry's offset (a base offset the CRC
-        does not cover may have been damaged) the answer is the segment's base offset."""
+        does not cover may have been damaged) the answer is the segment's base offset.  The scan is
+        by framing alone (:func:`framed_batches`): a batch whose CRC fails counts, and a framing
+        error raises :class:`RecordFormatError` — the load of a clean shutdown fails on it."""
         start = self.offset_index.last_offset
-        headers = [b.header() for b in iterate_file(bytes(self.log), self.offset_index.lookup(start)[1]).batches]
+        headers = [b.header() for b in framed_batches(bytes(self.log), self.offset_index.lookup(start)[1])]
         if not any(h.last_offset >= start for h in headers):
             return self.base
         return headers[-1].last_offset + 1
@@ -275,6 +279,16 @@ class Log:
         for s in segments:
             self.segments.remove(s)
         self.schedule_delete(segments)
+
+    # §5.9
+    def replace_segments(self, new: list[Segment], old: list[Segment]) -> None:
+        """replaceSegments on the segment map: the new segments in (replacing any of the same base),
+        the old ones out and renamed ``.deleted``, deleted after file.delete.delay.ms (§2.4).  Used by
+        the loader's split (§5.5) and the log cleaner (:mod:`model.cleaner`)."""
+        bases = {s.base for s in new}
+        self.segments = [s for s in self.segments if s.base not in bases and all(s is not o for o in old)] + list(new)
+        self.segments.sort(key=lambda s: s.base)
+        self.schedule_delete(list(old))
 
     def run_due_deletions(self, now_ms: int) -> None:
         for _due, base in [t for t in self.delete_tasks if t[0] <= now_ms]:
@@ -531,6 +545,12 @@ class Log:
     def close(self) -> None:
         for s in self.segments:
             s.close()
+
+    def clean(self) -> dict:
+        """One log-cleaner round (:func:`model.cleaner.clean`)."""
+        from model.cleaner import clean  # the cleaner builds on this module
+
+        return clean(self)
 
 
 def offset_of_max_timestamp(batch: Batch) -> int | None:

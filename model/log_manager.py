@@ -350,7 +350,7 @@ def _load_partition(
     log_swaps = [n for n in files if n.endswith(".log.swap")]
     if log_swaps:
         low = min(_file_offset(path, n) for n in log_swaps)
-        high = max(_swap_next_offset(files, n, _file_offset(path, n), config, clock, outcome) for n in log_swaps)
+        high = max(_swap_next_offset(files, n, _file_offset(path, n), config, clock, outcome, path) for n in log_swaps)
         for name in list(files):
             if name.endswith(".swap"):
                 continue
@@ -400,10 +400,10 @@ def _load_partition(
             break
         except _Overflow as e:
             new_segments = _split(e.segment, log, outcome, path)
-            _replace_segments(log, new_segments, [e.segment])
+            log.replace_segments(new_segments, [e.segment])
     leo = None
     if log.segments:
-        leo = log.segments[-1].read_next_offset()
+        leo = _next_offset(log.segments[-1], path)
         outcome.log_bytes_read += _tail_bytes(log.segments[-1])
         if leo < ls_checkpoint:
             outcome.took("5.6.2 log end below log start: all segments deleted")
@@ -416,7 +416,7 @@ def _load_partition(
     if clean and leo is not None:
         recovery_point = leo
     else:
-        leo = log.segments[-1].read_next_offset() if leo is None else leo
+        leo = _next_offset(log.segments[-1], path) if leo is None else leo
         recovery_point = min(rp_checkpoint, leo)
         if rp_checkpoint < leo:
             outcome.took("5.6.4 recovery point kept below the log end (checkpoint)")
@@ -516,15 +516,6 @@ def _split(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> list[Segm
         ) from None
 
 
-def _replace_segments(log: Log, new: list[Segment], old: list[Segment]) -> None:
-    """§5.9 replaceSegments on the log's segment map: the new segments in (replacing any of the
-    same base), the old ones out and renamed ``.deleted``, deleted after file.delete.delay.ms."""
-    bases = {s.base for s in new}
-    log.segments = [s for s in log.segments if s.base not in bases and all(s is not o for o in old)] + list(new)
-    log.segments.sort(key=lambda s: s.base)
-    log.schedule_delete(list(old))
-
-
 def _tail_bytes(seg: Segment) -> int:
     """What readNextOffset reads of the log: from the last offset-index entry's position to the end
     (§4.5 rule 3)."""
@@ -532,7 +523,16 @@ def _tail_bytes(seg: Segment) -> int:
     return seg.size - (entries[-1][1] if entries else 0)
 
 
-def _swap_next_offset(files: dict[str, bytes], name: str, base: int, config: Config, clock, outcome) -> int:
+def _next_offset(seg: Segment, path: str, name: str | None = None) -> int:
+    """readNextOffset (§4.5 rule 3) of a segment being loaded; a framing error in the tail it
+    scans fails the partition's load, naming the file and position (Kafka's load throws)."""
+    try:
+        return seg.read_next_offset()
+    except RecordFormatError as e:
+        raise PartitionLoadError(f"{path}/{name or prefix(seg.base) + '.log'}", str(e)) from None
+
+
+def _swap_next_offset(files: dict[str, bytes], name: str, base: int, config: Config, clock, outcome, path: str) -> int:
     """§5.2 step 2: readNextOffset of a ``.log.swap`` segment, which materialises its offset index —
     a missing ``.index.swap`` is created empty at its full preallocated size (§5.9 caveat 3) and is
     later renamed into place like the other swap files."""
@@ -543,7 +543,7 @@ def _swap_next_offset(files: dict[str, bytes], name: str, base: int, config: Con
     seg = Segment(base, config, clock(), 0, bytearray(files[name]))
     seg.offset_index = OffsetIndex.open_existing(base, config.segment_index_bytes, files[index_name])
     outcome.log_bytes_read += _tail_bytes(seg)
-    return seg.read_next_offset()
+    return _next_offset(seg, path, name)
 
 
 def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:

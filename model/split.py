@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from model.errors import RecordFormatError
-from model.file_records import iterate_file
+from model.file_records import framed_batches
 from model.log import Segment
-from model.records import V2_HEADER_SIZE, Batch
+from model.records import Batch
 
 READ_BUFFER = 1024 * 1024  # appendChunkFromFile's initial read buffer (§4.11)
 
@@ -44,19 +44,13 @@ def base_offset(batch: Batch) -> int:
 
 
 def _framed(data: bytes) -> tuple[list[Batch], int]:
-    """The batches of ``data`` by framing alone (no CRC check), as Kafka's ``batchesFrom`` iterator
-    walks them, and where they end.  A size field below 14 (§1.10 rule 4) and a v2 batch too short
-    for its 61-byte header, whose fields cannot be read, raise."""
-    walk = iterate_file(data, validate=False)
-    batches = list(walk.batches)
-    if walk.error is not None:
-        raise SplitError(walk.error.kind, walk.valid_bytes, str(walk.error))
-    short = next((b for b in batches if b.is_v2 and b.size < V2_HEADER_SIZE), None)
-    if short is not None:
-        raise SplitError(
-            "CorruptRecordException", short.position, f"a v2 batch of {short.size} bytes has no full header"
-        )
-    return batches, walk.valid_bytes
+    """The batches of ``data`` by framing alone (:func:`model.file_records.framed_batches`) and
+    where they end; the framing errors it raises become the split's."""
+    try:
+        batches = list(framed_batches(data))
+    except RecordFormatError as e:
+        raise SplitError(e.kind, e.position, str(e)) from None
+    return batches, (batches[-1].position + batches[-1].size if batches else 0)
 
 
 def has_overflow(seg: Segment, batches: list[Batch]) -> bool:

@@ -11,7 +11,18 @@ import json
 import pytest
 
 from conformance.crash_images import FAMILIES
-from conformance.exhaustive import SIZES, Tally, explore, faults_for, scenario, split_scenario, sweep, workloads
+from conformance.exhaustive import (
+    CLEAN_CRASH_INDEX,
+    SIZES,
+    Tally,
+    clean_scenario,
+    explore,
+    faults_for,
+    scenario,
+    split_scenario,
+    sweep,
+    workloads,
+)
 from conformance.scenario import Scenario
 from tests.conftest import PROFILE
 
@@ -39,6 +50,20 @@ def test_every_crash_point_of_a_split_recovers(recover_log):
     assert verdict is None, f"{verdict.violations[0]}\nscenario: {verdict.scenario.dumps()}"
     # the load's own operations: the split's files, renames and fsyncs are among them
     assert tally.crash_points >= 20 and "5.5 overflowed segment split" in tally.branches
+
+
+def test_every_crash_point_of_a_cleaning_recovers():
+    """#6: a crash at every storage operation of a log-cleaning round that installs two groups
+    (§5.9: each .cleaned segment written and flushed, renamed .swap, the originals .deleted, the
+    .swap renamed final, the directory fsynced), under every fault family: nothing flushed is lost
+    beyond what the round removes (durable), the log is the uncleaned or the cleaned version of
+    each group (prefix), and model and impl agree on the load that completes or rolls back the
+    swap (conforms)."""
+    tally = Tally()
+    verdict = sweep(clean_scenario, CLEAN_CRASH_INDEX, SIZE.every_parameter, tally)
+    assert verdict is None, f"{verdict.violations[0]}\nscenario: {verdict.scenario.dumps()}"
+    # two groups, each: .cleaned files written and fsynced, four renames each way, dir fsyncs
+    assert tally.crash_points >= 30
 
 
 def test_the_sweep_covers_what_it_claims():

@@ -33,6 +33,11 @@ def logs(draw, base):
     return b"".join(parts)
 
 
+def read(path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def write(path, data):
     with open(path, "wb") as f:
         f.write(data)
@@ -57,13 +62,6 @@ def damage(draw, kind, good: bytes, size: int, other: bytes) -> bytes:
     if kind == "zero-only":  # KAFKA-19200: full size, no valid entry
         return bytes(size * 10)
     return good
-
-
-def without_zero_tail(entries, base):
-    """Trailing all-zero slots read as padding (documented in impl.index)."""
-    while entries and entries[-1] in ((base, 0), (0, base)):
-        entries = entries[:-1]
-    return entries
 
 
 @given(
@@ -102,12 +100,11 @@ def test_lookups_through_checked_indexes_are_never_wrong(logs_, kind, damage_tim
             assert (None if got is None else got.position) == (None if expected is None else expected.position), t
         if kind == "none":
             assert segment.rebuilt_because is None
-        event("rebuilt" if segment.rebuilt_because else "kept")
-        if segment.rebuilt_because or kind == "none":
-            offsets, times = segment.offset_index.get(), segment.time_index.get()
-            assert offsets.logical_entries() == without_zero_tail(good_o.logical_entries(), base)
-            assert times.logical_entries() == without_zero_tail(good_t.logical_entries(), base)
-            assert max(times.last_entry[0], 0) == max(good_t.last_entry[0], 0)
+        event("shadowed" if segment.rebuilt_because else "kept")
+        # the index files stay Kafka's whatever the proof found: lookups alone go through the shadow
+        assert read(op) == o_bytes and read(tp) == t_bytes
+        newest = max((h.max_timestamp for h in batches), default=-1)
+        assert max(segment.content_max_timestamp_and_offset()[0], 0) == max(newest, 0)
     finally:
         segment.close_handlers()
         storage.close_all()

@@ -30,7 +30,6 @@ def test_every_named_case_passes_on_impl_and_model():
 # strict: a folder that gets a case must leave this list
 AWAITING_A_STEP = {
     "KAFKA-9156": "a concurrent step (two threads' first access to a lazy index under a schedule)",
-    "KAFKA-12520": "issue #6: swap files reached by scenarios (clean, split)",
 }
 
 

@@ -258,6 +258,22 @@ CRASH_MUTANTS += (
         description="Kafka's own truncateTo: the cut of the active segment is never fsynced although the recovery point drops to the target and is checkpointed, so a power loss brings removed batches back below it (§4.7, §4.10; a finding of the exhaustive test)",
         caught_by=("crash-scenarios", "crash-exhaustive"),
     ),
+    Mutant(
+        name="read-next-offset-checks-crc",
+        module="impl.segment",
+        old="        for header in self.batches(start, framing_only=True):\n",
+        new="        for header in self.batches(start):\n",
+        description="readNextOffset stops at a batch whose CRC fails, where Kafka's batchesFrom iterator checks framing only (§4.5 rule 3, §1.10): a clean load after a bit flip in the active segment's tail puts the log end offset below batches that stay on disk (what model and impl both did until the time-to-catch control found it)",
+        caught_by=("crash-scenarios", "regression-corpus"),
+    ),
+    Mutant(
+        name="roll-ignores-an-unsound-full-index",
+        module="impl.segment",
+        old="            or self.time_index.get().is_full()\n",
+        new="            or (self._proven() is None and self.time_index.get().is_full())\n",
+        description="the roll decision taken from impl's proven view of the indexes instead of Kafka's loaded ones: a trusted time index judged unsound is not full for the roll, so the append does not roll where Kafka does (§4.3 rule 4) and the recovery point and segments differ (impl's old in-place rebuild did this)",
+        caught_by=("crash-scenarios", "regression-corpus"),
+    ),
 )
 
 SWAP_MUTANTS = (
@@ -321,6 +337,20 @@ SWAP_MUTANTS = (
 )
 
 HISTORICAL_MUTANTS = (
+    Mutant(
+        name="swap-segment-recovered-at-load",
+        module="impl.loader",
+        old="""            for s in opened:
+                s.close_handlers()
+""",
+        new="""            for s in opened:  # <= 2.8 completeSwapOperations: recoverSegment on every swap segment
+                s.recover()
+                self.report.recovered_segments.append(s.base_offset)
+                s.close_handlers()
+""",
+        description="KAFKA-12520 (0.11-2.8): a .swap found at startup (a crash in the swap phase of log cleaning) is recovered before it replaces the originals; Kafka's recoverSegment then also deleted every producer snapshot above the swap's base, forcing a replay of the log (not modelled here: the recovery itself is what the case catches, §5.2, §7.10)",
+        caught_by=("regression-corpus",),
+    ),
     Mutant(
         name="eager-index-sanity-check",
         module="impl.loader",

@@ -1,0 +1,617 @@
+"""One round of the log cleaner (compaction) on a :class:`model.log.Log` (spec §1.3, §1.4, §5.9,
+§7.9; Kafka's ``LogCleaner.scala`` — ``Cleaner.doClean`` and what it calls — with
+``MemoryRecords.filterTo``, ``MemoryRecordsBuilder``, ``DefaultRecordBatch`` and
+``LocalLog.replaceSegments``).
+
+What a round is here (the shared cleaner contract):
+
+* Only a log whose ``cleanup.policy`` contains ``compact`` is cleaned (else ``NotCompacted``).
+* The dirty section is the whole inactive log: firstDirtyOffset = the log start offset (no
+  cleaner-offset-checkpoint is modelled), firstUncleanableOffset = the active segment's base (the
+  high watermark is the log end offset, ``min.compaction.lag.ms`` is 0).
+* The offset map holds, for every key in [firstDirty, firstUncleanable), the latest offset.
+* The inactive segments are grouped (KAFKA-5413); each group is cleaned into one new segment
+  (``.cleaned``) that replaces it (§5.9), its old segments renamed ``.deleted`` and deleted after
+  ``file.delete.delay.ms`` like every other deletion of the log.
+* ``now`` is the log's clock, read once per round (``Cleaner.clean`` passes ``time.milliseconds()``).
+
+The reads follow the cleaner's own buffers, because they decide where the cleaned segment's
+appends — and so its index entries — fall: a read buffer of 262144 bytes
+(``log.cleaner.io.buffer.size`` 524288 / 1 thread / 2), one segment append per chunk that kept
+something, the buffers doubled by ``growBuffersOrFail`` when not even one batch fits.  The cleaner
+never checks a CRC (no ``ensureValid``): a batch whose CRC is wrong is filtered like any other.
+
+Not modelled, because nothing here produces them: producer state (a batch holding its producer's
+last sequence is kept even when empty, RETAIN_EMPTY — no producer ids reach this log), transaction
+indexes (no aborted transaction is ever known: markers are judged as Kafka judges them when the
+index is empty).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+import attrs
+
+from model.errors import CORRUPT_RECORD, ILLEGAL_ARGUMENT, ILLEGAL_STATE, IndexFailure, RecordFormatError
+from model.log import INT32_MAX, Log, LogError, Segment, prefix
+from model.records import (
+    CREATE_TIME,
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    NO_TIMESTAMP,
+    RECORD_OVERHEAD_V0,
+    V2_HEADER_SIZE,
+    Batch,
+    Header,
+    LogicalRecord,
+    Record,
+    encode_batch_v2,
+)
+from model.split import SplitError, split
+
+IO_BUFFER_SIZE = 524288 // 1 // 2  # log.cleaner.io.buffer.size / log.cleaner.threads / 2 (CleanerThread)
+OVERFLOW = "LogSegmentOffsetOverflowException"
+RETAIN_EMPTY, DELETE, DELETE_EMPTY = "RETAIN_EMPTY", "DELETE", "DELETE_EMPTY"  # RecordFilter.BatchRetention
+
+
+class CleaningError(LogError):
+    """A failure inside a cleaning round (Kafka: the exception that ends ``Cleaner.clean``, after
+    which the cleaner marks the partition uncleanable).  ``kind`` is Kafka's exception class;
+    ``path`` and ``position`` name the source file and the byte position in it."""
+
+    def __init__(self, kind: str, path: str, position: int, message: str):
+        self.path, self.position = path, position
+        super().__init__(kind, f"{path} at byte {position}: {message}")
+
+
+def _long(n: int) -> int:
+    """Java long arithmetic (two's complement wrap)."""
+    return (n + 2**63) % 2**64 - 2**63
+
+
+def _file(log: Log, seg: Segment) -> str:
+    return f"{log.name}/{prefix(seg.base)}.log"
+
+
+# --- the offset map (SkimpyOffsetMap) ------------------------------------------------------------------
+
+
+@attrs.define
+class OffsetMap:
+    """``SkimpyOffsetMap``: key → the offset last put for it, and ``latest_offset`` — whatever was
+    put or set last (``put`` and ``updateLatestOffset`` both overwrite it; −1 when empty).
+
+    Kafka stores an MD5 hash of the key in a 128 MiB dedupe buffer (``log.cleaner.dedupe.buffer.size``)
+    and stops filling it at 90 % (``dupBufferLoadFactor``), leaving the rest of the dirty section for
+    the next round.  Here the key bytes themselves are stored and the capacity is unbounded: no hash
+    collision, and the map never fills (a 128 MiB map holds ~5.6 M keys, far beyond any log here)."""
+
+    offsets: dict[bytes, int] = attrs.Factory(dict)
+    latest_offset: int = -1
+
+    def put(self, key: bytes, offset: int) -> None:
+        self.offsets[key] = offset
+        self.latest_offset = offset
+
+    def get(self, key: bytes) -> int:
+        return self.offsets.get(key, -1)
+
+
+# --- reading a segment the way the cleaner does ---------------------------------------------------------
+
+
+def _chunk_batches(data: bytes, position: int, capacity: int) -> Iterator[Batch]:
+    """The batches of one read: ``FileRecords.readInto`` fills a buffer of ``capacity`` bytes from
+    ``position`` and ``MemoryRecords.batches`` walks it with ``ByteBufferLogInputStream``: stop when
+    fewer than 12 bytes (or 17, once the size is known) remain or the next batch does not fit the
+    buffer; a size field below 14 or a magic outside 0…2 raises ``CorruptRecordException``.
+
+    Lazy, so an error surfaces where Kafka's iterator meets it — after the batches before it were
+    handled.  A v2 batch shorter than its 61-byte header is declared ``CorruptRecordException`` as the
+    rest of the model declares it (:func:`model.file_records.framed_batches`); Kafka reads its header
+    fields out of a short buffer slice (IndexOutOfBounds / IllegalArgument, depending on the field)."""
+    end = min(len(data), position + capacity)
+    p = position
+    while True:
+        remaining = end - p
+        if remaining < LOG_OVERHEAD:
+            return
+        size = struct.unpack_from(">i", data, p + 8)[0]
+        if size < RECORD_OVERHEAD_V0:
+            raise RecordFormatError(
+                CORRUPT_RECORD, "size-below-minimum", p,
+                f"Record size {size} is less than the minimum record overhead ({RECORD_OVERHEAD_V0})",
+            )  # fmt: skip
+        if remaining < HEADER_SIZE_UP_TO_MAGIC:
+            return
+        magic = struct.unpack_from(">b", data, p + MAGIC_OFFSET)[0]
+        if not 0 <= magic <= 2:
+            raise RecordFormatError(CORRUPT_RECORD, "invalid-magic", p, f"Invalid magic found in record: {magic}")
+        if remaining < size + LOG_OVERHEAD:
+            return
+        batch = Batch(p, bytes(data[p : p + size + LOG_OVERHEAD]))
+        if magic == 2 and batch.size < V2_HEADER_SIZE:
+            raise RecordFormatError(
+                CORRUPT_RECORD, "batch-too-small", p, f"a v2 batch of {batch.size} bytes has no full header"
+            )
+        if magic == 2 and batch.is_control:  # only a damaged attribute byte makes one here
+            raise RecordFormatError(
+                "UnsupportedControlBatch", "control-batch", p, "transaction markers are not modelled by the cleaner"
+            )
+        yield batch
+        p += batch.size
+
+
+def _grow_buffers_or_fail(data: bytes, position: int, capacity: int, max_message_bytes: int) -> int:
+    """``Cleaner.growBuffersOrFail`` + ``growBuffers``: a read at ``position`` held no whole batch;
+    the new buffer capacity, or the exception Kafka throws.  Below ``max.message.bytes`` the buffer
+    simply doubles (capped there); from there on only a batch known to be larger, and present in
+    full in the file, makes it grow — to exactly that batch's size.  (Kafka caps the doubling at the
+    larger of the topic's ``max.message.bytes`` and the broker's ``message.max.bytes``; the broker
+    setting is not modelled, both are ``max.message.bytes``.)"""
+    if capacity >= max_message_bytes:
+        next_size = _first_batch_size(data, position, min(len(data), position + capacity))
+        if next_size is None:
+            raise RecordFormatError(ILLEGAL_STATE, "no-batch-size", position, "Could not determine next batch size")
+        if next_size <= capacity:
+            raise RecordFormatError(
+                ILLEGAL_STATE, "batch-not-processed", position,
+                f"Batch size {next_size} < buffer size {capacity}, but not processed",
+            )  # fmt: skip
+        if next_size > len(data) - position:
+            raise RecordFormatError(
+                CORRUPT_RECORD, "batch-past-segment-end", position,
+                f"Log segment may be corrupt, batch size {next_size} > {len(data) - position} bytes left in segment",
+            )  # fmt: skip
+        wanted = next_size
+    else:
+        wanted = max_message_bytes
+    limit = max(wanted, max_message_bytes)
+    if capacity >= limit:
+        raise RecordFormatError(
+            ILLEGAL_STATE, "message-too-large", position,
+            f"This log contains a message larger than maximum allowable size of {limit}.",
+        )  # fmt: skip
+    return min(capacity * 2, limit)
+
+
+def _first_batch_size(data: bytes, position: int, end: int) -> int | None:
+    """``MemoryRecords.firstBatchSize``: None under 17 bytes, else ``nextBatchSize``'s checks (a size
+    field below 14 or a bad magic raise) and the size with its log overhead."""
+    if end - position < HEADER_SIZE_UP_TO_MAGIC:
+        return None
+    size = struct.unpack_from(">i", data, position + 8)[0]
+    if size < RECORD_OVERHEAD_V0:
+        raise RecordFormatError(CORRUPT_RECORD, "size-below-minimum", position, f"Record size {size} is below 14")
+    magic = struct.unpack_from(">b", data, position + MAGIC_OFFSET)[0]
+    if not 0 <= magic <= 2:
+        raise RecordFormatError(CORRUPT_RECORD, "invalid-magic", position, f"Invalid magic found in record: {magic}")
+    return size + LOG_OVERHEAD
+
+
+# --- transaction markers (CleanedTransactionMetadata, with no aborted transaction known) -------------
+
+
+@attrs.define
+class _Transactions:
+    """``CleanedTransactionMetadata`` when the transaction indexes list no aborted transaction (they
+    are not modelled): a transactional data batch is never discardable and records its producer as
+    having an ongoing committed transaction; an ABORT marker is discardable; a COMMIT marker is
+    discardable unless a batch of its transaction was seen; an empty control batch is discardable."""
+
+    committed: set[int] = attrs.Factory(set)
+
+    def on_batch_read(self, batch: Batch, h: Header) -> bool:
+        if batch.is_control:
+            records = batch.records()
+            if not records:
+                return True
+            if records[0].control_type == "ABORT":
+                return True
+            if records[0].control_type == "COMMIT":
+                seen = h.producer_id in self.committed
+                self.committed.discard(h.producer_id)
+                return not seen
+            return False
+        if batch.is_transactional:
+            self.committed.add(h.producer_id)
+        return False
+
+
+# --- the offset map ----------------------------------------------------------------------------------
+
+
+def _segments(log: Log, start: int, end: int) -> list[Segment]:
+    """``LogSegments.values(from, to)`` for ``from`` < ``to``: from the segment holding ``start`` (or
+    the first) to the last one with a base below ``end``."""
+    floor = log.floor(start)
+    low = floor.base if floor is not None else None
+    return [s for s in log.segments if (low is None or s.base >= low) and s.base < end]
+
+
+def build_offset_map(log: Log, start: int, end: int) -> OffsetMap:
+    """``Cleaner.buildOffsetMap`` / ``buildOffsetMapForSegment``: every keyed record at an offset ≥
+    ``start`` in the segments holding [start, end), read from where each segment's offset index puts
+    ``start``.  ``latest_offset`` follows each batch reaching ``start`` and is set to the next
+    segment's base − 1 after each segment (to ``end`` − 1 after the last).  Aborted transactions
+    would be skipped; none are known here."""
+    omap = OffsetMap()
+    dirty = _segments(log, start, end)
+    txns = _Transactions()
+    for seg, next_start in zip(dirty, [s.base for s in dirty[1:]] + [end], strict=True):
+        data = bytes(seg.log)
+        position = seg.offset_index.lookup(start)[1]
+        capacity = IO_BUFFER_SIZE
+        try:
+            while position < len(data):
+                start_position = position
+                for batch in _chunk_batches(data, position, capacity):
+                    h = batch.header()
+                    txns.on_batch_read(batch, h)
+                    if not batch.is_control:
+                        for r in batch.records():
+                            if r.key is not None and r.offset >= start:
+                                omap.put(r.key, r.offset)
+                    if h.last_offset >= start:
+                        omap.latest_offset = h.last_offset
+                    position += batch.size
+                if position == start_position:
+                    capacity = _grow_buffers_or_fail(data, position, capacity, log.config.max_message_bytes)
+        except RecordFormatError as e:
+            raise CleaningError(e.kind, _file(log, seg), e.position, f"building the offset map: {e}") from None
+        omap.latest_offset = next_start - 1
+    return omap
+
+
+# --- grouping (KAFKA-5413) -----------------------------------------------------------------------------
+
+
+def group_segments_by_size(
+    segments: list[Segment], max_size: int, max_index_size: int, first_uncleanable: int
+) -> list[list[Segment]]:
+    """``Cleaner.groupSegmentsBySize``: consecutive segments while the group's log bytes stay within
+    ``segment.bytes`` and each index's bytes (entries × entry size — every slot of an index loaded
+    from disk, §3.1 rule 4) within ``segment.index.bytes``, and (KAFKA-5413) the candidate's last
+    offset — estimated as the next segment's base − 1, or ``first_uncleanable`` − 1 for the last —
+    stays within 2^31 − 1 of the group's base.  An empty candidate skips that last check."""
+    groups: list[list[Segment]] = []
+    i = 0
+    while i < len(segments):
+        group = [segments[i]]
+        log_size = segments[i].size
+        index_size = segments[i].offset_index.size_in_bytes()
+        time_size = segments[i].time_index.size_in_bytes()
+        i += 1
+        while i < len(segments):
+            s = segments[i]
+            last = segments[i + 1].base - 1 if i + 1 < len(segments) else first_uncleanable - 1
+            if not (
+                log_size + s.size <= max_size
+                and index_size + s.offset_index.size_in_bytes() <= max_index_size
+                and time_size + s.time_index.size_in_bytes() <= max_index_size
+                and (s.size == 0 or last - group[0].base <= INT32_MAX)
+            ):
+                break
+            group.append(s)
+            log_size += s.size
+            index_size += s.offset_index.size_in_bytes()
+            time_size += s.time_index.size_in_bytes()
+            i += 1
+        groups.append(group)
+    return groups
+
+
+# --- filtering (MemoryRecords.filterTo with the cleaner's RecordFilter) ---------------------------------
+
+
+@attrs.define
+class _Round:
+    """What every filter decision of the round reads."""
+
+    omap: OffsetMap
+    now: int
+    delete_retention_ms: int
+    upper: int  # upperBoundOffsetOfCleaningRound: the first uncleanable offset
+    txns: _Transactions
+
+
+@attrs.define
+class _Chunk:
+    """``FilterResult``: the output of one read and what the segment append is told."""
+
+    out: bytearray = attrs.Factory(bytearray)
+    bytes_read: int = 0
+    max_offset: int = -1
+    max_timestamp: int = NO_TIMESTAMP
+    shallow_offset: int = -1
+
+    def retained(self, batch: Batch, data: bytes, max_timestamp: int, shallow_offset: int, max_offset: int) -> None:
+        """``updateRetainedBatchMetadata`` for what ``batch`` became, with its ``validateBatchMetadata``."""
+        if max_timestamp != NO_TIMESTAMP and shallow_offset < 0:
+            raise RecordFormatError(ILLEGAL_ARGUMENT, "no-shallow-offset", batch.position, "shallowOffset undefined")
+        if max_offset < 0:
+            raise RecordFormatError(ILLEGAL_ARGUMENT, "no-max-offset", batch.position, "maxOffset undefined")
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.shallow_offset = max_timestamp, shallow_offset
+        self.max_offset = max(self.max_offset, max_offset)
+        self.out += data
+
+
+def _should_retain(rnd: _Round, batch: Batch, h: Header, r: LogicalRecord, retain_legacy_deletes: bool) -> bool:
+    """``Cleaner.shouldRetainRecord``: past the map's latest offset, kept; a keyless record, dropped;
+    otherwise kept if it is the latest for its key and has a value or its tombstone may not go yet —
+    v2: the batch has no delete horizon or ``now`` < horizon; legacy: the segment is newer than the
+    legacy delete horizon."""
+    if r.offset > rnd.omap.latest_offset:
+        return True
+    if r.key is None:
+        return False
+    latest = r.offset >= rnd.omap.get(r.key)
+    if batch.is_v2:
+        keep_deletes = not batch.has_delete_horizon or rnd.now < h.base_timestamp
+    else:
+        keep_deletes = retain_legacy_deletes
+    return latest and (r.value is not None or keep_deletes)
+
+
+def _batch_retention(rnd: _Round, batch: Batch, h: Header) -> tuple[str, bool, bool]:
+    """The cleaner's ``checkBatchRetention``: (retention, discard its records, containsMarkerForEmptyTxn).
+    The last batch of the round is kept even when empty, so the log keeps its last offset."""
+    can_discard = rnd.txns.on_batch_read(batch, h)
+    if batch.is_control:
+        discard_records = can_discard and batch.has_delete_horizon and h.base_timestamp <= rnd.now
+    else:
+        discard_records = can_discard
+    if h.last_offset + 1 == rnd.upper:
+        retention = RETAIN_EMPTY
+    elif discard_records:
+        retention = DELETE
+    else:
+        retention = DELETE_EMPTY
+    return retention, discard_records, can_discard and batch.is_control
+
+
+def _filter_chunk(rnd: _Round, data: bytes, position: int, capacity: int, retain_legacy_deletes: bool) -> _Chunk:
+    """``MemoryRecords.filterTo`` over one read.  A batch keeping all its records, needing no new
+    delete horizon, is copied byte for byte; one keeping some is rebuilt (:func:`_rebuild`); one
+    keeping none is dropped, unless RETAIN_EMPTY keeps its header (``writeEmptyHeader``).  When the
+    output outgrows the write buffer (as large as the read buffer) the read ends after that batch
+    (KAFKA-5316: ``filterTo`` returns early)."""
+    chunk = _Chunk()
+    for batch in _chunk_batches(data, position, capacity):
+        h = batch.header()
+        retention, discard_records, marker_for_empty_txn = _batch_retention(rnd, batch, h)
+        chunk.bytes_read += batch.size
+        if retention == DELETE:
+            continue
+        kept: list[LogicalRecord] = []
+        tombstones, write_original, max_offset = False, True, -1
+        for r in batch.records():
+            keep = False
+            if not discard_records:
+                keep = batch.is_control or _should_retain(rnd, batch, h, r, retain_legacy_deletes)
+            if not keep:
+                write_original = False
+                continue
+            if r.magic != h.magic:  # KAFKA-4298: a legacy wrapper holding records of another magic
+                write_original = False
+            max_offset = max(max_offset, r.offset)
+            kept.append(r)
+            tombstones = tombstones or r.value is None
+        if kept:
+            set_horizon = batch.is_v2 and (tombstones or marker_for_empty_txn) and not batch.has_delete_horizon
+            if write_original and not set_horizon:
+                chunk.retained(batch, batch.raw, h.max_timestamp, h.last_offset, h.last_offset)
+            else:
+                if set_horizon:
+                    horizon = _long(rnd.now + rnd.delete_retention_ms)
+                else:
+                    horizon = h.base_timestamp if batch.has_delete_horizon else NO_TIMESTAMP
+                raw, max_ts, shallow = _rebuild(batch, h, kept, horizon)
+                chunk.retained(batch, raw, max_ts, shallow, max_offset)
+        elif retention == RETAIN_EMPTY:
+            if not batch.is_v2:
+                raise RecordFormatError(
+                    ILLEGAL_STATE, "empty-legacy-batch", batch.position,
+                    "Empty batches are only supported for magic v2 and above",
+                )  # fmt: skip
+            chunk.retained(batch, _empty_header(batch, h), h.max_timestamp, h.last_offset, h.last_offset)
+        if len(chunk.out) > capacity:
+            break
+    return chunk
+
+
+def _rebuild(batch: Batch, h: Header, kept: list[LogicalRecord], horizon: int) -> tuple[bytes, int, int]:
+    """``buildRetainedRecordsInto`` with ``MemoryRecordsBuilder``: the kept records in a batch with
+    the original's base offset, lastOffsetDelta (``overrideLastOffset``: the producer's last
+    sequence survives), codec, timestamp type, partition leader epoch and producer fields.
+
+    baseTimestamp is the delete horizon when there is one (≥ 0: the horizon bit set), else the first
+    kept record's timestamp; record timestamp deltas are taken from it; maxTimestamp is the largest
+    kept timestamp (LogAppendTime: the original's).  Record attributes are written 0, attribute bits
+    Kafka does not know are dropped.  Returns the bytes and ``info()``: (maxTimestamp,
+    shallowOffsetOfMaxTimestamp = the batch's last offset, or −1 with no timestamp).  Legacy batches
+    are never rebuilt here (contract: ``UnsupportedLegacyRebuild``)."""
+    if not batch.is_v2:
+        raise RecordFormatError(
+            "UnsupportedLegacyRebuild", "legacy-rebuild", batch.position,
+            f"a magic {h.magic} batch would lose records; rebuilding legacy batches is not modelled",
+        )  # fmt: skip
+    has_horizon = horizon >= 0
+    base_ts = horizon if has_horizon else None
+    max_ts, last, records = NO_TIMESTAMP, None, []
+    for r in kept:
+        if last is not None and r.offset <= last:
+            raise RecordFormatError(
+                ILLEGAL_ARGUMENT, "offsets-not-increasing", batch.position,
+                f"Illegal offset {r.offset} following previous offset {last} (Offsets must increase monotonically).",
+            )  # fmt: skip
+        if r.timestamp < 0 and r.timestamp != NO_TIMESTAMP:
+            raise RecordFormatError(
+                ILLEGAL_ARGUMENT, "negative-timestamp", batch.position, f"Invalid negative timestamp {r.timestamp}"
+            )
+        if base_ts is None:
+            base_ts = r.timestamp
+        records.append(Record(r.offset - h.offset, _long(r.timestamp - base_ts), r.key, r.value, r.headers))
+        max_ts = max(max_ts, r.timestamp)
+        last = r.offset
+    lat = batch.timestamp_type == LOG_APPEND_TIME
+    if lat:
+        max_ts = h.max_timestamp
+    raw = encode_batch_v2(
+        base_offset=h.offset,
+        records=records,
+        codec=batch.codec,
+        timestamp_type=LOG_APPEND_TIME if lat else CREATE_TIME,
+        transactional=batch.is_transactional,
+        control=batch.is_control,
+        delete_horizon=has_horizon,
+        base_timestamp=base_ts,
+        max_timestamp=max_ts,
+        last_offset_delta=h.last_offset_delta,
+        producer_id=h.producer_id,
+        producer_epoch=h.producer_epoch,
+        base_sequence=h.base_sequence,
+        partition_leader_epoch=h.partition_leader_epoch,
+        magic=h.magic,
+    )
+    shallow = h.last_offset if lat or max_ts != NO_TIMESTAMP else -1
+    return raw, max_ts, shallow
+
+
+def _empty_header(batch: Batch, h: Header) -> bytes:
+    """``DefaultRecordBatch.writeEmptyHeader`` (§1.4 rule 2): the header alone, no records,
+    uncompressed, baseTimestamp −1, the original maxTimestamp, no delete-horizon bit."""
+    return encode_batch_v2(
+        base_offset=h.offset,
+        timestamp_type=batch.timestamp_type,
+        transactional=batch.is_transactional,
+        control=batch.is_control,
+        base_timestamp=NO_TIMESTAMP,
+        max_timestamp=h.max_timestamp,
+        last_offset_delta=h.last_offset_delta,
+        producer_id=h.producer_id,
+        producer_epoch=h.producer_epoch,
+        base_sequence=h.base_sequence,
+        partition_leader_epoch=h.partition_leader_epoch,
+        records_count=0,
+        magic=h.magic,
+    )
+
+
+# --- cleaning a group ----------------------------------------------------------------------------------
+
+
+class _Split(Exception):
+    """The cleaned segment overflowed while ``source`` was cleaned into it."""
+
+    def __init__(self, source: Segment):
+        self.source = source
+
+
+def clean_into(rnd: _Round, log: Log, source: Segment, dest: Segment, retain_legacy_deletes: bool) -> None:
+    """``Cleaner.cleanInto``: read ``source`` chunk by chunk, filter each read, append what it kept
+    to ``dest`` as one segment append (``LogSegment.append`` with the read's max offset, max
+    timestamp and its offset) — so the cleaned segment's index entries follow the reads.  A read
+    holding no whole batch grows the buffers (:func:`_grow_buffers_or_fail`)."""
+    data = bytes(source.log)
+    position, capacity = 0, IO_BUFFER_SIZE
+    try:
+        while position < len(data):
+            chunk = _filter_chunk(rnd, data, position, capacity, retain_legacy_deletes)
+            if chunk.out:
+                try:
+                    dest.append(chunk.max_offset, chunk.max_timestamp, chunk.shallow_offset, bytes(chunk.out), rnd.now)
+                except LogError as e:
+                    if e.kind == OVERFLOW:
+                        raise _Split(source) from None
+                    raise
+                except IndexFailure as e:  # an index refusal of the cleaned segment's append
+                    raise RecordFormatError(e.kind, e.reason, position, str(e)) from None
+            position += chunk.bytes_read
+            if chunk.bytes_read == 0:
+                capacity = _grow_buffers_or_fail(data, position, capacity, log.config.max_message_bytes)
+    except RecordFormatError as e:
+        raise CleaningError(e.kind, _file(log, source), e.position, str(e)) from None
+
+
+def clean_segments(rnd: _Round, log: Log, group: list[Segment], legacy_delete_horizon: int) -> int | None:
+    """``Cleaner.cleanSegments``: clean ``group`` into a new segment at its first base, make it
+    inactive (final time-index entry, trimmed indexes), give it the last source's mtime and install
+    it with replaceSegments (§5.9).  Returns None, or — when the cleaned segment overflowed (a legacy
+    segment whose offsets exceed base + 2^31 − 1, §7.9) — the base of the source that was split and
+    installed in its place (``splitOverflowedSegment``, §5.5) before the round is aborted.
+
+    The new segment never enters the log before it is installed, so an abort or a failure leaves
+    nothing of it (Kafka deletes the ``.cleaned`` files; any stale ``.cleaned`` files of that base,
+    deleted first by ``createNewCleanedSegment``, never exist in a loaded log: the loader removed
+    them, §5.2)."""
+    cleaned = log.new_segment(group[0].base)
+    for i, source in enumerate(group):
+        if i == len(group) - 1:
+            # the aborted-transaction range of the last source ends at its readNextOffset (§4.5 rule 3)
+            try:
+                source.read_next_offset()
+            except RecordFormatError as e:
+                raise CleaningError(e.kind, _file(log, source), e.position, str(e)) from None
+        retain_legacy_deletes = source.mtime_ms > legacy_delete_horizon
+        try:
+            clean_into(rnd, log, source, cleaned, retain_legacy_deletes)
+        except _Split:
+            try:
+                new = split(source, log.new_segment, rnd.now)
+            except SplitError as e:
+                raise CleaningError(e.kind, _file(log, source), e.position, f"cannot split: {e}") from None
+            except (IndexFailure, LogError) as e:
+                raise CleaningError(e.kind, _file(log, source), 0, f"cannot split: {e}") from None
+            log.replace_segments(new, [source])
+            return source.base
+    try:
+        cleaned.on_become_inactive()
+    except IndexFailure as e:
+        raise CleaningError(e.kind, _file(log, group[-1]), group[-1].size, str(e)) from None
+    cleaned.mtime_ms = group[-1].mtime_ms
+    log.replace_segments([cleaned], group)
+    return None
+
+
+# --- one round -----------------------------------------------------------------------------------------
+
+
+def clean(log: Log) -> dict:
+    """One cleaning round (``Cleaner.doClean``); returns ``{"groups": [[source bases], ...]}`` for the
+    groups installed, plus ``"split": base`` when an overflow split aborted the round.
+
+    Nothing to clean when the log start offset is at or past the active segment's base: Kafka's
+    cleaner manager never picks such a log (its cleanable bytes are 0).  The legacy delete horizon
+    (tombstones of v0/v1 records) is the mtime of the last segment below the first dirty offset minus
+    ``delete.retention.ms``, 0 without one (Kafka's formula; only legacy tombstones read it)."""
+    if "compact" not in log.config.cleanup_policy:
+        raise LogError("NotCompacted", f"{log.name} has cleanup.policy={log.config.cleanup_policy}")
+    now = log.clock()
+    # LogCleanerManager.cleanableOffsets: the high watermark is the log end offset here, and there
+    # is no compaction lag or unstable offset; the active segment is never cleaned
+    first_dirty = log.log_start_offset
+    first_uncleanable = max(first_dirty, min(log.log_end_offset, log.active.base))
+    if first_dirty >= first_uncleanable:
+        return {"groups": []}
+    below = [s for s in log.segments if s.base < first_dirty]
+    legacy_delete_horizon = below[-1].mtime_ms - log.config.delete_retention_ms if below else 0
+    omap = build_offset_map(log, first_dirty, first_uncleanable)
+    end = omap.latest_offset + 1
+    rnd = _Round(omap, now, log.config.delete_retention_ms, first_uncleanable, _Transactions())
+    sources = [s for s in log.segments if s.base < end] if end > 0 else []
+    groups = group_segments_by_size(
+        sources, log.config.segment_bytes, log.config.segment_index_bytes, first_uncleanable
+    )
+    installed: list[list[int]] = []
+    for group in groups:
+        split_base = clean_segments(rnd, log, group, legacy_delete_horizon)
+        if split_base is not None:
+            return {"groups": installed, "split": split_base}
+        installed.append([s.base for s in group])
+    return {"groups": installed}
