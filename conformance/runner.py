@@ -280,10 +280,10 @@ class Session:
                     break
         if self.model is not None and self.model.running and not isinstance(step, READ_STEPS + (sc.Shutdown,)):
             self.tracker.observe(self.model, step, result=results.get(self.model.name, {}))
-        if isinstance(step, sc.Shutdown):
+        if isinstance(step, sc.Shutdown) and "error" not in next(iter(results.values()), {}):
             self._shutdown_at = index
             self.shutdown_dirs = next(iter(results.values()), {}).get("shutdown", {})
-        elif not isinstance(step, sc.Tick):
+        elif not isinstance(step, sc.Tick):  # a refused shutdown (not running) shut nothing down
             self._shutdown_at = None
         return verdict.violations[before:]
 

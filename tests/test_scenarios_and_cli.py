@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from conformance import regressions
 from conformance import scenario as sc
 from conformance.cli import main
+from conformance.crash_images import Fault
 from conformance.log_checks import CORPUS, CRASH_CORPUS, check_log_scenarios, corpus_scenarios
 from conformance.runner import run
 
@@ -161,3 +162,16 @@ def test_valid_configs_reach_both_sides():
         == (100, True, 20)
     )
     assert i.delete_enabled and "delete" in m.cleanup_policy
+
+
+def test_a_refused_shutdown_does_not_make_the_next_open_a_clean_restart():
+    """A shutdown while the broker is down (after a crash) is refused and shuts nothing down: the
+    next open recovers, and clean-restart must not call that a recovery after a graceful shutdown
+    (it did, found while shrinking a crash-machine case)."""
+    s = sc.Scenario(
+        (sc.Create("t", 0), sc.Crash(Fault("process")), sc.Shutdown(), sc.Open()), clock_start_ms=1_700_000_000_000
+    )
+    verdict = run(s)
+    assert verdict.results[2]["model"] == {"error": "NotRunning"}
+    assert verdict.results[3]["model"]["loaded"][0]["recovered"]  # the crash made the load recover
+    assert verdict.violations == []
