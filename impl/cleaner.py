@@ -556,18 +556,7 @@ def _new_cleaned(log, base: int) -> LogSegment:
         path = prefix + suffix + CLEANED_SUFFIX
         if log.storage.exists(path):
             log.storage.unlink(path)
-    bound = log.config.jitter_bound()
-    jitter = log._jitter(f"{log.topic}-{log.partition}", base) % bound if bound else 0
-    return LogSegment(
-        log.storage,
-        log.dir,
-        base,
-        log.config,
-        log.clock(),
-        jitter,
-        suffix=CLEANED_SUFFIX,
-        preallocate=log.config.preallocate,
-    )
+    return log.new_segment(base, CLEANED_SUFFIX)
 
 
 def _set_last_modified(segment: LogSegment, ms: int) -> None:

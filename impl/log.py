@@ -165,7 +165,7 @@ class PartitionLog:
     def high_watermark(self) -> int:
         return self.log_end_offset
 
-    def new_segment(self, base: int) -> LogSegment:
+    def new_segment(self, base: int, suffix: str = "") -> LogSegment:
         bound = self.config.jitter_bound()
         jitter = self._jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
         return LogSegment(
@@ -175,6 +175,7 @@ class PartitionLog:
             self.config,
             self.clock(),
             jitter,
+            suffix=suffix,
             preallocate=self.config.preallocate,
         )
 

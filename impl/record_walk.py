@@ -221,9 +221,14 @@ def _batch_bytes(buf, h) -> bytes:
 def records(buf, header, limit: int = LIMIT) -> list[tuple[int, int]]:
     """(offset, timestamp) of every record of the batch ``header`` (a :class:`BatchHeader` of
     ``buf``), in order; a compressed batch may expand to at most ``limit`` bytes."""
+    return _walk(buf, header, limit, False)
+
+
+def _walk(buf, header, limit: int, fields: bool):
+    """The records of one batch, its problems declared as LogFormatError at the batch's position."""
     try:
         raw = _batch_bytes(buf, header)
-        return _v2(raw, header, limit) if header.magic >= 2 else _legacy(raw, header, limit)
+        return _v2(raw, header, limit, fields) if header.magic >= 2 else _legacy(raw, header, limit, fields)
     except _Bad as e:
         kind, reason, detail = e.args
     except OverLimit as e:
@@ -241,16 +246,7 @@ def record_fields(buf, header, limit: int = LIMIT):
     end; legacy records are ``(offset, timestamp, key_at, key_len, value_at, value_len, magic)``
     (a negative length is null).  Checked as Kafka's ``streamingIterator`` checks a batch: as
     :func:`records`, except that a v2 batch's codec is resolved before its record count is read."""
-    try:
-        raw = _batch_bytes(buf, header)
-        return _v2(raw, header, limit, True) if header.magic >= 2 else _legacy(raw, header, limit, True)
-    except _Bad as e:
-        kind, reason, detail = e.args
-    except OverLimit as e:
-        kind, reason, detail = KAFKA, "decompression-limit", str(e)
-    except CodecError as e:
-        kind, reason, detail = KAFKA, "corrupt-compressed-stream", str(e)
-    raise LogFormatError(kind, reason, header.position, detail)
+    return _walk(buf, header, limit, True)
 
 
 def search_for_timestamp(buf, target_ts: int, start_position: int, starting_offset: int) -> tuple[int, int] | None:
