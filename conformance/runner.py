@@ -836,9 +836,8 @@ def _comparable_files(
     writes as it goes) and takes the dir offline; the model keeps them as found.  Nor are the index
     files of a partition a ``corrupt`` step damaged: Kafka keeps an unrecovered index as found and
     believes every slot of it, impl reads a zero tail as padding (impl.index) — the answers
-    through it are compared, the bytes are not.  After a fault, trailing all-zero slots of an index
-    are not compared either, for the same reason: a fault can leave a zero-filled index that Kafka
-    keeps for good (§5.9 caveat 3: a missing ``.index.swap`` made full of zeros, §3.5) and impl trims."""
+    through it are compared, the bytes are not.  After a fault, an index file made only of zero
+    slots is compared as empty, for the same reason (:func:`_without_zero_slots`)."""
     if unloadable:
         files = {p: d for p, d in files.items() if not (p.count("/") >= 2 and p.split("/")[1] in unloadable)}
     if corrupted:
@@ -851,14 +850,12 @@ def _comparable_files(
 
 
 def _without_zero_slots(path: str, data: bytes) -> bytes:
-    """An index file without its trailing all-zero slots (a file of odd length as it is)."""
+    """An index file of two or more slots, all zero, read as empty: no index holds two all-zero
+    entries (offsets and timestamps increase), so this is padding — the zero-filled ``.index`` of
+    §5.9 caveat 3, which Kafka keeps as full and impl trims.  One zero slot can be a real entry
+    (the base offset at position 0) and is compared, as is everything else."""
     size = 12 if ".timeindex" in path else 8
-    if len(data) % size:
-        return data
-    end = len(data)
-    while end and not any(data[end - size : end]):
-        end -= size
-    return data[:end]
+    return b"" if len(data) >= 2 * size and len(data) % size == 0 and not any(data) else data
 
 
 def _first_byte_diff(a: bytes, b: bytes) -> int:
