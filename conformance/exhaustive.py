@@ -219,7 +219,7 @@ def clean_scenario(at_op: int | None, fault: Fault) -> sc.Scenario:
     return sc.Scenario(tuple(steps), config={**COMPACTED, "segment.bytes": 400}, clock_start_ms=T0)
 
 
-CLEAN_CRASH_INDEX = 14  # the crash step of clean_scenario
+CLEAN_CRASH_INDEX = next(i for i, s in enumerate(clean_scenario(0, Fault("process")).steps) if isinstance(s, sc.Crash))
 
 
 def sweep(build, crash_index: int, every_parameter: bool, tally: Tally | None = None) -> Verdict | None:

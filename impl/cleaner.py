@@ -47,7 +47,6 @@ INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 CORRUPT = "CorruptRecordException"
 ILLEGAL_STATE = "IllegalStateException"
 ILLEGAL_ARGUMENT = "IllegalArgumentException"
-OUT_OF_BOUNDS = "IndexOutOfBoundsException"
 
 _int32 = struct.Struct(">i").unpack_from
 _int8 = struct.Struct(">b").unpack_from
@@ -119,7 +118,7 @@ def _header(view, pos: int, total: int, magic: int) -> BatchHeader:
     )
 
 
-def _short_v2(h: BatchHeader, cleaning: bool) -> _Fail:
+def _short_v2(h: BatchHeader) -> _Fail:
     """A v2 batch under 61 bytes: its header fields cannot be read.  Declared
     CorruptRecordException, as the loader's framing walk declares it (Kafka reads the fields out of
     a short buffer slice and throws IndexOutOfBounds or IllegalArgument by which field comes first)."""
@@ -242,7 +241,7 @@ def _map_segment(segment: LogSegment, offsets: dict, start: int, max_message: in
             valid = 0
             for h in _batches_in(view, position, chunk_end):
                 if h.magic >= 2 and h.size < 61:
-                    raise _short_v2(h, cleaning=False)
+                    raise _short_v2(h)
                 if h.magic >= 2 and h.attributes & 0x20:
                     raise _unsupported_control(h)
                 data, recs = record_fields(view, h)
@@ -270,7 +269,7 @@ def _map_segment(segment: LogSegment, offsets: dict, start: int, max_message: in
 # --- grouping (Cleaner.groupSegmentsBySize, KAFKA-5413) ---------------------------------------------
 
 
-def _index_bytes(segment: LogSegment, lazy) -> int:
+def _index_bytes(lazy) -> int:
     """Kafka's ``sizeInBytes`` of an inactive segment's index: entries × entry size, where an index
     opened from a file counts every slot of it (§3.1 rule 4) — the file's length, since inactive
     indexes are trimmed (impl's proof never rewrites the file, impl.index_verify.ShadowIndexes)."""
@@ -290,18 +289,18 @@ def group_segments_by_size(
         first = segments[i]
         group = [first]
         log_size = first.size
-        index_size = _index_bytes(first, first.offset_index)
-        time_size = _index_bytes(first, first.time_index)
+        index_size = _index_bytes(first.offset_index)
+        time_size = _index_bytes(first.time_index)
         i += 1
         while i < len(segments):
             s = segments[i]
             last = segments[i + 1].base_offset - 1 if i + 1 < len(segments) else first_uncleanable - 1
             if not (log_size + s.size <= max_size):
                 break
-            s_index = _index_bytes(s, s.offset_index)
+            s_index = _index_bytes(s.offset_index)
             if not (index_size + s_index <= max_index_size):
                 break
-            s_time = _index_bytes(s, s.time_index)
+            s_time = _index_bytes(s.time_index)
             if not (time_size + s_time <= max_index_size):
                 break
             if not (s.size == 0 or last - first.base_offset <= INT32_MAX):
@@ -362,7 +361,7 @@ def _filter_chunk(view, pos: int, end: int, capacity: int, f: _Filter) -> _Chunk
     chunk = _Chunk()
     for h in _batches_in(view, pos, end):
         if h.magic >= 2 and h.size < 61:
-            raise _short_v2(h, cleaning=True)
+            raise _short_v2(h)
         if h.magic >= 2 and h.attributes & 0x20:
             raise _unsupported_control(h)
         chunk.bytes_read += h.size

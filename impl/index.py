@@ -13,8 +13,8 @@ a binary search for the first all-zero slot, the tail is verified to be all zero
 by data is corruption), and the entries before it are checked (strictly increasing
 keys and positions for ``.index``; increasing timestamps ≥ 0 and non-decreasing offsets for
 ``.timeindex``); the index then holds exactly its real entries (``recognition`` says "zero-padded").
-A prefix that breaks those rules is never accepted: ``recognition`` is "corrupt" and the caller
-rebuilds from the log.  What Kafka itself would have believed stays available (``kafka_entries``,
+A prefix that breaks those rules is never accepted: ``recognition`` is "corrupt" and the segment's
+lookups go through a shadow rebuilt from the log (impl.index_verify).  What Kafka itself would have believed stays available (``kafka_entries``,
 :meth:`kafka_sanity_check`) for the dump tool.  Limitation: a time index whose only real entry is
 (timestamp 0, base offset) is indistinguishable from padding and opens empty.
 """

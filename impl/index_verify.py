@@ -4,8 +4,9 @@ Since KIP-263 Kafka never checks the indexes of segments it does not recover: a 
 corrupt index below the recovery point (or after a wrongly clean shutdown) is trusted, and a lookup
 can return a position past the batch that holds the offset.  :mod:`impl.segment` keeps the
 laziness (nothing is read until the first lookup) and adds one check on first use: a single scan of
-the log (:func:`soundness_problem`) proves every entry sound — or the indexes are rebuilt from the
-log as recovery would (:func:`rebuild`, §4.6).  So a lookup never returns a wrong position.
+the log (:func:`soundness_problem`) proves every entry sound — or lookups go through entries
+rebuilt in memory as recovery would append them (:class:`ShadowIndexes`, §4.6), the files staying
+Kafka's.  So a lookup never returns a wrong position.
 
 Also here: Kafka's own ``--verify-index-only`` comparisons, for ``klc dump``.
 """
@@ -120,47 +121,6 @@ def soundness_problem(offset_index, time_index, log, inactive: bool) -> str | No
         if segment_max >= 0 and last != segment_max and not (segment_max == 0 and last == -1):
             return f"time index ends at {time_index.last_entry[0]}, the segment's max timestamp is {segment_max}"
     return None
-
-
-def rebuild(offset_index, time_index, log, index_interval_bytes: int) -> int:
-    """:func:`rebuild_indexes`, returning the valid bytes only."""
-    return rebuild_indexes(offset_index, time_index, log, index_interval_bytes)[0]
-
-
-def rebuild_indexes(offset_index, time_index, log, index_interval_bytes: int) -> tuple[int, tuple[int, int]]:
-    """Reset both indexes and re-append what recovery appends (§4.6 steps 1–8); returns valid bytes.
-
-    Unlike recovery, this never fails on a full index: an append of several batches gets one index
-    entry, recovery one per batch, so a small ``segment.index.bytes`` may not hold them all (Kafka's
-    recovery then throws IllegalArgumentException, see ``LogSegment.recover``).  A lazy rebuild is
-    ours, not Kafka's, so it skips the entries that do not fit (a sparser index is still sound) and
-    keeps the time index's reserved last slot for the segment's largest timestamp.
-
-    A legacy segment whose offsets overflow its base (KAFKA-6264, §7.9), which a clean load keeps
-    unsplit, gets entries up to its first offset the index cannot store; lookups past them scan
-    from the last one (still sound).  Returns the valid bytes and the (timestamp, offset) of the
-    largest timestamp, which the time index of such a segment may not hold."""
-    offset_index.reset()
-    time_index.reset()
-    valid = last_entry = 0
-    max_ts, offset_of_max = -1, offset_index.base_offset
-    fits = True
-    for h in BatchScan(log):
-        if h.max_timestamp > max_ts:
-            max_ts, offset_of_max = h.max_timestamp, h.last_offset
-        fits = fits and offset_index.can_append_offset(h.last_offset)
-        if valid - last_entry > index_interval_bytes and fits:
-            if not offset_index.is_full():
-                offset_index.append(h.last_offset, valid)
-            if not time_index.is_full():
-                time_index.maybe_append(max_ts, offset_of_max)
-            last_entry = valid
-        valid += h.size
-    offset_index.trim_to_valid_size()
-    if offset_index.can_append_offset(offset_of_max):
-        time_index.maybe_append(max_ts, offset_of_max, skip_full_check=True)
-    time_index.trim_to_valid_size()
-    return valid, (max_ts, offset_of_max)
 
 
 class ShadowIndexes:
