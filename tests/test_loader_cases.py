@@ -293,3 +293,34 @@ def test_a_split_over_a_malformed_tail_fails_the_partition_naming_the_position(t
         loaded = {x["partition"]: x["error"] for x in result["loaded"]}
         assert loaded["t-0"] is None, target
         assert "d0/old-0/00000000000000000000.log" in loaded["old-0"] and position in loaded["old-0"], (target, loaded)
+
+
+@pytest.mark.parametrize("damage", ["crc", "size"])
+def test_a_clean_load_reads_the_active_tail_by_framing_alone(damage):
+    """§4.5 rule 3, §1.10: readNextOffset at a clean load walks the active segment's tail with
+    Kafka's batchesFrom iterator — a batch whose CRC fails counts towards the log end offset, a size
+    field below 14 fails the partition's load naming the file and byte position."""
+    from conformance import scenario as sc
+    from conformance.runner import run
+
+    batch = sc.BatchSpec((sc.Rec(1_700_000_000_000, "k", "v" * 30),))
+    size = len(sc.append_bytes(sc.Append("t", 0, (batch,))))
+    # a bit in the second batch's attributes (CRC-covered), or its size field zeroed
+    corrupt = (
+        sc.Corrupt(path="d0/t-0/00000000000000000000.log", offset=size + 21, kind="bitflip", seed=3)
+        if damage == "crc"
+        else sc.Corrupt(path="d0/t-0/00000000000000000000.log", offset=size + 8, length=4, kind="zero")
+    )
+    steps = (sc.Create("t", 0), sc.Append("t", 0, (batch, batch)), sc.Shutdown(), corrupt, sc.Open())
+    steps += (sc.Append("t", 0, (batch,)),)
+    verdict = run(sc.Scenario(steps, clock_start_ms=1_700_000_000_000))
+    assert verdict.violations == []
+    for target in ("model", "impl/sim"):
+        (load,) = verdict.results[4][target]["loaded"]
+        if damage == "crc":  # nothing recovered, and the damaged batch is below the log end
+            assert load["error"] is None and load["recovered"] == []
+            assert verdict.results[5][target] == {"first": 2, "last": 2}
+        else:
+            assert "00000000000000000000.log" in load["error"] and f"byte position {size}" in load["error"]
+    if damage == "crc":
+        assert verdict.results[4]["model"] == verdict.results[4]["impl/sim"]
