@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import impl.index
-from conformance.index_machine import LAZY_POINTS, _outcome, check_index_machine, expected_recognition
+from conformance.index_machine import _outcome, check_index_machine, expected_recognition
 from conformance.properties import BAD_INPUT, CONFORMS, PropertyViolation
-from conformance.schedule import Scheduler
+from conformance.schedule import LAZY_POINTS, Scheduler
 from impl.storage import OsStorage
 from model import indexes as M
 

@@ -20,14 +20,13 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 import impl.index
 from conformance.properties import BAD_INPUT, CONFORMS, PropertyViolation
-from conformance.schedule import Scheduler
+from conformance.schedule import LAZY_POINTS, Scheduler
 from impl.errors import IndexFailure as ImplIndexFailure
 from impl.storage import OsStorage
 from model import indexes as M
 from model.errors import IndexFailure as ModelIndexFailure
 
 PAGE = 4096
-LAZY_POINTS = ("LazyIndex.get:checked-unmaterialised", "LazyIndex.get:constructing", "LazyIndex.get:constructed")
 
 
 def _outcome(fn):

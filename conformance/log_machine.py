@@ -170,6 +170,23 @@ class LogMachine(RuleBasedStateMachine):
         self._do(sc.Read(tp[0], tp[1], offset, max_bytes, max_offset, min_one))
 
     @precondition(lambda self: self.running)
+    @rule(tp=partitions, data=st.data(), schedule=st.lists(st.integers(0, 1), max_size=10), swap=st.booleans())
+    def race(self, tp, data, schedule, swap):
+        """An append racing a fetch of what is already there (KAFKA-9156, §7.4): after a rolling
+        append both are first to open the new segment's lazy indexes.  The schedule picks, point by
+        point, which thread goes on; the fetch is bounded by ``max_offset`` so its answer does not
+        depend on it."""
+        leo = self.leo.get(tp, 0)
+        max_offset = data.draw(st.sampled_from([leo, leo]) | st.integers(0, leo + 1), label="max_offset")
+        offset = data.draw(st.sampled_from([max(0, max_offset - 1)]) | st.integers(0, max_offset), label="offset")
+        append = sc.Append(tp[0], tp[1], (sc.BatchSpec(self._records(data)),), True, self._epoch(tp, 0))
+        threads = (sc.Read(tp[0], tp[1], offset, 1 << 20, max_offset, True), append)
+        result = self._do(sc.Race(threads[::-1] if swap else threads, tuple(schedule)))
+        for r in result.get("race", ()):
+            if "last" in r:
+                self.leo[tp] = r["last"] + 1
+
+    @precondition(lambda self: self.running)
     @rule(tp=partitions, data=st.data())
     def offset_for_timestamp(self, tp, data):
         ts = data.draw(st.sampled_from([-3, -2, -1]) | st.integers(self.clock - 4 * DAY, self.clock + 1000), label="ts")

@@ -256,6 +256,16 @@ class Session:
                 verdict.violations.append(Violation(prop, index, witness, frames))
                 self.broken = True
                 return verdict.violations[before:]
+            if isinstance(step, sc.Race) and getattr(t, "built_twice", None):
+                verdict.violations.append(
+                    Violation(
+                        CONFORMS,
+                        index,
+                        f"{t.name}: the race built the lazy index {t.built_twice[0]} twice — two index objects for one file (KAFKA-9156)",
+                    )
+                )
+                self.broken = True
+                return verdict.violations[before:]
             if t.trace is not None:
                 problem = protocol_problem(t, step, t.trace[mark:])
                 _count(verdict, DURABLE)

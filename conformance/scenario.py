@@ -106,6 +106,8 @@ class Step:
                 ]
             if isinstance(value, Step) or hasattr(value, "family"):
                 value = value.to_json()
+            if f.name in ("steps", "schedule"):  # a race's threads
+                value = [v.to_json() if isinstance(v, Step) else v for v in value]
             if value is not None and not (f.default is not attrs.NOTHING and value == f.default and f.name != "topic"):
                 out[f.name] = value
         return out
@@ -206,6 +208,23 @@ class Clean(Step):
     op = "clean"
     topic: str = "t"
     partition: int = 0
+
+
+@attrs.frozen
+class Race(Step):
+    """Concurrent operations on a running broker (KAFKA-9156, spec §7.4; docs/scenario-format.md).
+
+    Each of ``steps`` runs in its own thread.  The threads stop at impl's interleaving points (a
+    thread's start and the lazy index getter, :data:`conformance.schedule.RACE_POINTS`) and
+    ``schedule`` names, point by point, which stopped thread goes on, so an interleaving is a
+    replayable list, e.g. ``[1, 0, 1, 0]``.  The steps must commute — on one partition at most one
+    ``append`` or ``roll``, and then only ``read`` steps bounded by ``max_offset`` beside it — so
+    the model, which runs them one after another, has one answer for every schedule."""
+
+    op = "race"
+    partition_level = False
+    steps: tuple[Step, ...] = ()
+    schedule: tuple[int, ...] = ()
 
 
 @attrs.frozen
@@ -319,8 +338,10 @@ class InjectLegacySegment(Step):
 STEPS: dict[str, type[Step]] = {
     cls.op: cls
     for cls in (Create, Append, Roll, Read, OffsetForTimestamp, Truncate, TruncateFully, DeleteRecords, Flush)
-    + (Retention, Clean, Checkpoint, Tick, Shutdown, Open, Crash, FailIo, Corrupt, InjectLegacySegment)
+    + (Retention, Clean, Checkpoint, Tick, Shutdown, Open, Crash, FailIo, Corrupt, InjectLegacySegment, Race)
 }
+RACE_STEPS = (Append, Roll, Read, OffsetForTimestamp)  # what a race's threads may run
+RACE_WRITERS = (Append, Roll)
 IO_ERRORS = ("EIO", "ENOSPC")
 
 
@@ -388,6 +409,10 @@ def step_from_json(d, where: str = "step") -> Step:
             kwargs["during"] = step_from_json(during, f"{where}.during")
             if isinstance(kwargs["during"], Crash | FailIo | Corrupt):
                 raise ScenarioError(f"{where}.during: a fault cannot happen during another fault")
+            if isinstance(kwargs["during"], Race):
+                raise ScenarioError(
+                    f"{where}.during: a fault cannot interrupt a race (which thread it stops would depend on the schedule)"
+                )
         elif cls is FailIo:
             raise ScenarioError(f"{where}: 'during' (the step whose operation fails) is required")
         kwargs["at_op"] = _int(d, "at_op", where, 0, 0, 10**9)
@@ -409,7 +434,41 @@ def step_from_json(d, where: str = "step") -> Step:
             raise ScenarioError(f"{where}: 'kind' must be one of {', '.join(CORRUPTIONS)}")
     elif cls is InjectLegacySegment:
         kwargs.update(_legacy_segment(d, where))
+    elif cls is Race:
+        kwargs.update(_race(d, where))
     return cls(**kwargs)
+
+
+def _race(d: dict, where: str) -> dict:
+    raw = d.get("steps")
+    if not isinstance(raw, list) or not 2 <= len(raw) <= 4:
+        raise ScenarioError(f"{where}: 'steps' must be a list of 2 to 4 steps (one thread each)")
+    steps = tuple(step_from_json(s, f"{where}.steps[{i}]") for i, s in enumerate(raw))
+    for i, s in enumerate(steps):
+        if not isinstance(s, RACE_STEPS):
+            raise ScenarioError(
+                f"{where}.steps[{i}]: op {s.op!r} cannot race (one of {', '.join(c.op for c in RACE_STEPS)})"
+            )
+    for i, s in enumerate(steps):
+        others = [o for j, o in enumerate(steps) if j != i and (o.topic, o.partition) == (s.topic, s.partition)]
+        writers = [o for o in others if isinstance(o, RACE_WRITERS)]
+        if isinstance(s, RACE_WRITERS) and writers:
+            raise ScenarioError(
+                f"{where}.steps[{i}]: a second {'/'.join(c.op for c in RACE_WRITERS)} on {s.topic}-{s.partition} "
+                "in one race: their outcome would depend on the schedule"
+            )
+        if writers and not (isinstance(s, Read) and s.max_offset is not None):
+            raise ScenarioError(
+                f"{where}.steps[{i}]: beside the {writers[0].op} on {s.topic}-{s.partition} only a read with "
+                "'max_offset' can race (what it sees must not depend on the schedule)"
+            )
+    schedule = d.get("schedule", [])
+    if not isinstance(schedule, list) or len(schedule) > 1000:
+        raise ScenarioError(f"{where}: 'schedule' must be a list of at most 1000 thread numbers")
+    for i, t in enumerate(schedule):
+        if type(t) is not int or not 0 <= t < len(steps):
+            raise ScenarioError(f"{where}.schedule[{i}]: {t!r} is not a thread number (0 to {len(steps) - 1})")
+    return {"steps": steps, "schedule": tuple(schedule)}
 
 
 def _legacy_segment(d: dict, where: str) -> dict:

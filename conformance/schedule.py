@@ -14,6 +14,12 @@ from collections.abc import Callable, Sequence
 
 from impl import sync_points
 
+#: impl's lazy index getter (impl.index.LazyIndex.get): the KAFKA-9156 window lies between them
+LAZY_POINTS = ("LazyIndex.get:checked-unmaterialised", "LazyIndex.get:constructing", "LazyIndex.get:constructed")
+#: every thread of a ``race`` step stops here first, so no two threads ever run unscheduled code at once
+START_POINT = "race:start"
+RACE_POINTS = (START_POINT, *LAZY_POINTS)
+
 
 class Scheduler:
     def __init__(self, order: Sequence[int], points: Sequence[str], settle: float = 0.02, limit: float = 10.0):

@@ -9,6 +9,7 @@ every partition, ``files()`` the data dirs' files (paths relative to the target'
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -24,10 +25,12 @@ import model.log
 import model.log_manager
 from conformance import scenario as sc
 from conformance.crash_images import Fault, crash_image
+from conformance.schedule import RACE_POINTS, START_POINT, Scheduler
 from conformance.sim_storage import SimStorage
 from conformance.tracing import TracingStorage
 from impl.config import LogConfig
 from impl.storage import OsStorage
+from impl.sync_points import sync_point
 from model.config import Config
 from model.file_records import iterate_file
 
@@ -126,10 +129,35 @@ class _Target:
         if isinstance(step, sc.Shutdown):
             self.running = False
             return {"shutdown": self._shutdown()}
+        if isinstance(step, sc.Race):
+            return self._race(step)
+        return self._one(step)
+
+    def _one(self, step: sc.Step) -> dict:
         try:
             return self._apply(step)
         except self.refusals() as e:
             return {"error": getattr(e, "kind", type(e).__name__)}
+
+    def _race(self, step: sc.Race) -> dict:
+        """A ``race`` (:class:`conformance.scenario.Race`): ``{"race": [result per thread]}``.  A
+        read beside a writer must lie at or below the log end offset as the race starts, or its
+        answer (data or OffsetOutOfRange) would depend on the schedule: the race is then refused
+        as a whole, before any thread runs."""
+        writers = {(s.topic, s.partition) for s in step.steps if isinstance(s, sc.RACE_WRITERS)}
+        for s in step.steps:
+            if isinstance(s, sc.Read) and (s.topic, s.partition) in writers:
+                try:
+                    end = self.manager.log(s.topic, s.partition).log_end_offset
+                except self.refusals():
+                    continue  # no such partition: every thread is refused alike
+                if max(s.offset, s.max_offset) > end:
+                    return {"error": "RaceDependsOnSchedule"}
+        return {"race": self._run_race(step)}
+
+    def _run_race(self, step: sc.Race) -> list[dict]:
+        """The model has no threads: one step after another (they commute, so any order will do)."""
+        return [self._one(s) for s in step.steps]
 
 
 class ModelTarget(_Target):
@@ -292,6 +320,30 @@ class ImplTarget(_Target):
         finally:
             if self.backend == "os":
                 self._stamp(self.trace[mark:])
+
+    def _run_race(self, step: sc.Race) -> list[dict]:
+        """One thread per step, interleaved at impl's sync points as ``step.schedule`` says."""
+
+        def thread(s: sc.Step) -> dict:
+            sync_point(START_POINT)
+            return self._one(s)
+
+        before = self._constructions()
+        try:
+            return Scheduler(step.schedule, RACE_POINTS).run([functools.partial(thread, s) for s in step.steps])
+        finally:
+            self.built_twice = sorted(
+                path for key, (path, n) in self._constructions().items() if n - before.get(key, (path, 0))[1] > 1
+            )
+
+    def _constructions(self) -> dict[int, tuple[str, int]]:
+        """Every live segment's lazy indexes: how often each was built (impl.index.LazyIndex)."""
+        out = {}
+        for log in self.manager.logs.values():
+            for segment in log.segments:
+                for lazy in (segment.offset_index, segment.time_index):
+                    out[id(lazy)] = (lazy.path.removeprefix(self.root + "/"), lazy.constructions)
+        return out
 
     def _stamp(self, ops) -> None:
         """Real files get the wall clock as modification time; give them the scenario's clock, as

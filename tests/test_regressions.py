@@ -26,19 +26,10 @@ def test_every_named_case_passes_on_impl_and_model():
     assert [c.name for c in NAMED if c.verdicts.get("impl") != "pass" or c.verdicts.get("model") != "pass"] == []
 
 
-# folders whose case needs a step the vocabulary does not have yet (corpora/README.md says which);
-# strict: a folder that gets a case must leave this list
-AWAITING_A_STEP = {
-    "KAFKA-9156": "a concurrent step (two threads' first access to a lazy index under a schedule)",
-}
-
-
 def test_every_historical_bug_has_a_case_caught_by_its_mutant():
     """Each historical-bug folder holds at least one case, and some case there fails on a mutant."""
     historical = {g for g in regressions.groups() if g not in ("log", "crash", regressions.FOUND)}
-    assert set(AWAITING_A_STEP) <= historical
-    assert [g for g in AWAITING_A_STEP if any(c.group == g for c in NAMED)] == []
-    for group in sorted(historical - set(AWAITING_A_STEP)):
+    for group in sorted(historical):
         group_cases = [c for c in NAMED if c.group == group]
         assert group_cases, f"corpora/{group} has no scenario file"
         assert any(v.startswith("fail") for c in group_cases for v in c.verdicts.values()), group

@@ -103,7 +103,7 @@ INDEX_MUTANTS = (
             if self._index is None:
                 sync_point("LazyIndex.get:constructing")""",
         description="KAFKA-9156: the lazy getter checks and constructs without the lock, so two threads can both build the index (§7.4)",
-        caught_by=("index-machine", "lazy-index-schedules"),
+        caught_by=("index-machine", "lazy-index-schedules", "regression-corpus", "log-machine"),
     ),
     Mutant(
         name="warm-section-bound-off-by-one",
