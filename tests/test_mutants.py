@@ -10,6 +10,10 @@ from tests.mutants import ALL_MUTANTS
 
 CASES = [(m, check) for m in ALL_MUTANTS.values() for check in m.caught_by]
 
+# A mutant is a patched copy of an impl module compiled under the module's own file name: traced,
+# it would credit impl's lines with what the copy ran (and cost a third of the gate's time).
+pytestmark = pytest.mark.no_cover
+
 
 @pytest.mark.parametrize("mutant,check", CASES, ids=[f"{m.name}-by-{c}" for m, c in CASES])
 def test_mutant_is_caught(mutant, check):
