@@ -34,7 +34,7 @@ from conformance.sim_storage import Create, Dir, Inode, MakeDir, Rename, SimStor
 FAMILIES = ("process", "prefix", "reorder", "torn", "size_ahead", "metadata")
 FILLS = ("absent", "zero", "junk")
 UNITS = (512, 4096)
-CORRUPTIONS = ("zero", "junk", "bitflip")
+CORRUPTIONS = ("zero", "junk", "bitflip", "cut")
 
 
 class FaultError(ValueError):
@@ -239,7 +239,9 @@ def crash_image(storage: SimStorage, fault: Fault) -> CrashImage:
 
 def corrupt(files: dict, path: str, offset: int, length: int, kind: str, seed: int = 0) -> dict:
     """``files`` with ``length`` bytes of ``path`` at ``offset`` (clamped into the file) zeroed,
-    replaced by junk, or one bit flipped (``bitflip``: bit ``seed % 8`` of the byte at ``offset``)."""
+    replaced by junk, or one bit flipped (``bitflip``: bit ``seed % 8`` of the byte at ``offset``),
+    or the file cut short to its first ``offset`` bytes (``cut``: a lost tail, e.g. a copy cut off;
+    the tail rules of §1.10 then apply to what is left)."""
     if kind not in CORRUPTIONS:
         raise FaultError(f"unknown corruption {kind!r} (one of {', '.join(CORRUPTIONS)})")
     if path not in files:
@@ -249,6 +251,8 @@ def corrupt(files: dict, path: str, offset: int, length: int, kind: str, seed: i
         return dict(files)
     offset = min(max(offset, 0), len(data) - 1)
     length = min(max(length, 1), len(data) - offset)
+    if kind == "cut":
+        return {**files, path: bytes(data[:offset])}
     if kind == "zero":
         data[offset : offset + length] = bytes(length)
     elif kind == "junk":

@@ -7,8 +7,9 @@ corruption, checking every DESIGN.md property after every ``open`` (spec §5, §
   cases hammer torn writes while others only lose metadata.
 * ``event()`` names every loader branch the model took (§5.2–§5.6 rule numbers, from
   :class:`model.log_manager.LoadOutcome`), so the statistics show which ones CI reaches;
-  ``target()`` steers toward many pending operations at a crash, bytes truncated at recovery and
-  segments recovered.
+  ``target()`` steers toward many pending operations at a crash, deep crash points (the storage
+  operation a fault interrupts: a split's or a cleaning round's renames), bytes truncated at
+  recovery and segments recovered.
 
 Every case is a scenario: a failure prints it as JSON, replayable with ``klc replay``.
 """
@@ -25,6 +26,7 @@ from conformance import scenario as sc
 from conformance.crash_images import CORRUPTIONS, FAMILIES, FILLS, UNITS, Fault, journal
 from conformance.log_machine import DAY, LogMachine, configs
 from conformance.runner import Session
+from model.file_records import iterate_file
 
 MAX_CRASHES = 3
 FAULT_KINDS = FAMILIES + ("fail_io", "corrupt")
@@ -84,6 +86,14 @@ def faults(families, pending: int):
         "metadata": st.builds(Fault, st.just("metadata"), lose=lose, data=st.booleans()),
     }
     return st.one_of([by_family[f] for f in FAMILIES if f in families])
+
+
+def _at_op(data) -> int:
+    """The storage operation a fault interrupts: most steps make fewer than 30, but a load that
+    splits an overflowed segment renames its .cleaned files to .swap around operation 50, and a
+    cleaning round of several groups runs longer still (found by the time-to-catch table: the swap
+    mutants were out of reach with at most 30)."""
+    return data.draw(st.integers(0, 30) | st.integers(31, 160), label="at_op")
 
 
 class CrashMachine(LogMachine):
@@ -175,12 +185,14 @@ class CrashMachine(LogMachine):
         result = self.session.verdict.results[-1].get(self.session.source.name, {})
         if "crashed_at" in result:
             event(f"{step.op}: interrupted at {result['operation']}")
+            # deep crash points: the rename phases of a split or a cleaning round lie past op 40
+            self._score("storage operation a fault interrupted", float(result["crashed_at"]))
         elif getattr(step, "during", None) is not None:
             event(f"{step.op}: after {step.during.op} completed")
 
     def _crash(self, data, inside: bool) -> None:
         during = self._interrupted_step(data) if inside else None
-        at_op = data.draw(st.integers(0, 30), label="at_op") if inside else 0
+        at_op = _at_op(data) if inside else 0
         pending = self._pending()
         fault = data.draw(faults(self._families(), pending + (20 if inside else 0)), label="fault")
         step = sc.Crash(fault, during, at_op)
@@ -208,7 +220,7 @@ class CrashMachine(LogMachine):
     @rule(data=st.data(), error=st.sampled_from(sc.IO_ERRORS))
     def fail_io(self, data, error):
         during = self._interrupted_step(data)
-        step = sc.FailIo(during, data.draw(st.integers(0, 30), label="at_op"), error)
+        step = sc.FailIo(during, _at_op(data), error)
         self.io_errors += 1
         self._do(step)
         self._after_fault(step)
@@ -226,7 +238,13 @@ class CrashMachine(LogMachine):
         kinds = sorted(by_kind, key=lambda k: (k != "log", k != "index", k != "timeindex", k))
         path = data.draw(st.sampled_from(kinds).flatmap(lambda k: st.sampled_from(by_kind[k])), label="file")
         size = len(files[path])
-        offset = data.draw(st.integers(0, size - 1), label="offset")
+        offset = st.integers(0, size - 1)
+        if kind == "cut" and path.endswith(".log"):
+            # a tail of a few bytes past a batch: §1.10's rules turn on 12, 17 and 61 bytes
+            ends = [b.position + len(b.raw) for b in iterate_file(files[path], validate=False).batches]
+            near = [e + d for e in [0, *ends] for d in (1, 11, 12, 17, 18, 60, 61) if e + d < size]
+            offset = st.sampled_from(near) | offset if near else offset
+        offset = data.draw(offset, label="offset")
         length = data.draw(st.sampled_from([1, 4, 61, 512]), label="length")
         self._do(sc.Corrupt(path, offset, length, kind, seed))
         event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")

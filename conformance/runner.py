@@ -256,7 +256,7 @@ class Session:
                 verdict.violations.append(Violation(prop, index, witness, frames))
                 self.broken = True
                 return verdict.violations[before:]
-            if isinstance(step, sc.Race) and getattr(t, "built_twice", None):
+            if isinstance(step, sc.Race) and t.built_twice:
                 verdict.violations.append(
                     Violation(
                         CONFORMS,

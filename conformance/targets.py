@@ -88,6 +88,7 @@ class _Target:
         self.running = False
         self.last_load: list[dict] = []
         self.trace = None  # the storage operation trace (impl targets)
+        self.built_twice: list[str] = []  # lazy indexes the last race built twice (impl targets)
 
     def halt(self) -> None:
         """The process is gone: forget everything in memory (files stay as the fault left them)."""
@@ -144,6 +145,7 @@ class _Target:
         read beside a writer must lie at or below the log end offset as the race starts, or its
         answer (data or OffsetOutOfRange) would depend on the schedule: the race is then refused
         as a whole, before any thread runs."""
+        self.built_twice = []
         writers = {(s.topic, s.partition) for s in step.steps if isinstance(s, sc.RACE_WRITERS)}
         for s in step.steps:
             if isinstance(s, sc.Read) and (s.topic, s.partition) in writers:

@@ -85,6 +85,8 @@ class LogSegment:
         self.rolling_based_timestamp: int | None = None
         self._max_ts: tuple[int, int] | None = None  # (timestamp, shallow offset); None = not loaded
         self._max_ts_as_loaded = False  # _max_ts is still the last time entry as loaded (§4.1)
+        # the content's max (timestamp, offset) while Kafka's is −1 after a truncation (see truncate_to)
+        self._content_max: tuple[int, int] | None = None
         self.indexes_checked = not existing  # set by the loader for segments it recovered
         self.rebuilt_because: str | None = None  # why lookups go through a shadow (indexes unsound)
         self._shadow: ShadowIndexes | None = None
@@ -174,7 +176,9 @@ class LogSegment:
         """The largest batch max timestamp in the log and the offset holding it — what lookups go
         by.  Kafka's value unless the indexes proved unsound (then it may be a damaged entry's)."""
         shadow = self._proven()
-        return shadow.content_max if shadow else self.max_timestamp_and_offset()
+        if shadow:
+            return shadow.content_max
+        return self._content_max or self.max_timestamp_and_offset()
 
     def content_largest_timestamp(self) -> int:
         """§4.8's rule over the content's max timestamp (what a timestamp search compares)."""
@@ -206,6 +210,8 @@ class LogSegment:
             raise LogSegmentOffsetOverflow(self, largest_offset)
         self._log.write_at(position, data)
         self._size += len(data)
+        if self._content_max is not None and largest_timestamp > self._content_max[0]:
+            self._content_max = None  # this batch holds Kafka's max and the content's now
         if largest_timestamp > self.max_timestamp_so_far():
             self._set_max_ts((largest_timestamp, shallow_offset_of_max))
         if self._shadow is not None:
@@ -324,6 +330,7 @@ class LogSegment:
         self.txn_index.reset()
         valid = last_index_entry = 0
         self._set_max_ts(None)
+        self._content_max = None
         view = self.view()
         try:
             for h in BatchScan(view):
@@ -382,6 +389,15 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         if self.max_timestamp_so_far() >= 0:
             self._set_max_ts(self._read_largest_timestamp())
+        elif self._size and self._shadow is None:
+            # Kafka loads a max not loaded yet from the time index it has just truncated: an entry
+            # cut off leaves (−1, base) though the batches left carry timestamps, and rule 7 is
+            # then skipped.  Kafka's stays (retention, close); lookups go by the content's.
+            self._content_max = max(
+                ((h.max_timestamp, h.last_offset) for h in self.batches()), key=lambda m: m[0], default=None
+            )
+            if self._content_max is not None and self._content_max[0] < 0:
+                self._content_max = None
         return truncated
 
     def _read_largest_timestamp(self) -> tuple[int, int]:

@@ -276,6 +276,17 @@ CRASH_MUTANTS += (
     ),
 )
 
+CRASH_MUTANTS += (
+    Mutant(
+        name="truncation-lookups-by-kafkas-max",
+        module="impl.segment",
+        old="        elif self._size and self._shadow is None:\n",
+        new="        elif False:\n",
+        description="after a truncation that cut the time index's only entry before the max timestamp was loaded, lookups go by Kafka's max (−1) instead of the content's: the max-timestamp search finds nothing (§4.7 rule 7, §4.8; found by the time-to-catch control run)",
+        caught_by=("crash-scenarios",),
+    ),
+)
+
 SWAP_MUTANTS = (
     Mutant(
         name="invalid-swap-greater-than",
