@@ -15,21 +15,47 @@ from collections.abc import Callable, Sequence
 from impl import sync_points
 
 #: impl's lazy index getter (impl.index.LazyIndex.get): the KAFKA-9156 window lies between them
-LAZY_POINTS = ("LazyIndex.get:checked-unmaterialised", "LazyIndex.get:constructing", "LazyIndex.get:constructed")
+LAZY_POINTS = (
+    "LazyIndex.get:checked-unmaterialised",
+    "LazyIndex.get:locked",
+    "LazyIndex.get:constructing",
+    "LazyIndex.get:constructed",
+)
 #: every thread of a ``race`` step stops here first, so no two threads ever run unscheduled code at once
 START_POINT = "race:start"
 RACE_POINTS = (START_POINT, *LAZY_POINTS)
 
 
+#: points after which a thread takes the lazy index's lock, and points at which a parked thread holds it
+LOCKING = (frozenset(LAZY_POINTS[:1]), frozenset(LAZY_POINTS[1:]))
+
+
 class Scheduler:
-    def __init__(self, order: Sequence[int], points: Sequence[str], settle: float = 0.02, limit: float = 10.0):
+    """``locking``: (points after which a released thread takes a lock, points at which a parked
+    thread holds it).  A thread released from the first while another is parked at the second
+    blocks on the lock: given ``settle`` seconds to show otherwise, it then counts as blocked until
+    it reaches its next point (impl marks one right after the lock is taken).  Any other released
+    thread is waited for (up to ``limit``) until it reaches its next point or ends, so no two
+    threads run unscheduled code at once, however slow the machine — a fixed short settle for every
+    thread let a merely slow one run beside the next."""
+
+    def __init__(
+        self,
+        order: Sequence[int],
+        points: Sequence[str],
+        settle: float = 0.02,
+        limit: float = 10.0,
+        locking: tuple[frozenset, frozenset] = LOCKING,
+    ):
         self.order = list(order)
         self.points = list(points)
         self.settle = settle
         self.limit = limit
+        self.locking = locking
         self.trace: list[tuple[int, str]] = []
         self._cond = threading.Condition()
         self._waiting: dict[int, str] = {}
+        self._blocked: set[int] = set()  # released, waiting for a lock a parked thread holds
         self._go: set[int] = set()
         self._local = threading.local()
 
@@ -38,6 +64,7 @@ class Scheduler:
         if me is None:  # a thread that is not part of the schedule
             return
         with self._cond:
+            self._blocked.discard(me)
             self._waiting[me] = name
             self._cond.notify_all()
             if not self._cond.wait_for(lambda: me in self._go, timeout=self.limit):
@@ -60,6 +87,7 @@ class Scheduler:
             finally:
                 with self._cond:
                     finished.add(i)
+                    self._blocked.discard(i)
                     self._cond.notify_all()
 
         threads = [threading.Thread(target=wrap, args=(i, b), daemon=True) for i, b in enumerate(bodies)]
@@ -69,21 +97,30 @@ class Scheduler:
             order = list(self.order)
             with self._cond:
                 while len(finished) < len(threads):
-                    # let every running thread reach a sync point, finish, or block elsewhere
-                    self._cond.wait_for(lambda: len(self._waiting) + len(finished) >= len(threads), timeout=self.settle)
-                    if not self._waiting:
+                    # every thread parked at a point, finished, or blocked on a lock a parked one holds
+                    settled = lambda: len(self._waiting) + len(finished) + len(self._blocked) >= len(threads)  # noqa: E731
+                    if not self._cond.wait_for(settled, timeout=self.limit):
+                        raise TimeoutError("a released thread neither reached a sync point nor ended")
+                    if not self._waiting:  # the lock's holder ended: a blocked thread takes it next
                         if not self._cond.wait_for(
                             lambda: self._waiting or len(finished) == len(threads), timeout=self.limit
                         ):
-                            raise TimeoutError("no thread made progress")
+                            raise TimeoutError(f"threads {sorted(self._blocked)} blocked with nobody to release")
                         continue
                     candidates = sorted(self._waiting)
                     pick = order.pop(0) % len(bodies) if order else candidates[0]
                     if pick not in self._waiting:
                         pick = candidates[0]
-                    self.trace.append((pick, self._waiting.pop(pick)))
+                    point = self._waiting.pop(pick)
+                    self.trace.append((pick, point))
+                    takes, holds = self.locking
+                    blocks = point in takes and any(p in holds for p in self._waiting.values())
                     self._go.add(pick)
                     self._cond.notify_all()
+                    if blocks and not self._cond.wait_for(
+                        lambda: pick in self._waiting or pick in finished, timeout=self.settle
+                    ):
+                        self._blocked.add(pick)
             for t in threads:
                 t.join(self.limit)
         if errors:

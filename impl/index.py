@@ -504,6 +504,7 @@ class LazyIndex:
             return index
         sync_point("LazyIndex.get:checked-unmaterialised")
         with self._lock:
+            sync_point("LazyIndex.get:locked")
             if self._index is None:
                 sync_point("LazyIndex.get:constructing")
                 index = self._factory(self._storage, self._path, rebuild)

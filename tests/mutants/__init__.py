@@ -97,11 +97,11 @@ INDEX_MUTANTS = (
         name="lazy-index-without-lock",
         module="impl.index",
         old="""        with self._lock:
-            if self._index is None:
-                sync_point("LazyIndex.get:constructing")""",
+            sync_point("LazyIndex.get:locked")
+            if self._index is None:""",
         new="""        if True:
-            if self._index is None:
-                sync_point("LazyIndex.get:constructing")""",
+            sync_point("LazyIndex.get:locked")
+            if self._index is None:""",
         description="KAFKA-9156: the lazy getter checks and constructs without the lock, so two threads can both build the index (§7.4)",
         caught_by=("index-machine", "lazy-index-schedules", "regression-corpus", "log-machine"),
     ),
