@@ -119,6 +119,7 @@ class PartitionLog:
         self._bases = [s.base_offset for s in segments]
         self._segments = {s.base_offset: s for s in segments}
         self.log_end_offset = log_end_offset
+        self._end_metadata = self._capture_end(log_end_offset)
         self.log_start_offset = log_start_offset
         self.recovery_point = max(recovery_point, log_start_offset)
         self.epoch_cache = epoch_cache
@@ -219,7 +220,15 @@ class PartitionLog:
         self._delete_segment_files([old])
         return segment
 
+    def _capture_end(self, offset: int) -> tuple[int, int, int]:
+        active = self._segments[self._bases[-1]]
+        return offset, active.base_offset, active.size
+
     def _update_log_end_offset(self, offset: int) -> None:
+        """updateLogEndOffset: the offset with its position, captured together (LogOffsetMetadata),
+        so a fetch running beside an append never reads past the log end offset it saw (the bytes
+        of a batch written but not yet published)."""
+        self._end_metadata = self._capture_end(offset)
         self.log_end_offset = offset
         if self.recovery_point > offset:
             self.recovery_point = offset
@@ -350,8 +359,9 @@ class PartitionLog:
 
     def _offset_metadata(self, offset: int) -> tuple[int, int]:
         """convertToOffsetMetadataOrThrow: (segment base, position) of the batch holding ``offset``."""
-        if offset == self.log_end_offset:
-            return self.active_segment.base_offset, self.active_segment.size
+        end, base, position = self._end_metadata
+        if offset == end:
+            return base, position
         segment = self.floor_segment(offset)
         while segment is not None:
             mapping = segment.translate_offset(offset)

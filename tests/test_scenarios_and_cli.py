@@ -175,3 +175,18 @@ def test_a_refused_shutdown_does_not_make_the_next_open_a_clean_restart():
     assert verdict.results[2]["model"] == {"error": "NotRunning"}
     assert verdict.results[3]["model"]["loaded"][0]["recovered"]  # the crash made the load recover
     assert verdict.violations == []
+
+
+def test_an_epoch_checkpoint_ahead_of_the_checkpointed_log_start_is_named():
+    """idempotent-recovery leaves these epoch caches out (conformance/runner.py): only a first entry
+    above the partition's checkpointed log start (0 when not checkpointed) counts."""
+    from conformance.runner import epochs_ahead_of_log_start
+
+    image = {
+        "d0/t-0/leader-epoch-checkpoint": b"0\n1\n1 2\n",
+        "d0/t-1/leader-epoch-checkpoint": b"0\n1\n1 2\n",
+        "d0/u-0/leader-epoch-checkpoint": b"0\n2\n0 0\n1 5\n",
+        "d0/v-0/leader-epoch-checkpoint": b"junk",
+        "d0/log-start-offset-checkpoint": b"0\n1\nt 1 2\n",
+    }
+    assert epochs_ahead_of_log_start(image) == {"d0/t-0"}

@@ -287,6 +287,20 @@ CRASH_MUTANTS += (
     ),
 )
 
+LOG_MUTANTS += (
+    Mutant(
+        name="fetch-reads-the-live-log-end",
+        module="impl.log",
+        old="""        end, base, position = self._end_metadata
+        if offset == end:
+            return base, position""",
+        new="""        if offset == self.log_end_offset:
+            return self.active_segment.base_offset, self.active_segment.size""",
+        description="a fetch bounded by the log end offset reads the active segment's live size instead of the position captured with the offset (LogOffsetMetadata): beside an append it returns a batch written but not yet published (found by the race step)",
+        caught_by=("crash-scenarios", "regression-corpus"),
+    ),
+)
+
 SWAP_MUTANTS = (
     Mutant(
         name="invalid-swap-greater-than",
