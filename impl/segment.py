@@ -174,7 +174,8 @@ class LogSegment:
 
     def content_max_timestamp_and_offset(self) -> tuple[int, int]:
         """The largest batch max timestamp in the log and the offset holding it — what lookups go
-        by.  Kafka's value unless the indexes proved unsound (then it may be a damaged entry's)."""
+        by.  Kafka's value unless the indexes proved unsound (then it may be a damaged entry's) or
+        a truncation left Kafka's at −1 (see :meth:`truncate_to`)."""
         shadow = self._proven()
         if shadow:
             return shadow.content_max
@@ -387,17 +388,17 @@ class LogSegment:
             self.created_ms = now_ms
             self.rolling_based_timestamp = None
         self.bytes_since_last_index_entry = 0
+        diverged, self._content_max = self._content_max is not None, None
         if self.max_timestamp_so_far() >= 0:
             self._set_max_ts(self._read_largest_timestamp())
-        elif self._size and self._shadow is None:
+        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):
             # Kafka loads a max not loaded yet from the time index it has just truncated: an entry
             # cut off leaves (−1, base) though the batches left carry timestamps, and rule 7 is
             # then skipped.  Kafka's stays (retention, close); lookups go by the content's.
-            self._content_max = max(
-                ((h.max_timestamp, h.last_offset) for h in self.batches()), key=lambda m: m[0], default=None
-            )
-            if self._content_max is not None and self._content_max[0] < 0:
-                self._content_max = None
+            headers = ((h.max_timestamp, h.last_offset) for h in self.batches())
+            content = max(headers, key=lambda m: m[0], default=(-1, self.base_offset))
+            if content[0] != self.max_timestamp_so_far():
+                self._content_max = content
         return truncated
 
     def _read_largest_timestamp(self) -> tuple[int, int]:

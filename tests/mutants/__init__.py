@@ -280,8 +280,8 @@ CRASH_MUTANTS += (
     Mutant(
         name="truncation-lookups-by-kafkas-max",
         module="impl.segment",
-        old="        elif self._size and self._shadow is None:\n",
-        new="        elif False:\n",
+        old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",
+        new="        if False:\n",
         description="after a truncation that cut the time index's only entry before the max timestamp was loaded, lookups go by Kafka's max (−1) instead of the content's: the max-timestamp search finds nothing (§4.7 rule 7, §4.8; found by the time-to-catch control run)",
         caught_by=("crash-scenarios",),
     ),
