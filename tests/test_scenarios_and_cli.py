@@ -190,3 +190,18 @@ def test_an_epoch_checkpoint_ahead_of_the_checkpointed_log_start_is_named():
         "d0/log-start-offset-checkpoint": b"0\n1\nt 1 2\n",
     }
     assert epochs_ahead_of_log_start(image) == {"d0/t-0"}
+
+
+def test_a_cut_keeps_the_first_offset_bytes_and_both_targets_read_what_is_left():
+    """``corrupt`` kind ``cut``: a lost tail.  17 bytes past the last whole batch is a tail §1.10
+    never examines; 61 bytes is a torn batch; both are read alike by model and impl."""
+    from conformance.crash_images import corrupt
+
+    assert corrupt({"a": b"0123456789"}, "a", 4, 1, "cut") == {"a": b"0123"}
+    first = len(sc.append_bytes(_append()))
+    for tail in (17, 61):
+        steps = (sc.Create("t", 0), _append(), _append(2, T0 + 5), sc.Shutdown())
+        steps += (sc.Corrupt("d0/t-0/00000000000000000000.log", first + tail, 1, "cut"), sc.Open())
+        verdict = run(_scenario(*steps, sc.Read("t", 0, 0, 1 << 20, None, True), sc.Append("t", 0, _append().batches)))
+        assert verdict.ok, (tail, verdict.violations)
+        assert verdict.results[-1]["model"] == {"first": 2, "last": 3}  # the cut batch is gone from the log end
