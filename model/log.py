@@ -39,7 +39,10 @@ class LogError(Exception):
 
 
 def prefix(offset: int) -> str:
-    return f"{offset:020d}"
+    """LogFileUtils.filenamePrefixFromOffset: at least 20 digits, a sign before them (Java's
+    NumberFormat with 20 minimum integer digits) — a base offset is negative only when damage
+    made a batch's offset so, and a split at load names a segment after it."""
+    return f"{offset:020d}" if offset >= 0 else "-" + f"{-offset:020d}"
 
 
 @attrs.define(eq=False)

@@ -301,6 +301,17 @@ LOG_MUTANTS += (
     ),
 )
 
+CRASH_MUTANTS += (
+    Mutant(
+        name="negative-base-named-like-python",
+        module="impl.segment",
+        old='    return f"{offset:020d}" if offset >= 0 else "-" + f"{-offset:020d}"',
+        new='    return f"{offset:020d}"',
+        description="a negative base offset (a damaged batch's offset, split at load) named with Python's 20-character width, the sign included, instead of Kafka's 20 digits after the sign (LogFileUtils.filenamePrefixFromOffset; the model's own bug, found by the time-to-catch control)",
+        caught_by=("crash-scenarios",),
+    ),
+)
+
 SWAP_MUTANTS = (
     Mutant(
         name="invalid-swap-greater-than",
