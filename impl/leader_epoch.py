@@ -21,7 +21,17 @@ class LeaderEpochCache:
         self.path = f"{partition_dir}/{CHECKPOINT_NAME}"
         if not storage.exists(self.path):  # CheckpointFile's constructor creates the file
             storage.open(self.path, create=True).close()
-        self.entries: list[tuple[int, int]] = list(read_epochs(storage, self.path))
+        self.entries: list[tuple[int, int]] = []
+        loaded = list(read_epochs(storage, self.path))
+        if any(epoch < 0 or start < 0 for epoch, start in loaded):
+            self.entries = loaded  # left as read
+            return
+        for epoch, start in loaded:  # the constructor assigns each entry: a damaged file collapses
+            if self.entries and self.entries[-1][0] == epoch and start >= self.entries[-1][1]:
+                continue
+            while self.entries and (self.entries[-1][0] >= epoch or self.entries[-1][1] >= start):
+                self.entries.pop()
+            self.entries.append((epoch, start))
 
     def _write(self) -> None:
         write_epochs(self._storage, self.path, self.entries)

@@ -313,6 +313,21 @@ def _keep(manager: LogManager, image, path: str, dirs: set[str]) -> None:
     manager.extra_files.update({p: b for p, b in image.items() if p.startswith(path + "/")})
 
 
+def _epoch_cache(entries: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """LeaderEpochFileCache's constructor assigns the checkpointed entries one by one, so a file
+    whose entries do not both increase (only damage writes one) collapses as appends would: an
+    entry drops every earlier one whose epoch or start offset is not below its own.  Not written
+    back.  (Entries with a negative field are left as read.)"""
+    if any(epoch < 0 or start < 0 for epoch, start in entries):
+        return list(entries)
+    cache: list[tuple[int, int]] = []
+    for epoch, start in entries:
+        if cache and cache[-1][0] == epoch and start >= cache[-1][1]:
+            continue
+        cache = [e for e in cache if e[0] < epoch and e[1] < start] + [(epoch, start)]
+    return cache
+
+
 def _read_offsets(data: bytes, path: str) -> dict:
     try:
         return parse_offsets(data.decode("utf-8"), path)
@@ -329,7 +344,7 @@ def _load_partition(
         epochs = parse_epochs(epochs_text.decode("utf-8"), f"{path}/{EPOCHS}")
     except Exception as e:
         raise PartitionLoadError(f"{path}/{EPOCHS}", str(e)) from None
-    log = Log(topic, partition, config, clock, jitter, [], epochs=list(epochs))
+    log = Log(topic, partition, config, clock, jitter, [], epochs=_epoch_cache(epochs))
     pf = PartitionFiles(log, "", epoch_text=epochs_text)
 
     # step 1: temp files, swaps (§5.2 steps 1–4)

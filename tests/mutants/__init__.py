@@ -312,6 +312,17 @@ CRASH_MUTANTS += (
     ),
 )
 
+CRASH_MUTANTS += (
+    Mutant(
+        name="epoch-checkpoint-loaded-as-read",
+        module="impl.leader_epoch",
+        old="        if any(epoch < 0 or start < 0 for epoch, start in loaded):\n",
+        new="        if True:\n",
+        description="a leader-epoch checkpoint whose entries do not both increase (damage) is loaded as read instead of assigned entry by entry as LeaderEpochFileCache's constructor does, so a later assign keeps an entry Kafka dropped (found by the time-to-catch control)",
+        caught_by=("crash-scenarios",),
+    ),
+)
+
 SWAP_MUTANTS = (
     Mutant(
         name="invalid-swap-greater-than",
