@@ -33,3 +33,22 @@ def shared_dir() -> Path:
 
 def pytest_report_header(config):
     return [f"hypothesis profile: {PROFILE}", f"shared data: {_shared()}"]
+
+
+# Known long runs (measured with --durations: the mutant checks that sweep or search, the state
+# machines, the exhaustive crash sweeps, the campaign), started first: with xdist's worksteal the
+# short tests then fill the other worker instead of everyone waiting on a long one at the end.
+LONG_RUNS = (
+    "test_mutants.py::test_mutant_is_caught[",
+    "test_log_machine.py::",
+    "test_crash_machine.py::",
+    "test_index_machine.py::",
+    "test_campaign.py::",
+    "test_crash_exhaustive.py::test_every_crash_point_of_a_",
+    "test_benchmark_unclean.py::",
+    "test_load_real_data.py::",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not any(long in item.nodeid for long in LONG_RUNS))
