@@ -50,6 +50,7 @@ from conformance.properties import (
 )
 from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, digest, is_index_file, make_target
 from conformance.tracing import PowerLoss
+from model.checkpoints import parse_epochs, parse_offsets
 from model.file_records import iterate_file
 from model.log_manager import CLEAN_LOAD
 
@@ -656,12 +657,6 @@ class RecoveryTracker:
         return None
 
 
-def _offsets_file(data: bytes) -> list[list[str]]:
-    """The entry lines of a version-0 checkpoint file (§6.5), split; [] if it is not one."""
-    lines = data.decode("utf-8", "replace").splitlines()
-    return [line.split() for line in lines[2:]] if len(lines) >= 2 and lines[0] == "0" else []
-
-
 def epochs_ahead_of_log_start(image: dict[str, bytes]) -> set[str]:
     """Partitions whose leader-epoch checkpoint begins above the log start offset checkpointed for
     them.  delete_records and retention write the epoch cache's truncateFromStart at once, the
@@ -679,15 +674,12 @@ def epochs_ahead_of_log_start(image: dict[str, bytes]) -> set[str]:
         data_dir, name = partition_dir.rsplit("/", 1)
         topic, _, number = name.rpartition("-")
         try:
-            epochs = [int(e[1]) for e in _offsets_file(data) if len(e) == 2]
-            starts = {
-                (e[0], e[1]): int(e[2])
-                for e in _offsets_file(image.get(f"{data_dir}/log-start-offset-checkpoint", b""))
-                if len(e) == 3
-            }
-        except ValueError:
+            epochs = parse_epochs(data, path)
+            raw = image.get(f"{data_dir}/log-start-offset-checkpoint")
+            starts = parse_offsets(raw, data_dir) if raw else {}  # none written yet: every start is 0
+        except Exception:  # noqa: BLE001 - an unreadable checkpoint: Kafka's load decides, not this
             continue
-        if epochs and epochs[0] > starts.get((topic, number), 0):
+        if epochs and epochs[0][1] > starts.get((topic, int(number) if number.isdigit() else -1), 0):
             out.add(partition_dir)
     return out
 

@@ -1,10 +1,11 @@
 """A deterministic thread scheduler driven by sync points (DESIGN.md "Concurrency").
 
 Each participating thread stops at every sync point it reaches; the scheduler then lets exactly one
-stopped thread continue, chosen by the next entry of ``order`` (a list Hypothesis draws).  A thread
-that does not reach a sync point within ``settle`` seconds is considered blocked (e.g. on a lock) or
-running to completion, and the others are scheduled meanwhile.  Real-thread races become replayable
-schedules: the KAFKA-9156 interleaving is simply ``[0, 1, 0, 1, …]``.
+stopped thread continue, chosen by the next entry of ``order`` (a list Hypothesis draws), and waits
+until it stops again or ends.  Only a thread released towards a lock another stopped thread holds
+(:data:`LOCKING`) is passed over, after ``settle`` seconds, until it stops right after taking the
+lock.  Real-thread races become replayable schedules: the KAFKA-9156 interleaving is simply
+``[0, 1, 0, 1, …]``.
 """
 
 from __future__ import annotations

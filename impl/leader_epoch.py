@@ -27,11 +27,7 @@ class LeaderEpochCache:
             self.entries = loaded  # left as read
             return
         for epoch, start in loaded:  # the constructor assigns each entry: a damaged file collapses
-            if self.entries and self.entries[-1][0] == epoch and start >= self.entries[-1][1]:
-                continue
-            while self.entries and (self.entries[-1][0] >= epoch or self.entries[-1][1] >= start):
-                self.entries.pop()
-            self.entries.append((epoch, start))
+            self._assign(epoch, start)
 
     def _write(self) -> None:
         write_epochs(self._storage, self.path, self.entries)
@@ -42,14 +38,20 @@ class LeaderEpochCache:
     def assign(self, epoch: int, start_offset: int) -> None:
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"Received invalid partition leader epoch entry (epoch {epoch}, offset {start_offset})")
+        if self._assign(epoch, start_offset):
+            self._write()
+
+    def _assign(self, epoch: int, start_offset: int) -> bool:
+        """The entry added, every later-or-equal one before it dropped; False if no update is
+        needed (the same epoch, not starting earlier)."""
         if self.entries:
             last_epoch, last_start = self.entries[-1]
             if epoch == last_epoch and start_offset >= last_start:
-                return
+                return False
         while self.entries and (self.entries[-1][0] >= epoch or self.entries[-1][1] >= start_offset):
             self.entries.pop()
         self.entries.append((epoch, start_offset))
-        self._write()
+        return True
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Remove entries starting at or after ``end_offset``."""

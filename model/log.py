@@ -38,6 +38,15 @@ class LogError(Exception):
         super().__init__(f"{kind}: {message}")
 
 
+def assigned_epochs(epochs: list[tuple[int, int]], epoch: int, start: int) -> list[tuple[int, int]] | None:
+    """LeaderEpochFileCache.assign: the cache with (epoch, start) added and every entry whose epoch
+    or start offset is not below it dropped; None if no update is needed (the same epoch, not
+    starting earlier)."""
+    if epochs and epochs[-1][0] == epoch and start >= epochs[-1][1]:
+        return None
+    return [e for e in epochs if e[0] < epoch and e[1] < start] + [(epoch, start)]
+
+
 def prefix(offset: int) -> str:
     """LogFileUtils.filenamePrefixFromOffset: at least 20 digits, a sign before them (Java's
     NumberFormat with 20 minimum integer digits) — a base offset is negative only when damage
@@ -307,10 +316,10 @@ class Log:
     def assign_epoch(self, epoch: int, start: int) -> None:
         if epoch < 0 or start < 0:
             raise LogError("IllegalArgumentException", f"invalid leader epoch entry ({epoch}, {start})")
-        if self.epochs and self.epochs[-1][0] == epoch and start >= self.epochs[-1][1]:
-            return
-        self.epochs = [e for e in self.epochs if e[0] < epoch and e[1] < start] + [(epoch, start)]
-        self.epoch_writes += 1
+        assigned = assigned_epochs(self.epochs, epoch, start)
+        if assigned is not None:
+            self.epochs = assigned
+            self.epoch_writes += 1
 
     def epochs_truncate_from_end(self, end: int) -> None:
         kept = [e for e in self.epochs if e[1] < end]

@@ -26,7 +26,7 @@ from model.config import Config
 from model.errors import IndexFailure, RecordFormatError
 from model.file_records import iterate_file
 from model.indexes import OffsetIndex, TimeIndex, TransactionIndex, rebuild_from_log
-from model.log import Log, LogError, Segment, prefix
+from model.log import Log, LogError, Segment, assigned_epochs, prefix
 from model.names import offset_from_file_name, parse_topic_partition
 from model.split import SplitError, split
 
@@ -322,9 +322,7 @@ def _epoch_cache(entries: list[tuple[int, int]]) -> list[tuple[int, int]]:
         return list(entries)
     cache: list[tuple[int, int]] = []
     for epoch, start in entries:
-        if cache and cache[-1][0] == epoch and start >= cache[-1][1]:
-            continue
-        cache = [e for e in cache if e[0] < epoch and e[1] < start] + [(epoch, start)]
+        cache = assigned_epochs(cache, epoch, start) or cache
     return cache
 
 

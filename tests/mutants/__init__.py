@@ -175,6 +175,17 @@ LOG_MUTANTS = (
         description="the clean-shutdown marker is written before the dir's checkpoints (§6.3: the marker comes last)",
         caught_by=("log-scenarios", "log-machine"),
     ),
+    Mutant(
+        name="fetch-reads-the-live-log-end",
+        module="impl.log",
+        old="""        end, base, position = self._end_metadata
+        if offset == end:
+            return base, position""",
+        new="""        if offset == self.log_end_offset:
+            return self.active_segment.base_offset, self.active_segment.size""",
+        description="a fetch bounded by the log end offset reads the active segment's live size instead of the position captured with the offset (LogOffsetMetadata): beside an append it returns a batch written but not yet published (found by the race step)",
+        caught_by=("crash-scenarios", "regression-corpus"),
+    ),
 )
 
 CRASH_MUTANTS = (
@@ -236,6 +247,30 @@ CRASH_MUTANTS = (
         description="the checkpoint temp file is renamed over the checkpoint without an fsync first: a power loss can leave an empty or torn checkpoint (§6.5 step 2)",
         caught_by=("crash-scenarios", "crash-machine", "crash-exhaustive"),
     ),
+    Mutant(
+        name="truncation-lookups-by-kafkas-max",
+        module="impl.segment",
+        old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",
+        new="        if False:\n",
+        description="after a truncation that cut the time index's only entry before the max timestamp was loaded, lookups go by Kafka's max (−1) instead of the content's: the max-timestamp search finds nothing (§4.7 rule 7, §4.8; found by the time-to-catch control run)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
+        name="negative-base-named-like-python",
+        module="impl.segment",
+        old='    return f"{offset:020d}" if offset >= 0 else "-" + f"{-offset:020d}"',
+        new='    return f"{offset:020d}"',
+        description="a negative base offset (a damaged batch's offset, split at load) named with Python's 20-character width, the sign included, instead of Kafka's 20 digits after the sign (LogFileUtils.filenamePrefixFromOffset; the model's own bug, found by the time-to-catch control)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
+        name="epoch-checkpoint-loaded-as-read",
+        module="impl.leader_epoch",
+        old="        if any(epoch < 0 or start < 0 for epoch, start in loaded):\n",
+        new="        if True:\n",
+        description="a leader-epoch checkpoint whose entries do not both increase (damage) is loaded as read instead of assigned entry by entry as LeaderEpochFileCache's constructor does, so a later assign keeps an entry Kafka dropped (found by the time-to-catch control)",
+        caught_by=("crash-scenarios",),
+    ),
 )
 
 CRASH_MUTANTS += (
@@ -273,53 +308,6 @@ CRASH_MUTANTS += (
         new="            or (self._proven() is None and self.time_index.get().is_full())\n",
         description="the roll decision taken from impl's proven view of the indexes instead of Kafka's loaded ones: a trusted time index judged unsound is not full for the roll, so the append does not roll where Kafka does (§4.3 rule 4) and the recovery point and segments differ (impl's old in-place rebuild did this)",
         caught_by=("crash-scenarios", "regression-corpus"),
-    ),
-)
-
-CRASH_MUTANTS += (
-    Mutant(
-        name="truncation-lookups-by-kafkas-max",
-        module="impl.segment",
-        old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",
-        new="        if False:\n",
-        description="after a truncation that cut the time index's only entry before the max timestamp was loaded, lookups go by Kafka's max (−1) instead of the content's: the max-timestamp search finds nothing (§4.7 rule 7, §4.8; found by the time-to-catch control run)",
-        caught_by=("crash-scenarios",),
-    ),
-)
-
-LOG_MUTANTS += (
-    Mutant(
-        name="fetch-reads-the-live-log-end",
-        module="impl.log",
-        old="""        end, base, position = self._end_metadata
-        if offset == end:
-            return base, position""",
-        new="""        if offset == self.log_end_offset:
-            return self.active_segment.base_offset, self.active_segment.size""",
-        description="a fetch bounded by the log end offset reads the active segment's live size instead of the position captured with the offset (LogOffsetMetadata): beside an append it returns a batch written but not yet published (found by the race step)",
-        caught_by=("crash-scenarios", "regression-corpus"),
-    ),
-)
-
-CRASH_MUTANTS += (
-    Mutant(
-        name="negative-base-named-like-python",
-        module="impl.segment",
-        old='    return f"{offset:020d}" if offset >= 0 else "-" + f"{-offset:020d}"',
-        new='    return f"{offset:020d}"',
-        description="a negative base offset (a damaged batch's offset, split at load) named with Python's 20-character width, the sign included, instead of Kafka's 20 digits after the sign (LogFileUtils.filenamePrefixFromOffset; the model's own bug, found by the time-to-catch control)",
-        caught_by=("crash-scenarios",),
-    ),
-)
-
-CRASH_MUTANTS += (
-    Mutant(
-        name="epoch-checkpoint-loaded-as-read",
-        module="impl.leader_epoch",
-        old="        if any(epoch < 0 or start < 0 for epoch, start in loaded):\n",
-        new="        if True:\n",
-        description="a leader-epoch checkpoint whose entries do not both increase (damage) is loaded as read instead of assigned entry by entry as LeaderEpochFileCache's constructor does, so a later assign keeps an entry Kafka dropped (found by the time-to-catch control)",
-        caught_by=("crash-scenarios",),
     ),
 )
 
