@@ -26,6 +26,7 @@ from conformance import scenario as sc
 from conformance.crash_images import CORRUPTIONS, FAMILIES, FILLS, UNITS, Fault, journal
 from conformance.log_machine import DAY, LogMachine, configs
 from conformance.runner import Session
+from conformance.sim_storage import Create, Rename, Truncate, Unlink
 from model.file_records import iterate_file
 
 MAX_CRASHES = 3
@@ -64,14 +65,23 @@ def legacy_segments(draw, partition: int):
     )
 
 
-def faults(families, pending: int):
-    """A crash image description from ``families``, its op numbers around ``pending``."""
+def faults(families, pending: int, marks: tuple[int, ...] = ()):
+    """A crash image description from ``families``, its op numbers around ``pending``; ``marks``
+    are the pending operations that change a name or an extent (create, rename, unlink, truncate):
+    half the op numbers fall on or right after one of them, where ordering bugs live (a truncation's
+    unsynced renames or cut: the exhaustive sweep's findings, out of the machine's reach when every
+    op number was as likely)."""
     n = max(pending, 1) + 8
     ops = st.integers(0, n)
+    if marks:
+        ops = st.sampled_from(marks) | ops
+        keep = st.sampled_from(marks).flatmap(lambda i: st.sampled_from([i, i + 1])) | st.integers(0, n)
+    else:
+        keep = ops
     lose = st.lists(ops, max_size=4).map(lambda xs: tuple(sorted(set(xs))))
     by_family = {
         "process": st.just(Fault("process")),
-        "prefix": st.builds(Fault, st.just("prefix"), keep=ops),
+        "prefix": st.builds(Fault, st.just("prefix"), keep=keep),
         "reorder": st.builds(Fault, st.just("reorder"), lose=lose),
         "torn": st.builds(
             Fault,
@@ -88,11 +98,25 @@ def faults(families, pending: int):
     return st.one_of([by_family[f] for f in FAMILIES if f in families])
 
 
-def _at_op(data) -> int:
-    """The storage operation a fault interrupts: most steps make fewer than 30, but a load that
-    splits an overflowed segment renames its .cleaned files to .swap around operation 50, and a
-    cleaning round of several groups runs longer still (found by the time-to-catch table: the swap
-    mutants were out of reach with at most 30)."""
+MARKED = (Create, Rename, Unlink, Truncate)  # journal entries a crash image may keep or lose by name
+TURNS = ("rename", "unlink", "truncate", "create", "fsync_dir")  # a step's operations worth crashing at
+
+
+def _at_op(data, counted: list[str] | None = None) -> int:
+    """The storage operation a fault interrupts.  ``counted``, when a dry run of the step gave it,
+    lists the step's operations: then the crash falls anywhere in the step or on or right after one
+    of its renames, unlinks, truncations, creations or directory syncs — a split at load or a
+    cleaning round renames .cleaned → .swap → final around operation 50 to 150, and each rename is a
+    different crash state (§5.9; the swap mutants were out of reach with a blind draw).  Without a
+    dry run: most steps make fewer than 30 operations, a split or a round up to 160."""
+    if counted:
+        around = lambda ops: st.sampled_from(ops).flatmap(lambda i: st.sampled_from([i, i + 1]))  # noqa: E731
+        choices = [st.integers(0, len(counted))]
+        for kinds in (TURNS, ("rename",)):  # renames twice: each is a crash state of its own (ALICE)
+            ops = [i for i, what in enumerate(counted) if what in kinds]
+            if ops:
+                choices.append(around(ops))
+        return data.draw(st.one_of(choices), label="at_op")
     return data.draw(st.integers(0, 30) | st.integers(31, 160), label="at_op")
 
 
@@ -147,8 +171,34 @@ class CrashMachine(LogMachine):
     def _families(self):
         return [f for f in FAMILIES if f in self.swarm]
 
-    def _pending(self) -> int:
-        return len(journal(self.session.source.raw_storage))
+    def _pending(self) -> tuple[int, tuple[int, ...]]:
+        """How many operations are pending, and which of them change a name or an extent."""
+        ops = journal(self.session.source.raw_storage)
+        return len(ops), tuple(i for i, (_, op) in enumerate(ops) if isinstance(op, MARKED))
+
+    def _dry_run(self, step: sc.Step) -> list[str] | None:
+        """The storage operations ``step`` would make now, by name, in order: the scenario so far
+        replayed on a fresh impl (simulated, deterministic), then ``step`` run on it.  None when
+        the replay does not get there (a refusal, an exception: the caller draws blind)."""
+        replay = Session(self.session.header, ("impl",), "sim", faults=True)
+        try:
+            for done in self.session.steps:
+                replay.step(done)
+            target = replay.source
+            if replay.broken or target is None:
+                return None
+            storage = target.storage
+            storage.arm(None)
+            storage.counted = []
+            try:
+                target.apply(step)
+            finally:
+                counted, storage.counted = storage.counted, None
+            return counted
+        except Exception:  # noqa: BLE001 — the real run reports it
+            return None
+        finally:
+            replay.close()
 
     def _interrupted_step(self, data) -> sc.Step:
         """A step to interrupt: any state-changing operation while running, the loader when not."""
@@ -168,7 +218,7 @@ class CrashMachine(LogMachine):
         if kind == "roll":
             return sc.Roll(topic, partition)
         if kind in ("truncate", "delete_records"):
-            offset = data.draw(st.integers(0, leo + 1), label="offset")
+            offset = self._offset(data, (topic, partition), leo + 1)
             return (sc.Truncate if kind == "truncate" else sc.DeleteRecords)(topic, partition, offset)
         if kind == "truncate_fully":
             return sc.TruncateFully(topic, partition, data.draw(st.integers(0, leo + 50), label="offset"))
@@ -179,6 +229,15 @@ class CrashMachine(LogMachine):
         if kind == "tick":
             return sc.Tick(data.draw(st.sampled_from([1000, DAY])))
         return {"retention": sc.Retention, "checkpoint": sc.Checkpoint, "shutdown": sc.Shutdown}[kind]()
+
+    def _interrupt_at(self, data, during: sc.Step) -> int:
+        """The operation of ``during`` to interrupt, drawn from a dry run of it; ``target()`` steers
+        toward steps with many renames (a truncation or retention removing several segments, a split,
+        a cleaning round: where Kafka's unsynced or misordered renames lose data)."""
+        counted = self._dry_run(during)
+        if counted:
+            self._score("renames in an interrupted step", float(counted.count("rename")))
+        return _at_op(data, counted)
 
     def _after_fault(self, step: sc.Step) -> None:
         self.running = False
@@ -192,15 +251,18 @@ class CrashMachine(LogMachine):
 
     def _crash(self, data, inside: bool) -> None:
         during = self._interrupted_step(data) if inside else None
-        at_op = _at_op(data) if inside else 0
-        pending = self._pending()
-        fault = data.draw(faults(self._families(), pending + (20 if inside else 0)), label="fault")
+        at_op = self._interrupt_at(data, during) if inside else 0
+        pending, marks = self._pending()
+        if inside:  # the step's own operations come after these: op numbers up to 20 past them
+            fault = data.draw(faults(self._families(), pending + 20), label="fault")
+        else:
+            fault = data.draw(faults(self._families(), pending, marks), label="fault")
         step = sc.Crash(fault, during, at_op)
         self.crashes += 1
         self._do(step)
         self._score("pending operations at a crash", float(pending))
         event(f"crash family: {fault.family}")
-        if during is not None and isinstance(during, sc.Shutdown | sc.Open):
+        if during is not None:
             event(f"crash inside {during.op}")
         self._after_fault(step)
 
@@ -220,7 +282,7 @@ class CrashMachine(LogMachine):
     @rule(data=st.data(), error=st.sampled_from(sc.IO_ERRORS))
     def fail_io(self, data, error):
         during = self._interrupted_step(data)
-        step = sc.FailIo(during, _at_op(data), error)
+        step = sc.FailIo(during, self._interrupt_at(data, during), error)
         self.io_errors += 1
         self._do(step)
         self._after_fault(step)

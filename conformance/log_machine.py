@@ -192,10 +192,24 @@ class LogMachine(RuleBasedStateMachine):
         ts = data.draw(st.sampled_from([-3, -2, -1]) | st.integers(self.clock - 4 * DAY, self.clock + 1000), label="ts")
         self._do(sc.OffsetForTimestamp(tp[0], tp[1], ts))
 
+    def _offset(self, data, tp, high: int) -> int:
+        """An offset to truncate, delete or flush to: anywhere in [0, high], or at a segment's base
+        or one past it, where a step stops removing whole segments and starts cutting one (§4.7,
+        §4.9; a truncation that removes several segments at once is where Kafka's unsynced renames
+        lose data, found by the exhaustive sweep and out of reach of a uniform draw)."""
+        anywhere = st.integers(0, high)
+        model = self.session.model
+        log = model.manager.partitions.get(tp) if model is not None and model.running else None
+        if log is None:
+            return data.draw(anywhere, label="offset")
+        bases = [s.base for s in log.log.segments]
+        edge = st.sampled_from(bases).flatmap(lambda b: st.sampled_from([b, b + 1]))
+        return data.draw(anywhere | edge, label="offset")
+
     @precondition(lambda self: self.running)
     @rule(tp=partitions, data=st.data())
     def truncate(self, tp, data):
-        offset = data.draw(st.integers(0, self.leo.get(tp, 0) + 1), label="offset")
+        offset = self._offset(data, tp, self.leo.get(tp, 0) + 1)
         result = self._do(sc.Truncate(tp[0], tp[1], offset))
         if result.get("truncated"):
             self.leo[tp] = offset
@@ -210,7 +224,7 @@ class LogMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.running)
     @rule(tp=partitions, data=st.data())
     def delete_records(self, tp, data):
-        self._do(sc.DeleteRecords(tp[0], tp[1], data.draw(st.integers(0, self.leo.get(tp, 0) + 1), label="offset")))
+        self._do(sc.DeleteRecords(tp[0], tp[1], self._offset(data, tp, self.leo.get(tp, 0) + 1)))
 
     @precondition(lambda self: self.running)
     @rule(tp=partitions, data=st.data())

@@ -147,13 +147,28 @@ def _short(v) -> str:
 # --- index-agrees ------------------------------------------------------------------------------------
 
 
-def index_problem(offset_entries, time_entries, log: bytes, active: bool) -> str | None:
+def index_problem(offset_entries, time_entries, log: bytes, active: bool, base: int | None = None) -> str | None:
     """None if every entry is right about ``log`` (a scan is the truth), else the first problem.
 
     Not checked: that an inactive segment's last time entry carries its max timestamp (§9.1.4).
     Kafka itself breaks that: after a restart ``truncateTo`` truncates the time index before it
     reloads the max timestamp from it (§4.7 steps 2 and 7), so the max entry is gone for good and
-    time retention falls back to the file's mtime.  Lookups stay right, which is what this checks."""
+    time retention falls back to the file's mtime.  Lookups stay right, which is what this checks.
+
+    Nor that the first time entry lies above every batch before it.  When a truncation empties the
+    time index before the max timestamp was loaded, Kafka's max becomes (−1, base) and §4.7 step 7
+    is skipped: the batches left below the cut are forgotten, so the next entry (written at the roll)
+    may sit below one of them (found by the crash machine once truncations aimed at segment edges;
+    corpora/crash/time-entry-below-a-batch-a-truncation-forgot.json).  From the first entry on,
+    entries still lie above every batch between them.
+
+    Nor entries below the segment's ``base``: a relative offset past 2^31 that a legacy broker wrote
+    into an index (KAFKA-5413, §3.1) reads back negative.  Kafka keeps such an entry for good, also
+    through a truncation, which looks for entries at or above the target (found by the crash machine:
+    corpora/crash/overflowed-legacy-time-entry-survives-a-truncation.json)."""
+    if base is not None:
+        offset_entries = [e for e in offset_entries if e[0] >= base]
+        time_entries = [e for e in time_entries if e[1] >= base]
     batches = [(b.position, b.header()) for b in iterate_file(log).batches]
     starts = {p: (h.offset if h.magic >= 2 else h.last_offset) for p, h in batches}
     last_offset = batches[-1][1].last_offset if batches else None
@@ -167,7 +182,8 @@ def index_problem(offset_entries, time_entries, log: bytes, active: bool) -> str
         if last_offset is None or offset > last_offset:
             return f"time index entry {i} ({ts}, {offset}) is past the end of the log"
         while j < len(batches) and batches[j][1].last_offset < offset:
-            running = max(running, batches[j][1].max_timestamp)
+            if i:  # before the first entry: what a truncation may have made Kafka forget
+                running = max(running, batches[j][1].max_timestamp)
             j += 1
         if running >= ts:
             return f"time index entry {i} ({ts}, {offset}): an earlier batch already reached {running}"
@@ -806,7 +822,7 @@ def _check(
         for key, (offsets, times, log, active) in sorted(t.index_entries().items()):
             if tainted(key.rsplit("/", 1)[0], corrupted):
                 continue  # a corrupted partition's unrecovered indexes stay as Kafka trusts them (KIP-263)
-            problem = index_problem(offsets, times, log, active)
+            problem = index_problem(offsets, times, log, active, int(key.rsplit("/", 1)[-1]))
             if problem:
                 verdict.violations.append(Violation(INDEX_AGREES, index, f"{t.name} segment {key}: {problem}"))
                 return

@@ -67,6 +67,7 @@ class TracingStorage:
         self.trace: list[Op] = [] if trace is None else trace
         self._armed: tuple[int, object] | None = None
         self.ops = 0  # operations counted since the last arm()
+        self.counted: list[str] | None = None  # a list: every counted operation's name, in order
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -82,6 +83,8 @@ class TracingStorage:
             failure = self._armed[1]
             self._armed = None
             raise failure(what, path)
+        if self.counted is not None:
+            self.counted.append(what)
         self.ops += 1
 
     def _record(self, op: Op) -> None:

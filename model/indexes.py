@@ -534,8 +534,16 @@ def rebuild_from_log(
         if h.max_timestamp > max_ts:
             max_ts, offset_of_max_ts = h.max_timestamp, h.last_offset
         if valid_bytes - last_index_entry > index_interval_bytes:
-            offsets.append(h.last_offset, valid_bytes)
-            times.maybe_append(max_ts, offset_of_max_ts)
+            try:
+                offsets.append(h.last_offset, valid_bytes)
+                times.maybe_append(max_ts, offset_of_max_ts)
+            except IndexFailure as e:
+                # a refusal stops the recovery with the entries written so far (docs/crash-recovery.md,
+                # "a failed load"): the files keep those, trimmed, and the log is not cut
+                offsets.trim_to_valid_size()
+                times.trim_to_valid_size()
+                e.partial = (offsets, times)
+                raise
             last_index_entry = valid_bytes
         valid_bytes += h.size
     offsets.trim_to_valid_size()

@@ -82,6 +82,9 @@ class LoadOutcome:
     truncated_bytes: int = 0
     branches: list[str] = attrs.Factory(list)  # the loader rules this load went through (§5, §6.2)
     log_bytes_read: int = 0  # what Kafka's algorithm reads of .log files (recover + readNextOffset)
+    # the files this load's recoveries wrote, by name in the partition's directory: what a failed load
+    # leaves on disk over the files as found (docs/crash-recovery.md, "a failed load")
+    written: dict[str, bytes] = attrs.Factory(dict)
 
     def took(self, branch: str) -> None:
         assert branch in BRANCHES, branch
@@ -291,6 +294,7 @@ def load(
                 if (topic, partition) not in manager.partitions:
                     manager.failed[(topic, partition)] = outcome.error
                 _keep(manager, image, path, dirs)
+                manager.extra_files.update({f"{path}/{n}": b for n, b in outcome.written.items()})
                 ok = False
             manager.outcomes.append(outcome)
         manager.load_completed[d] = ok
@@ -509,6 +513,7 @@ def _recover_log(log: Log, rp_checkpoint: int, outcome, path: str, clock, config
             seg.mtime_ms = clock() if removed else seg.mtime_ms
             seg.offset_index = OffsetIndex.create(seg.base, config.segment_index_bytes)
             seg.time_index = TimeIndex.create(seg.base, config.segment_index_bytes)
+            _wrote(outcome, seg)
         outcome.truncated_bytes += removed
         if removed > 0:
             outcome.took("5.6.1b bytes truncated: recovery stops")
@@ -579,13 +584,30 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
         if h.magic >= 2 and h.partition_leader_epoch >= 0:
             if not log.epochs or h.partition_leader_epoch > log.epochs[-1][0]:
                 log.assign_epoch(h.partition_leader_epoch, h.offset)
-    offsets, times, valid = rebuild_from_log(
-        bytes(seg.log), seg.base, seg.config.index_interval_bytes, seg.config.segment_index_bytes
-    )
+    try:
+        offsets, times, valid = rebuild_from_log(
+            bytes(seg.log), seg.base, seg.config.index_interval_bytes, seg.config.segment_index_bytes
+        )
+    except IndexFailure as e:
+        if hasattr(e, "partial"):  # the entries rebuilt before the refusal stay on disk
+            seg.offset_index, seg.time_index = e.partial
+            _wrote(outcome, seg)
+        raise
     removed = seg.size - valid
     del seg.log[valid:]
     if removed:
         seg.mtime_ms = log.clock()
     seg.offset_index, seg.time_index = offsets, times
     seg.max_ts = max_ts
+    _wrote(outcome, seg)
     return removed
+
+
+def _wrote(outcome: LoadOutcome, seg: Segment) -> None:
+    """Note what a recovery left of ``seg`` on disk, for the case the load fails later: its log as
+    cut and its indexes as rebuilt, trimmed to their entries (docs/crash-recovery.md, "a failed load";
+    impl writes a load's recoveries as it goes, as Kafka does; corpora/found/conforms-9d085cfd83)."""
+    p = prefix(seg.base)
+    outcome.written[f"{p}.log"] = bytes(seg.log)
+    outcome.written[f"{p}.index"] = seg.offset_index.file_bytes()
+    outcome.written[f"{p}.timeindex"] = seg.time_index.file_bytes()

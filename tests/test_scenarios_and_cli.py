@@ -205,3 +205,22 @@ def test_a_cut_keeps_the_first_offset_bytes_and_both_targets_read_what_is_left()
         verdict = run(_scenario(*steps, sc.Read("t", 0, 0, 1 << 20, None, True), sc.Append("t", 0, _append().batches)))
         assert verdict.ok, (tail, verdict.violations)
         assert verdict.results[-1]["model"] == {"first": 2, "last": 3}  # the cut batch is gone from the log end
+
+
+def test_index_agrees_forgives_only_what_kafka_itself_keeps():
+    """index_problem (conformance/runner.py): after a truncation that emptied the time index before
+    the max timestamp was loaded, Kafka's first entry may lie below a batch before it (§4.7 step 7,
+    corpora/crash/time-entry-below-a-batch-a-truncation-forgot.json); every later entry must still
+    lie above the batches from the first entry's on.  An entry below the segment's base (a legacy
+    index's overflowed relative offset, kept through truncations) is left out."""
+    from conformance.runner import index_problem
+    from model.records import build_batch_v2
+
+    log = b"".join(build_batch_v2(o, [(ts, b"k", b"v")]) for o, ts in enumerate([900, 100, 500, 200, 700]))
+    assert index_problem([], [(100, 1)], log, True) is None  # batch 0 (900) forgotten: Kafka's index
+    assert index_problem([], [(100, 1), (700, 4)], log, True) is None
+    assert "an earlier batch already reached 500" in index_problem([], [(100, 1), (200, 3)], log, True)
+    assert "past the end of the log" in index_problem([], [(100, 5)], log, True)
+    # an entry below the segment's base (a legacy index's overflowed relative offset) is not checked
+    assert index_problem([], [(100, -7)], b"", False, base=2) is None
+    assert "past the end of the log" in index_problem([], [(100, -7)], b"", False)
