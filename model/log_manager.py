@@ -577,9 +577,13 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
         if not seg.fits(h.last_offset):
             # the batches before it were indexed first, and an index refusal among them comes first
             config = seg.config
-            written = rebuild_from_log(
-                bytes(seg.log), seg.base, config.index_interval_bytes, config.segment_index_bytes, batch.position
-            )
+            try:
+                written = rebuild_from_log(
+                    bytes(seg.log), seg.base, config.index_interval_bytes, config.segment_index_bytes, batch.position
+                )
+            except IndexFailure as e:
+                _refused(e, seg, outcome)
+                raise
             raise _Overflow(seg, written[:2])
         if h.magic >= 2 and h.partition_leader_epoch >= 0:
             if not log.epochs or h.partition_leader_epoch > log.epochs[-1][0]:
@@ -589,9 +593,7 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
             bytes(seg.log), seg.base, seg.config.index_interval_bytes, seg.config.segment_index_bytes
         )
     except IndexFailure as e:
-        if hasattr(e, "partial"):  # the entries rebuilt before the refusal stay on disk
-            seg.offset_index, seg.time_index = e.partial
-            _wrote(outcome, seg)
+        _refused(e, seg, outcome)
         raise
     removed = seg.size - valid
     del seg.log[valid:]
@@ -601,6 +603,14 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
     seg.max_ts = max_ts
     _wrote(outcome, seg)
     return removed
+
+
+def _refused(e: IndexFailure, seg: Segment, outcome: LoadOutcome) -> None:
+    """A recovery refused by an index (a full one, §3.1): the entries rebuilt before the refusal
+    stay on disk, and the log is not cut."""
+    if hasattr(e, "partial"):
+        seg.offset_index, seg.time_index = e.partial
+        _wrote(outcome, seg)
 
 
 def _wrote(outcome: LoadOutcome, seg: Segment) -> None:
