@@ -144,7 +144,6 @@ class CrashMachine(LogMachine):
         self.io_errors = 0
         self.corruptions = 0
         self.injections = 0
-        self.index_bytes = 0
         self.swarm: frozenset[str] = frozenset()
         self.interruptible: frozenset[str] = frozenset(INTERRUPTIBLE)
         self.branches_reached: set[str] = set()  # loader branches of every open (campaign rows)
@@ -162,7 +161,6 @@ class CrashMachine(LogMachine):
         self.clock = header.clock_start_ms
         self.swarm = frozenset(swarm) & self.swarm_kinds or self.swarm_kinds
         self.interruptible = frozenset(interruptible)
-        self.index_bytes = config.get("segment.index.bytes", 10 * 1024 * 1024)
         self.session = Session(header, self.targets, self.backend, faults=True)
         for kind in sorted(self.swarm):
             event(f"swarm: {kind}")

@@ -35,6 +35,7 @@ RECOVERY_POINTS = "recovery-point-offset-checkpoint"
 LOG_STARTS = "log-start-offset-checkpoint"
 EPOCHS = "leader-epoch-checkpoint"
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+SEGMENT_FILES = (".log", ".index", ".timeindex", ".deleted", ".cleaned", ".swap")  # a load's own files
 
 
 class PartitionLoadError(Exception):
@@ -85,6 +86,12 @@ class LoadOutcome:
     # the files this load's recoveries wrote, by name in the partition's directory: what a failed load
     # leaves on disk over the files as found (docs/crash-recovery.md, "a failed load")
     written: dict[str, bytes] = attrs.Factory(dict)
+    # the partition's files as the load's steps 1–4 and its splits left them (name → bytes), while it
+    # runs: what a failed load leaves of the files as found, before ``written``
+    files_now: dict[str, bytes] | None = None
+    # the partition's log once its segments are loaded (§5.6 on): from then on the log's segments are
+    # what a failed load leaves on disk
+    log_now: PartitionFiles | None = None
 
     def took(self, branch: str) -> None:
         assert branch in BRANCHES, branch
@@ -293,8 +300,7 @@ def load(
                 outcome.took("isolated: partition left out")
                 if (topic, partition) not in manager.partitions:
                     manager.failed[(topic, partition)] = outcome.error
-                _keep(manager, image, path, dirs)
-                manager.extra_files.update({f"{path}/{n}": b for n, b in outcome.written.items()})
+                _keep_failed(manager, image, path, dirs, outcome)
                 ok = False
             manager.outcomes.append(outcome)
         manager.load_completed[d] = ok
@@ -315,6 +321,28 @@ def _keep(manager: LogManager, image, path: str, dirs: set[str]) -> None:
     manager.extra_dirs.add(path)
     manager.extra_dirs |= {x for x in dirs if x.startswith(path + "/")}
     manager.extra_files.update({p: b for p, b in image.items() if p.startswith(path + "/")})
+
+
+def _keep_failed(manager: LogManager, image, path: str, dirs: set[str], outcome: LoadOutcome) -> None:
+    """A partition whose load failed keeps its files as the load left them (docs/crash-recovery.md,
+    "A failed load"): the files as found, changed by what steps 1–4 (temporary files, swaps) and
+    the splits of overflowed segments did on disk, then by what its recoveries wrote."""
+    _keep(manager, image, path, dirs)
+    now, written = outcome.files_now, outcome.written
+    if outcome.log_now is not None:  # the segments are the log's, recovered or split as they went
+        now, written, log = dict(outcome.log_now.other), {}, outcome.log_now.log
+        for seg in log.segments:
+            now[f"{prefix(seg.base)}.log"] = bytes(seg.log)
+            now[f"{prefix(seg.base)}.index"] = seg.offset_index.file_bytes()
+            now[f"{prefix(seg.base)}.timeindex"] = seg.time_index.file_bytes()
+        for seg in log.deleted.values():
+            now[f"{prefix(seg.base)}.log.deleted"] = bytes(seg.log)
+    if now is not None:
+        for name in _children(image, path):
+            if name not in now and name.endswith(SEGMENT_FILES):  # removed or renamed by the load
+                manager.extra_files.pop(f"{path}/{name}", None)
+        manager.extra_files.update({f"{path}/{n}": b for n, b in now.items()})
+    manager.extra_files.update({f"{path}/{n}": b for n, b in written.items()})
 
 
 def _epoch_cache(entries: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -348,6 +376,7 @@ def _load_partition(
         raise PartitionLoadError(f"{path}/{EPOCHS}", str(e)) from None
     log = Log(topic, partition, config, clock, jitter, [], epochs=_epoch_cache(epochs))
     pf = PartitionFiles(log, "", epoch_text=epochs_text)
+    outcome.files_now = files  # changed in place below, as Kafka changes the directory
 
     # step 1: temp files, swaps (§5.2 steps 1–4)
     cleaned = [n for n in files if n.endswith(".cleaned")]
@@ -410,6 +439,7 @@ def _load_partition(
                 mtimes[f"{path}/{prefix(new.base)}.log"] = new.mtime_ms
     pf.other = remaining
     log.segments = [segments[b] for b in sorted(segments)]
+    outcome.log_now = pf
     # §5.6 recoverLog, started over after splitting an overflowed segment (§5.5)
     while not clean:
         try:

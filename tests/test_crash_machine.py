@@ -15,3 +15,34 @@ TestCrashMachineSim = SimCrashMachine.TestCase
 TestCrashMachineSim.settings = settings(settings(), stateful_step_count=40)
 TestCrashMachineOs = OsCrashMachine.TestCase
 TestCrashMachineOs.settings = settings(settings(), max_examples=max(10, settings().max_examples // 5))
+
+
+def test_a_dry_run_numbers_operations_as_the_crash_counts_them():
+    """The crash point is drawn from a dry run of the interrupted step (CrashMachine._dry_run): its
+    list must number operations exactly as ``at_op`` counts them, or a crash aimed at a rename falls
+    elsewhere.  On a truncation that removes two segments, every operation of the list is the one a
+    crash at that number interrupts."""
+    import json
+    import os
+
+    import attrs
+
+    from conformance import scenario as sc
+    from conformance.runner import Session
+
+    corpus = os.path.join(os.path.dirname(__file__), "..", "corpora", "crash")
+    with open(os.path.join(corpus, "truncate-removes-the-highest-segment-first.json"), encoding="utf-8") as f:
+        case = sc.Scenario.from_json(json.load(f))
+    prelude, crash = case.steps[:8], case.steps[8]
+    machine = SimCrashMachine()
+    machine.session = Session(attrs.evolve(case, steps=()), ("model", "impl"), "sim", faults=True)
+    for step in prelude:
+        machine.session.step(step)
+    counted = machine._dry_run(crash.during)
+    assert counted.count("rename") >= 4 and "fsync_dir" in counted
+    for at, what in enumerate(counted):
+        session = Session(attrs.evolve(case, steps=()), ("impl",), "sim", faults=True)
+        for step in prelude:
+            session.step(step)
+        session.step(attrs.evolve(crash, at_op=at))
+        assert session.verdict.results[-1]["impl/sim"]["operation"] == what, at
