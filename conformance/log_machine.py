@@ -24,7 +24,7 @@ DAY = 86_400_000
 
 configs = st.fixed_dictionaries(
     {
-        "segment.index.bytes": st.sampled_from([12, 16, 24, 40, 64, 1024, 4096]),
+        "segment.index.bytes": st.sampled_from([12, 16, 24, 40, 64, 4096]),
         "retention.ms": st.sampled_from([-1, 1000, 60_000, 2 * DAY, 7 * DAY]),
     },
     optional={

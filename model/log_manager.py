@@ -295,6 +295,7 @@ def load(
                 )  # fmt: skip
                 pf.data_dir = d
                 manager.partitions[(topic, partition)] = pf
+                outcome.written, outcome.files_now, outcome.log_now = {}, None, None  # only a failure needs them
             except (PartitionLoadError, LogError, IndexFailure, RecordFormatError) as e:
                 outcome.error = str(e)
                 outcome.took("isolated: partition left out")
