@@ -193,7 +193,7 @@ class LogMachine(RuleBasedStateMachine):
         self._do(sc.OffsetForTimestamp(tp[0], tp[1], ts))
 
     def _offset(self, data, tp, high: int) -> int:
-        """An offset to truncate, delete or flush to: anywhere in [0, high], or at a segment's base
+        """An offset to truncate or delete records to: anywhere in [0, high], or at a segment's base
         or one past it, where a step stops removing whole segments and starts cutting one (§4.7,
         §4.9; a truncation that removes several segments at once is where Kafka's unsynced renames
         lose data, found by the exhaustive sweep and out of reach of a uniform draw)."""

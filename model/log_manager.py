@@ -83,8 +83,9 @@ class LoadOutcome:
     truncated_bytes: int = 0
     branches: list[str] = attrs.Factory(list)  # the loader rules this load went through (§5, §6.2)
     log_bytes_read: int = 0  # what Kafka's algorithm reads of .log files (recover + readNextOffset)
-    # the files this load's recoveries wrote, by name in the partition's directory: what a failed load
-    # leaves on disk over the files as found (docs/crash-recovery.md, "a failed load")
+    # the files this load's recoveries wrote, by name in the partition's directory: what a load that
+    # fails before its segments are in the log (§5.3) leaves over ``files_now``; from §5.6 on, the
+    # log's segments say it (``log_now``) (docs/crash-recovery.md, "a failed load")
     written: dict[str, bytes] = attrs.Factory(dict)
     # the partition's files as the load's steps 1–4 and its splits left them (name → bytes), while it
     # runs: what a failed load leaves of the files as found, before ``written``
@@ -544,7 +545,6 @@ def _recover_log(log: Log, rp_checkpoint: int, outcome, path: str, clock, config
             seg.mtime_ms = clock() if removed else seg.mtime_ms
             seg.offset_index = OffsetIndex.create(seg.base, config.segment_index_bytes)
             seg.time_index = TimeIndex.create(seg.base, config.segment_index_bytes)
-            _wrote(outcome, seg)
         outcome.truncated_bytes += removed
         if removed > 0:
             outcome.took("5.6.1b bytes truncated: recovery stops")
