@@ -200,7 +200,7 @@ class ModelTarget(_Target):
         self.halt()
         self.image = dict(files)
         self.directories = set(directories)
-        self.mtimes = {p: ms for p, ms in mtimes.items() if p.endswith((".log", ".log.deleted"))}
+        self.mtimes = {p: ms for p, ms in mtimes.items() if p.endswith((".log", ".log.deleted", ".log.swap"))}
 
     def _segment_bytes(self):
         if not self.running:

@@ -409,11 +409,15 @@ def _load_partition(
             if low <= offset < high:
                 del files[name]
                 outcome.took("5.2.3 original replaced by a swap removed")
+    mtimes = dict(mtimes)
     for name in [n for n in files if n.endswith(".swap")]:
         files[name[: -len(".swap")]] = files.pop(name)
+        # a rename keeps the file's modification time: retention of a segment without timestamps
+        # goes by it (§4.8; found by the time-to-catch control, stop 20)
+        if f"{path}/{name}" in mtimes:
+            mtimes[f"{path}/{name[: -len('.swap')]}"] = mtimes.pop(f"{path}/{name}")
         outcome.took("5.2.4 .swap renamed")
     # §5.3 loadSegmentFiles, started over after splitting an overflowed segment (§5.5)
-    mtimes = dict(mtimes)
     while True:
         remaining = dict(files)
         try:
