@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 
-import attrs
 from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
@@ -114,21 +113,7 @@ MARKED = (Create, Rename, Unlink, Truncate)  # journal entries a crash image may
 TURNS = ("rename", "unlink", "truncate", "create", "fsync_dir")  # a step's operations worth crashing at
 
 
-def _marked(ops) -> tuple[int, tuple[int, ...]]:
-    """How many of a journal's operations are pending, and which of them change a name or an extent."""
-    return len(ops), tuple(i for i, (_, op) in enumerate(ops) if isinstance(op, MARKED))
-
-
-@attrs.frozen
-class DryRun:
-    """A step's storage operations by name, as a crash's ``at_op`` numbers them, and the journal
-    pending before each of them and once more after the last (:func:`_marked`)."""
-
-    ops: tuple[str, ...]
-    journals: tuple[tuple[int, tuple[int, ...]], ...]
-
-
-def _at_op(data, counted: tuple[str, ...] | None = None) -> int:
+def _at_op(data, counted: list[str] | None = None) -> int:
     """The storage operation a fault interrupts.  ``counted``, when a dry run of the step gave it,
     lists the step's operations: then the crash falls anywhere in the step or on or right after one
     of its renames, unlinks, truncations, creations or directory syncs — a split at load or a
@@ -170,15 +155,8 @@ class CrashMachine(LogMachine):
         seed=st.integers(0, 3),
         swarm=st.sets(st.sampled_from(FAULT_KINDS), min_size=1),
         interruptible=st.sets(st.sampled_from(INTERRUPTIBLE), min_size=1),
-        small_segments=st.none() | st.sampled_from([200, 300, 500]),
     )
-    def start(self, config, data_dirs, seed, swarm, interruptible, small_segments):
-        """``small_segments``: segments of one or two appends, so that a crash finds several of them
-        to interrupt the removal of (most cases otherwise crash with one segment per partition: a
-        truncation or retention that removes several at once is where Kafka's unsynced renames lose
-        data, §4.7, §4.9)."""
-        if small_segments is not None:
-            config = {**config, "segment.bytes": small_segments}
+    def start(self, config, data_dirs, seed, swarm, interruptible):
         header = sc.Scenario((), config, data_dirs, 1_700_000_000_000, seed)
         self.clock = header.clock_start_ms
         self.swarm = frozenset(swarm) & self.swarm_kinds or self.swarm_kinds
@@ -202,30 +180,18 @@ class CrashMachine(LogMachine):
         KafkaStorageException if its directory failed to load (kept as found, §6.6)."""
         return super().create(topic, partition, d)
 
-    @precondition(lambda self: self.running)
-    @rule(tp=LogMachine.partitions, data=st.data(), appends=st.integers(2, 5), rolls=st.booleans())
-    def append_segments(self, tp, data, appends, rolls):
-        """Several appends in a row (ordinary ``append`` steps), each after a roll when ``rolls``:
-        most crashes otherwise fall on partitions of one segment (a crash comes every ten steps or
-        so), while a truncation, retention or cleaning round that removes or rewrites several
-        segments is where Kafka's unsynced or misordered renames lose data (§4.7, §4.9, §5.9)."""
-        for _ in range(appends):
-            if rolls:
-                self.roll(tp)
-            self.append(tp, data, 0, "none")
-
     def _families(self):
         return [f for f in FAMILIES if f in self.swarm]
 
     def _pending(self) -> tuple[int, tuple[int, ...]]:
         """How many operations are pending, and which of them change a name or an extent."""
-        return _marked(journal(self.session.source.raw_storage))
+        ops = journal(self.session.source.raw_storage)
+        return len(ops), tuple(i for i, (_, op) in enumerate(ops) if isinstance(op, MARKED))
 
-    def _dry_run(self, step: sc.Step) -> DryRun | None:
-        """What ``step`` would do to storage now: the scenario so far replayed on a fresh impl
-        (simulated, deterministic), then ``step`` run on it, its operations and pending journals
-        recorded.  None when the replay does not get there (a refusal, an exception: the caller
-        draws blind)."""
+    def _dry_run(self, step: sc.Step) -> list[str] | None:
+        """The storage operations ``step`` would make now, by name, in order: the scenario so far
+        replayed on a fresh impl (simulated, deterministic), then ``step`` run on it.  None when
+        the replay does not get there (a refusal, an exception: the caller draws blind)."""
         replay = Session(self.session.header, ("impl",), "sim", faults=True)
         try:
             for done in self.session.steps:
@@ -233,22 +199,14 @@ class CrashMachine(LogMachine):
             target = replay.source
             if replay.broken or target is None:
                 return None
-            storage, raw = target.storage, target.raw_storage
-            ops: list[str] = []
-            journals: list[tuple[int, tuple[int, ...]]] = []
-
-            def seen(what: str) -> None:
-                ops.append(what)
-                journals.append(_marked(raw.pending_ops()))
-
+            storage = target.storage
             storage.arm(None)
-            storage.on_count = seen
+            storage.counted = []
             try:
                 target.apply(step)
             finally:
-                storage.on_count = None
-            journals.append(_marked(raw.pending_ops()))
-            return DryRun(tuple(ops), tuple(journals))
+                counted, storage.counted = storage.counted, None
+            return counted
         except Exception:  # noqa: BLE001 — the real run reports it
             return None
         finally:
@@ -259,22 +217,9 @@ class CrashMachine(LogMachine):
         if not self.running:
             return sc.Open()
         tps = sorted(self.created)
-        # or the partition with the most segments: most partitions of a case hold one or none, and
-        # a step that removes or rewrites several segments is where a crash loses most (§4.7, §5.9)
-        fullest = max(tps, key=lambda tp: len(self._segments(tp)))
-        topic, partition = data.draw(st.sampled_from(tps) | st.just(fullest), label="partition")
+        topic, partition = data.draw(st.sampled_from(tps), label="partition")
         leo = self.leo.get((topic, partition), 0)
-        kinds = st.sampled_from(sorted(self.interruptible))
-        segments = self._segments(fullest)
-        if "truncate" in self.interruptible and len(segments) > 2:
-            # or a truncation of the fullest partition into its lowest segments: it renames two or
-            # more segments away, one crash state per rename (truncate-removes-the-highest-segment-first)
-            deep = st.sampled_from([s.base for s in segments[:-2]]).flatmap(lambda b: st.sampled_from([b, b + 1]))
-            kinds = kinds | deep.map(lambda offset: sc.Truncate(*fullest, offset))
-        kind = data.draw(kinds, label="interrupted")
-        if isinstance(kind, sc.Truncate):
-            self._score("segments above an interrupted truncation", float(sum(s.base > kind.offset for s in segments)))
-            return kind
+        kind = data.draw(st.sampled_from(sorted(self.interruptible)), label="interrupted")
         if kind == "append":
             batches = tuple(sc.BatchSpec(self._records(data)) for _ in range(data.draw(st.integers(1, 3))))
             return sc.Append(topic, partition, batches, True, self.epochs.get((topic, partition), 0))
@@ -282,9 +227,6 @@ class CrashMachine(LogMachine):
             return sc.Roll(topic, partition)
         if kind in ("truncate", "delete_records"):
             offset = self._offset(data, (topic, partition), leo + 1)
-            if kind == "truncate":  # segments the truncation would remove, one rename each (§4.7)
-                above = sum(1 for s in self._segments((topic, partition)) if s.base > offset)
-                self._score("segments above an interrupted truncation", float(above))
             return (sc.Truncate if kind == "truncate" else sc.DeleteRecords)(topic, partition, offset)
         if kind == "truncate_fully":
             return sc.TruncateFully(topic, partition, data.draw(st.integers(0, leo + 50), label="offset"))
@@ -296,23 +238,14 @@ class CrashMachine(LogMachine):
             return sc.Tick(data.draw(st.sampled_from([1000, DAY])))
         return {"retention": sc.Retention, "checkpoint": sc.Checkpoint, "shutdown": sc.Shutdown}[kind]()
 
-    def _segments(self, tp) -> list:
-        """The partition's segments as the model holds them (none while it is down)."""
-        model = self.session.model
-        log = model.manager.partitions.get(tp) if model is not None and model.running else None
-        return log.log.segments if log is not None else []
-
-    def _interrupt_at(self, data, during: sc.Step) -> tuple[int, tuple[int, tuple[int, ...]] | None]:
-        """The operation of ``during`` to interrupt, drawn from a dry run of it, and the journal
-        pending at that point (None without a dry run); ``target()`` steers toward steps with many
-        renames (a truncation or retention removing several segments, a split, a cleaning round:
-        where Kafka's unsynced or misordered renames lose data)."""
-        dry = self._dry_run(during)
-        if dry is None or not dry.ops:
-            return _at_op(data), None
-        self._score("renames in an interrupted step", float(dry.ops.count("rename")))
-        at_op = _at_op(data, dry.ops)
-        return at_op, dry.journals[min(at_op, len(dry.ops))]
+    def _interrupt_at(self, data, during: sc.Step) -> int:
+        """The operation of ``during`` to interrupt, drawn from a dry run of it; ``target()`` steers
+        toward steps with many renames (a truncation or retention removing several segments, a split,
+        a cleaning round: where Kafka's unsynced or misordered renames lose data)."""
+        counted = self._dry_run(during)
+        if counted:
+            self._score("renames in an interrupted step", float(counted.count("rename")))
+        return _at_op(data, counted)
 
     def _after_fault(self, step: sc.Step) -> None:
         self.running = False
@@ -326,17 +259,13 @@ class CrashMachine(LogMachine):
 
     def _crash(self, data, inside: bool) -> None:
         during = self._interrupted_step(data) if inside else None
+        at_op = self._interrupt_at(data, during) if inside else 0
         pending, marks = self._pending()
-        at_op = 0
-        if inside:
-            at_op, at_crash = self._interrupt_at(data, during)
-            # the journal where the crash falls, from the dry run; without one, the step's own
-            # operations come after those pending now: op numbers up to 20 past them
-            pending, marks = at_crash or (pending + 20, ())
-        fault = data.draw(faults(self._families(), pending, marks), label="fault")
+        if inside:  # the step's own operations come after these: op numbers up to 20 past them
+            fault = data.draw(faults(self._families(), pending + 20), label="fault")
+        else:
+            fault = data.draw(faults(self._families(), pending, marks), label="fault")
         step = sc.Crash(fault, during, at_op)
-        # crashes with several segments to lose or bring back (most fall on one per partition)
-        self._score("segments in a partition at a crash", float(max(map(len, map(self._segments, self.created)))))
         self.crashes += 1
         self._do(step)
         self._score("pending operations at a crash", float(pending))
@@ -361,7 +290,7 @@ class CrashMachine(LogMachine):
     @rule(data=st.data(), error=st.sampled_from(sc.IO_ERRORS))
     def fail_io(self, data, error):
         during = self._interrupted_step(data)
-        step = sc.FailIo(during, self._interrupt_at(data, during)[0], error)
+        step = sc.FailIo(during, self._interrupt_at(data, during), error)
         self.io_errors += 1
         self._do(step)
         self._after_fault(step)

@@ -12,8 +12,6 @@ of a data dir is written only after every log of that dir was flushed and both c
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import attrs
 
 
@@ -69,8 +67,7 @@ class TracingStorage:
         self.trace: list[Op] = [] if trace is None else trace
         self._armed: tuple[int, object] | None = None
         self.ops = 0  # operations counted since the last arm()
-        # a dry run's record: called with every counted operation's name before it happens
-        self.on_count: Callable[[str], None] | None = None
+        self.counted: list[str] | None = None  # a list: every counted operation's name, in order
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -86,8 +83,8 @@ class TracingStorage:
             failure = self._armed[1]
             self._armed = None
             raise failure(what, path)
-        if self.on_count is not None:
-            self.on_count(what)
+        if self.counted is not None:
+            self.counted.append(what)
         self.ops += 1
 
     def _record(self, op: Op) -> None:
