@@ -160,12 +160,7 @@ class LogManager:
             out[f"{path}/{EPOCHS}"] = render_epochs(log.epochs).encode() if log.epoch_writes else p.epoch_text
             if log.epoch_writes:  # a checkpoint write goes through <name>.tmp, renamed over (§6.5)
                 out.pop(f"{path}/{EPOCHS}.tmp", None)
-            for s in log.segments + list(log.deleted.values()):
-                suffix = ".deleted" if s.deleted else ""
-                out[f"{path}/{prefix(s.base)}.log{suffix}"] = bytes(s.log)
-                if indexes and not s.deleted:
-                    out[f"{path}/{prefix(s.base)}.index"] = s.offset_index.file_bytes()
-                    out[f"{path}/{prefix(s.base)}.timeindex"] = s.time_index.file_bytes()
+            out.update({f"{path}/{n}": b for n, b in segment_files(log, indexes).items()})
         return out
 
     def mtimes(self) -> dict[str, int]:
@@ -325,6 +320,18 @@ def _keep(manager: LogManager, image, path: str, dirs: set[str]) -> None:
     manager.extra_files.update({p: b for p, b in image.items() if p.startswith(path + "/")})
 
 
+def segment_files(log: Log, indexes: bool = True) -> dict[str, bytes]:
+    """The files of ``log``'s segments by name in its directory: each live segment's ``.log`` and
+    (with ``indexes``) its two indexes, each segment scheduled for deletion's ``.log.deleted``."""
+    out = {}
+    for s in log.segments + list(log.deleted.values()):
+        out[f"{prefix(s.base)}.log{'.deleted' if s.deleted else ''}"] = bytes(s.log)
+        if indexes and not s.deleted:
+            out[f"{prefix(s.base)}.index"] = s.offset_index.file_bytes()
+            out[f"{prefix(s.base)}.timeindex"] = s.time_index.file_bytes()
+    return out
+
+
 def _keep_failed(manager: LogManager, image, path: str, dirs: set[str], outcome: LoadOutcome) -> None:
     """A partition whose load failed keeps its files as the load left them (docs/crash-recovery.md,
     "A failed load"): the files as found, changed by what steps 1–4 (temporary files, swaps) and
@@ -332,13 +339,7 @@ def _keep_failed(manager: LogManager, image, path: str, dirs: set[str], outcome:
     _keep(manager, image, path, dirs)
     now, written = outcome.files_now, outcome.written
     if outcome.log_now is not None:  # the segments are the log's, recovered or split as they went
-        now, written, log = dict(outcome.log_now.other), {}, outcome.log_now.log
-        for seg in log.segments:
-            now[f"{prefix(seg.base)}.log"] = bytes(seg.log)
-            now[f"{prefix(seg.base)}.index"] = seg.offset_index.file_bytes()
-            now[f"{prefix(seg.base)}.timeindex"] = seg.time_index.file_bytes()
-        for seg in log.deleted.values():
-            now[f"{prefix(seg.base)}.log.deleted"] = bytes(seg.log)
+        now, written = {**outcome.log_now.other, **segment_files(outcome.log_now.log)}, {}
     if now is not None:
         for name in _children(image, path):
             if name not in now and name.endswith(SEGMENT_FILES):  # removed or renamed by the load
