@@ -31,20 +31,26 @@ import impl
 from conformance.properties import PropertyViolation
 from conformance.scenario import Scenario
 
-# impl's modules in dependency order (each may import the ones before it): a mutant of any of them
-# runs under the whole stack, so format and index mutants are targets for scenarios and machines too
+# impl's modules in dependency order (each may import the ones before it, never one after it at
+# import time): a mutant of any of them runs under the whole stack, so format and index mutants are
+# targets for scenarios and machines too.  Every impl module that imports one of these is one of
+# these (tests/test_mutants.py checks both rules): a module left out keeps the real classes, so a
+# cleaning round under a segment mutant used to raise the mutant's LogSegmentOffsetOverflow past a
+# cleaner that caught only the real one — a catch that was no catch.
 LOG_STACK = (
     "impl.codecs",
     "impl.file_records",
     "impl.record_walk",
+    "impl.record_writer",
     "impl.index",
     "impl.index_verify",
     "impl.txn_index",
     "impl.checkpoints",
     "impl.leader_epoch",
     "impl.segment",
-    "impl.log",
     "impl.split",
+    "impl.cleaner",
+    "impl.log",
     "impl.loader",
     "impl.log_manager",
 )
@@ -58,8 +64,8 @@ def impl_stack(module: types.ModuleType | None = None):
     if real is None:
         yield
         return
-    saved = {name: sys.modules[name] for name in LOG_STACK if name in sys.modules}
-    saved.setdefault(real, importlib.import_module(real))
+    # every real module imported first, so that none is imported under the mutant and left behind
+    saved = {name: importlib.import_module(name) for name in LOG_STACK}
     attrs_saved = {name: getattr(impl, name.split(".")[1]) for name in saved}
     try:
         sys.modules[real] = module
@@ -71,7 +77,7 @@ def impl_stack(module: types.ModuleType | None = None):
                 continue
             if not after:
                 continue
-            original = importlib.import_module(name) if name not in saved else saved[name]
+            original = saved[name]
             fresh = types.ModuleType(name)
             fresh.__file__ = original.__file__
             with open(original.__file__, encoding="utf-8") as f:
