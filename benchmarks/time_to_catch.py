@@ -2,7 +2,8 @@
 
 For every mutant in ``tests/mutants`` and each of ``--seeds`` seeds, the state machine that drives its
 module — the crash state machine (log operations plus every fault family, simulated backend, 40
-steps) for the whole impl stack, the index machine for ``impl.index`` — runs with the CI profile's
+steps) for the whole impl stack, the index machine for ``impl.index``, the file-records machine for
+``impl.file_records`` (a 17-byte tail no broker operation tells apart) — runs with the CI profile's
 settings (no shrinking, no database) and the seed, until the first property violation or until
 ``--budget`` seconds.  Reported per mutant: examples and seconds to the first failure (median and
 worst over the seeds), and in how many seeds it was found.  A mutant not found within the budget
@@ -48,17 +49,23 @@ class _Control:
 CONTROL = _Control()
 
 
+MODULE_MACHINES = {"impl.index": "index machine", "impl.file_records": "file-records machine"}
+
+
 def machine_kind(mutant) -> str:
-    return "index machine" if mutant.module == "impl.index" else "crash machine"
+    return MODULE_MACHINES.get(mutant.module, "crash machine")
 
 
 def _machine(mutant, budget: float, counter: dict):
     from conformance import profiles  # noqa: F401 — registers the ci profile
     from conformance.crash_machine import make_crash_machine
+    from conformance.file_records_machine import make_file_records_machine
     from conformance.index_machine import make_index_machine
 
     if machine_kind(mutant) == "index machine":
         base, steps = make_index_machine(mutant.load()), 30
+    elif machine_kind(mutant) == "file-records machine":
+        base, steps = make_file_records_machine(mutant.load()), 30
     else:
         base, steps = make_crash_machine("sim"), 40
     deadline = time.perf_counter() + budget

@@ -31,7 +31,7 @@ from conformance.crash_images import CORRUPTIONS, FAMILIES, FILLS, UNITS, Fault,
 from conformance.log_machine import DAY, LogMachine, configs
 from conformance.runner import Session
 from conformance.sim_storage import Create, Rename, Truncate, Unlink
-from model.file_records import iterate_file
+from conformance.strategies import damage_site
 
 MAX_CRASHES = 3
 # the operations a crash or an I/O error may interrupt while the broker runs (the loader when it is
@@ -129,6 +129,26 @@ def _at_op(data, counted: list[str] | None = None) -> int:
                 choices.append(around(ops))
         return data.draw(st.one_of(choices), label="at_op")
     return data.draw(st.integers(0, 30) | st.integers(31, 160), label="at_op")
+
+
+def _is_text_checkpoint(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return "." not in name or name.endswith("checkpoint")
+
+
+def _damaged_file(files: dict[str, bytes]):
+    """Half the time a segment's .log (what a load reads and recovers), a quarter a text checkpoint
+    (recovery point, log start, leader epochs...), else any kind of file (.index, .timeindex, a
+    snapshot...), each kind as likely as the others."""
+    by_kind: dict[str, list[str]] = {}
+    for p in files:
+        by_kind.setdefault(p.rsplit("/", 1)[-1].split(".", 1)[-1], []).append(p)
+    kinds = sorted(by_kind, key=lambda k: (k != "log", k != "index", k != "timeindex", k))
+    any_file = st.sampled_from(kinds).flatmap(lambda k: st.sampled_from(by_kind[k]))
+    texts = sorted(p for p in files if _is_text_checkpoint(p))
+    choices = [st.sampled_from(by_kind["log"])] * 2 if "log" in by_kind else []
+    choices += [st.sampled_from(texts)] if texts else []
+    return st.one_of(*choices, any_file)
 
 
 class CrashMachine(LogMachine):
@@ -295,26 +315,15 @@ class CrashMachine(LogMachine):
         self._do(step)
         self._after_fault(step)
 
-    @precondition(lambda self: not self.running and "corrupt" in self.swarm and self.corruptions < 1)
+    @precondition(lambda self: not self.running and "corrupt" in self.swarm and self.corruptions < 2)
     @rule(data=st.data(), kind=st.sampled_from(CORRUPTIONS), seed=st.integers(0, 255))
     def corrupt(self, data, kind, seed):
         files, _dirs, _mtimes = self.session.source.image()
-        by_kind: dict[str, list[str]] = {}
-        for p, b in sorted(files.items()):
-            if b:
-                by_kind.setdefault(p.rsplit("/", 1)[-1].split(".", 1)[-1], []).append(p)
-        if not by_kind:
+        nonempty = {p: b for p, b in sorted(files.items()) if b}
+        if not nonempty:
             return
-        kinds = sorted(by_kind, key=lambda k: (k != "log", k != "index", k != "timeindex", k))
-        path = data.draw(st.sampled_from(kinds).flatmap(lambda k: st.sampled_from(by_kind[k])), label="file")
-        size = len(files[path])
-        offset = st.integers(0, size - 1)
-        if kind == "cut" and path.endswith(".log"):
-            # a tail of a few bytes past a batch: §1.10's rules turn on 12, 17 and 61 bytes
-            ends = [b.position + len(b.raw) for b in iterate_file(files[path], validate=False).batches]
-            near = [e + d for e in [0, *ends] for d in (1, 11, 12, 17, 18, 60, 61) if e + d < size]
-            offset = st.sampled_from(near) | offset if near else offset
-        offset = data.draw(offset, label="offset")
+        path = data.draw(_damaged_file(nonempty), label="file")
+        offset = data.draw(damage_site(path, nonempty[path], kind, _is_text_checkpoint(path)), label="offset")
         length = data.draw(st.sampled_from([1, 4, 61, 512]), label="length")
         self._do(sc.Corrupt(path, offset, length, kind, seed))
         event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")

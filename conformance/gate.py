@@ -33,7 +33,9 @@ class GateReport:
 
 
 def _machines():
+    import impl.file_records
     import impl.index
+    from conformance.file_records_machine import make_file_records_machine
     from conformance.index_machine import make_index_machine
     from conformance.log_machine import make_log_machine
 
@@ -41,6 +43,7 @@ def _machines():
         "log machine (impl on the simulated backend)": make_log_machine("sim"),
         "log machine (impl on real files)": make_log_machine("os"),
         "index machine": make_index_machine(impl.index),
+        "file-records machine": make_file_records_machine(impl.file_records),
     }
 
 

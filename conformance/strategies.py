@@ -157,6 +157,35 @@ def damaged_segments(draw) -> bytes:
     return bytes(data)
 
 
+# Where damage lands (structure-aware, as a grammar-aware fuzzer mutates fields rather than bytes):
+# the first and last byte of every field of a v2 batch header (§1.5) — a base offset's sign byte, a
+# length, the CRC-covered max timestamp a clean load never checks (§4.5 rule 3) — and, for text
+# checkpoints, the digits of their numbers (a flipped low bit keeps a digit: an epoch checkpoint
+# whose entries no longer both increase, §3.3).  Uniform offsets hit a header field of a 1 KB
+# segment one time in twenty and a checkpoint's digit seldom more often than its separators.
+BATCH_FIELDS = ((0, 8), (8, 4), (12, 4), (16, 1), (17, 4), (21, 2), (23, 4), (27, 8), (35, 8), (43, 8), (57, 4))
+TAIL_LENGTHS = (1, 11, 12, 17, 18, 60, 61)  # §1.10's rules turn on tails of 12, 17 and 61 bytes
+
+
+def damage_site(path: str, content: bytes, kind: str, text: bool = False):
+    """An offset in ``path`` to damage: anywhere, or (half the time) at a structure's edge — a
+    batch header field of one of the .log's last two batches (or where a ``cut`` leaves a tail of
+    one of §1.10's lengths past a batch), a digit of a ``text`` checkpoint."""
+    anywhere = st.integers(0, len(content) - 1)
+    sites: list[int] = []
+    if path.endswith(".log"):
+        batches = iterate_file(content, validate=False).batches
+        if kind == "cut":
+            ends = [0, *(b.position + len(b.raw) for b in batches)]
+            sites = [e + d for e in ends for d in TAIL_LENGTHS]
+        else:
+            sites = [b.position + f + w for b in batches[-2:] for f, n in BATCH_FIELDS for w in {0, n - 1}]
+    elif text:
+        sites = [i for i, c in enumerate(content) if 0x30 <= c <= 0x39]
+    sites = sorted({s for s in sites if s < len(content)})
+    return st.sampled_from(sites) | anywhere if sites else anywhere
+
+
 # --- valid CRC, hostile content: what deep iteration must survive --------------------------------
 
 

@@ -43,6 +43,7 @@ LONG_RUNS = (
     "test_log_machine.py::",
     "test_crash_machine.py::",
     "test_index_machine.py::",
+    "test_file_records_machine.py::",
     "test_campaign.py::",
     "test_crash_exhaustive.py::test_every_crash_point_of_a_",
     "test_benchmark_unclean.py::",

@@ -64,7 +64,7 @@ FORMAT_MUTANTS = (
         old="computed = crc32c(mv[pos + 21 : pos + total])",
         new="computed = crc32c(mv[pos + 22 : pos + total])",
         description="v2 CRC-32C computed from byte 22 instead of 21 (attributes' first byte not covered, §1.5)",
-        caught_by=("spec-vectors", "generated-segments", "damaged-segments", "cut-everywhere"),
+        caught_by=("spec-vectors", "generated-segments", "damaged-segments", "cut-everywhere", "file-records-machine"),
     ),
     Mutant(
         name="seventeen-byte-tail-is-corrupt",
@@ -72,7 +72,7 @@ FORMAT_MUTANTS = (
         old="last_header_start = end - 17",
         new="last_header_start = end - 16",
         description="a tail of exactly 17 bytes is examined (and judged corrupt or torn) instead of ignored (§1.10 rule 1)",
-        caught_by=("tail-lengths", "cut-everywhere"),
+        caught_by=("tail-lengths", "cut-everywhere", "file-records-machine"),
     ),
     Mutant(
         name="read-past-declared-size",
@@ -80,7 +80,7 @@ FORMAT_MUTANTS = (
         old="computed = zlib.crc32(mv[pos + 16 : pos + total])",
         new="computed = zlib.crc32(mv[pos + 16 : end])",
         description="legacy CRC-32 computed up to the end of the buffer instead of the declared batch end (§1.7, §1.10)",
-        caught_by=("spec-vectors", "generated-segments", "cut-everywhere"),
+        caught_by=("spec-vectors", "generated-segments", "cut-everywhere", "file-records-machine"),
     ),
     Mutant(
         name="legacy-last-offset-wrong-field",
@@ -88,7 +88,7 @@ FORMAT_MUTANTS = (
         old="(pos, total, offset, offset, magic, crc, attributes, -1, -1, ts, ts, -1, -1, -1, -1)",
         new="(pos, total, offset, offset + _size_at(mv, pos + 23)[0], magic, crc, attributes, -1, -1, ts, ts, -1, -1, -1, -1)",
         description="v0/v1 lastOffset read as if the message had a v2 lastOffsetDelta at byte 23, not the offset field (§1.7)",
-        caught_by=("spec-vectors", "generated-segments", "cut-everywhere"),
+        caught_by=("spec-vectors", "generated-segments", "cut-everywhere", "file-records-machine"),
     ),
 )
 
