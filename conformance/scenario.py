@@ -215,7 +215,8 @@ class Race(Step):
     """Concurrent operations on a running broker (KAFKA-9156, spec §7.4; docs/scenario-format.md).
 
     Each of ``steps`` runs in its own thread.  The threads stop at impl's interleaving points (a
-    thread's start and the lazy index getter, :data:`conformance.schedule.RACE_POINTS`) and
+    thread's start, the lazy index getter, an append between writing and publishing its batch:
+    :data:`conformance.schedule.RACE_POINTS`) and
     ``schedule`` names, point by point, which stopped thread goes on, so an interleaving is a
     replayable list, e.g. ``[1, 0, 1, 0]``.  The steps must commute — on one partition at most one
     ``append`` or ``roll``, and then only ``read`` steps bounded by ``max_offset`` beside it — so

@@ -22,9 +22,12 @@ LAZY_POINTS = (
     "LazyIndex.get:constructing",
     "LazyIndex.get:constructed",
 )
+#: impl's append (impl.log.UnifiedLog.append) between writing a batch into the active segment and
+#: publishing the new log end offset: a fetch bounded by the log end offset must not read the batch
+APPEND_POINTS = ("UnifiedLog.append:written",)
 #: every thread of a ``race`` step stops here first, so no two threads ever run unscheduled code at once
 START_POINT = "race:start"
-RACE_POINTS = (START_POINT, *LAZY_POINTS)
+RACE_POINTS = (START_POINT, *LAZY_POINTS, *APPEND_POINTS)
 
 
 #: points after which a thread takes the lazy index's lock, and points at which a parked thread holds it

@@ -23,6 +23,7 @@ from impl.leader_epoch import LeaderEpochCache
 from impl.segment import DELETED_SUFFIX, LogSegment, filename_prefix
 from impl.split import replace_segments
 from impl.storage import Storage
+from impl.sync_points import sync_point
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
 
@@ -288,6 +289,9 @@ class PartitionLog:
             raise LogError("RecordBatchTooLargeException", f"{len(data)} bytes exceed segment.bytes")
         segment = self._maybe_roll(len(data), first, last, max_ts)
         segment.append(last, max_ts, shallow, data)
+        # the batch is in the segment, the log end offset not yet moved: a fetch running now must not
+        # see it (LogOffsetMetadata; the race step stops an append here)
+        sync_point("UnifiedLog.append:written")
         self._update_log_end_offset(last + 1)
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
