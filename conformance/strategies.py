@@ -168,11 +168,12 @@ TAIL_LENGTHS = (1, 11, 12, 17, 18, 60, 61)  # §1.10's rules turn on tails of 12
 
 
 def damage_site(path: str, content: bytes, kind: str, text: bool = False):
-    """An offset in ``path`` to damage: anywhere, or (half the time) at a structure's edge — a
-    batch header field of one of the .log's last two batches (or where a ``cut`` leaves a tail of
+    """An offset in ``path`` to damage: anywhere, or at a structure's edge — a batch header field
+    of one of the .log's last two batches, the first byte of any batch (or where a ``cut`` leaves a tail of
     one of §1.10's lengths past a batch), a digit of a ``text`` checkpoint."""
     anywhere = st.integers(0, len(content) - 1)
     sites: list[int] = []
+    starts: list[int] = []
     if path.endswith(".log"):
         batches = iterate_file(content, validate=False).batches
         if kind == "cut":
@@ -180,10 +181,14 @@ def damage_site(path: str, content: bytes, kind: str, text: bool = False):
             sites = [e + d for e in ends for d in TAIL_LENGTHS]
         else:
             sites = [b.position + f + w for b in batches[-2:] for f, n in BATCH_FIELDS for w in {0, n - 1}]
+            # any batch's first byte: its base offset's sign, outside the CRC, so a recovery keeps
+            # the batch and splits the segment at a negative offset (§5.5; a case in corpora/crash)
+            starts = [b.position for b in batches]
     elif text:
         sites = [i for i, c in enumerate(content) if 0x30 <= c <= 0x39]
     sites = sorted({s for s in sites if s < len(content)})
-    return st.sampled_from(sites) | anywhere if sites else anywhere
+    choices = [st.sampled_from(xs) for xs in (sites, starts) if xs]
+    return st.one_of(*choices, anywhere)
 
 
 # --- valid CRC, hostile content: what deep iteration must survive --------------------------------
