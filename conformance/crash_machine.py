@@ -317,6 +317,17 @@ class CrashMachine(LogMachine):
             event(f"crash inside {during.op}")
         self._after_fault(step)
 
+    @precondition(lambda self: self.running)
+    @rule(tp=LogMachine.partitions, data=st.data())
+    def offset_for_timestamp(self, tp, data):
+        """The log machine's lookup, with the max-timestamp search (−3) a third of the time, not a
+        sixth: after a load no segment's max timestamp is loaded, −3 is the lookup that loads them
+        all (``maxBy(_.maxTimestampSoFar)``, §4.1), and after a truncation it is where Kafka's lazily
+        loaded max and the content's part (§4.7 rule 7; corpora/crash/max-timestamp-*.json)."""
+        special = st.sampled_from([-3, -3, -2, -1])
+        ts = data.draw(special | st.integers(self.clock - 4 * DAY, self.clock + 1000), label="ts")
+        self._do(sc.OffsetForTimestamp(tp[0], tp[1], ts))
+
     @precondition(lambda self: self.crashes < self.max_crashes and set(FAMILIES) & self.swarm)
     @rule(data=st.data())
     def crash(self, data):
