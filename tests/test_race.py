@@ -120,3 +120,25 @@ def test_the_schedule_decides_whether_the_unlocked_getter_builds_twice():
         serial = replay_scenario(_rolled(_race([0, 0, 0, 0, 0, 0, 0])), "impl")
     assert caught is not None and "two index objects for one file" in caught.witness
     assert serial is None
+
+
+def test_a_fetch_run_while_an_append_is_between_write_and_publish_stops_at_the_published_end():
+    """The append thread (0) stops at ``UnifiedLog.append:written`` — its batch in the segment, the
+    log end offset not yet moved — and the fetch (1), bounded by the log end offset, runs to its end
+    there.  impl answers as the model does; the mutant that reads the active segment's live size
+    (``fetch-reads-the-live-log-end``) returns the unpublished batch under that schedule only."""
+
+    def case(schedule):
+        race = sc.Race((_append(T0 + 1), sc.Read("t", 0, 0, 1 << 20, 1, True)), schedule)
+        return sc.Scenario((sc.Create("t", 0), _append(), race))
+
+    write_then_fetch = case((0, 1))
+    verdict = run(write_then_fetch)
+    assert verdict.ok, verdict.violations
+    model, impl = verdict.results[2]["model"]["race"][1], verdict.results[2]["impl/sim"]["race"][1]
+    assert model == impl and model["bytes"]
+    with mutant_stack("fetch-reads-the-live-log-end"):
+        caught = replay_scenario(write_then_fetch, "impl")
+        fetch_first = replay_scenario(case((1, 1, 1)), "impl")
+    assert caught is not None and caught.prop == "conforms" and "race" in caught.witness
+    assert fetch_first is None

@@ -184,7 +184,7 @@ LOG_MUTANTS = (
         new="""        if offset == self.log_end_offset:
             return self.active_segment.base_offset, self.active_segment.size""",
         description="a fetch bounded by the log end offset reads the active segment's live size instead of the position captured with the offset (LogOffsetMetadata): beside an append it returns a batch written but not yet published (found by the race step)",
-        caught_by=("crash-scenarios", "regression-corpus"),
+        caught_by=("crash-scenarios", "regression-corpus", "log-machine"),
     ),
 )
 
