@@ -69,6 +69,11 @@ class LogMachine(RuleBasedStateMachine):
         self.epochs: dict[tuple[str, int], int] = {}
         self.scores: dict[str, float] = {}
 
+    def _up(self) -> bool:
+        """Whether the operations of a running broker may be drawn (the crash machine also lets
+        them bring a broker that has been down for a while back up)."""
+        return self.running
+
     def _score(self, label: str, value: float, add: bool = False) -> None:
         """target() may be called once per label per case: keep the best, report at teardown."""
         old = self.scores.get(label, 0.0)
@@ -109,7 +114,7 @@ class LogMachine(RuleBasedStateMachine):
 
     # --- rules -------------------------------------------------------------------------------------
 
-    @precondition(lambda self: self.running and len(self.created) < 4)
+    @precondition(lambda self: self._up() and len(self.created) < 4)
     @rule(target=partitions, topic=st.sampled_from(TOPICS), partition=st.integers(0, 1), d=st.integers(0, 1))
     def create(self, topic, partition, d):
         self._do(sc.Create(topic, partition, d))
@@ -133,7 +138,7 @@ class LogMachine(RuleBasedStateMachine):
             for _ in range(n)
         )
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data(), epoch=st.integers(0, 3), codec=st.sampled_from(["none", "none", "gzip"]))
     def append(self, tp, data, epoch, codec):
         epoch = self._epoch(tp, epoch)
@@ -145,7 +150,7 @@ class LogMachine(RuleBasedStateMachine):
             self.leo[tp] = result["last"] + 1
             self._score("log end offset", float(result["last"]))
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data(), gap=st.sampled_from([0, 0, 1, 40]), epoch=st.integers(0, 3))
     def append_as_follower(self, tp, data, gap, epoch):
         epoch = self._epoch(tp, epoch)
@@ -159,12 +164,12 @@ class LogMachine(RuleBasedStateMachine):
         if "last" in result:
             self.leo[tp] = result["last"] + 1
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions)
     def roll(self, tp):
         self._do(sc.Roll(tp[0], tp[1]))
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data(), max_bytes=st.sampled_from([0, 1, 100, 1 << 20]), min_one=st.booleans())
     def read(self, tp, data, max_bytes, min_one):
         leo = self.leo.get(tp, 0)
@@ -172,7 +177,7 @@ class LogMachine(RuleBasedStateMachine):
         max_offset = data.draw(st.none() | st.integers(0, leo + 1), label="max_offset")
         self._do(sc.Read(tp[0], tp[1], offset, max_bytes, max_offset, min_one))
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data(), schedule=st.lists(st.integers(0, 1), max_size=10), swap=st.booleans())
     def race(self, tp, data, schedule, swap):
         """An append racing a fetch of what is already there (KAFKA-9156, §7.4): after a rolling
@@ -189,7 +194,7 @@ class LogMachine(RuleBasedStateMachine):
             if "last" in r:
                 self.leo[tp] = r["last"] + 1
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())
     def offset_for_timestamp(self, tp, data):
         ts = data.draw(st.sampled_from([-3, -2, -1]) | st.integers(self.clock - 4 * DAY, self.clock + 1000), label="ts")
@@ -209,7 +214,7 @@ class LogMachine(RuleBasedStateMachine):
         edge = st.sampled_from(bases).flatmap(lambda b: st.sampled_from([b, b + 1]))
         return data.draw(anywhere | edge, label="offset")
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())
     def truncate(self, tp, data):
         offset = self._offset(data, tp, self.leo.get(tp, 0) + 1)
@@ -217,30 +222,30 @@ class LogMachine(RuleBasedStateMachine):
         if result.get("truncated"):
             self.leo[tp] = offset
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())
     def truncate_fully(self, tp, data):
         offset = data.draw(st.integers(0, self.leo.get(tp, 0) + 50), label="offset")
         self._do(sc.TruncateFully(tp[0], tp[1], offset))
         self.leo[tp] = offset
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())
     def delete_records(self, tp, data):
         self._do(sc.DeleteRecords(tp[0], tp[1], self._offset(data, tp, self.leo.get(tp, 0) + 1)))
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())
     def flush(self, tp, data):
         self._do(sc.Flush(tp[0], tp[1], data.draw(st.none() | st.integers(0, self.leo.get(tp, 0) + 1), label="offset")))
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule()
     def retention(self):
         result = self._do(sc.Retention())
         self._score("segments deleted by retention", float(result.get("deleted", 0)), add=True)
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule(tp=partitions)
     def clean(self, tp):
         """One log-cleaner round (#6): groups of inactive segments cleaned and swapped in (§5.9)."""
@@ -251,7 +256,7 @@ class LogMachine(RuleBasedStateMachine):
             self._score("groups in one cleaning round", float(len(groups)))
             event(f"clean: {len(groups) if len(groups) < 3 else '3+'} groups")
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule()
     def checkpoint(self):
         self._do(sc.Checkpoint())
@@ -261,7 +266,7 @@ class LogMachine(RuleBasedStateMachine):
         self.clock += ms
         self._do(sc.Tick(ms))
 
-    @precondition(lambda self: self.running)
+    @precondition(lambda self: self._up())
     @rule()
     def shutdown(self):
         self._do(sc.Shutdown())
