@@ -140,6 +140,8 @@ class LogManager:
         self.partitions: dict[tuple[str, int], PartitionFiles] = {}
         self.dir_files: dict[str, dict[str, bytes]] = {d: {} for d in self.data_dirs}  # name → bytes
         self.extra_dirs: set[str] = set()  # directories kept as found (bad names, failed loads)
+        self.extra_mtimes: dict[str, int] = {}  # modification times of kept .log files
+        self.found_mtimes: dict[str, int] = {}  # the image's, as the load found them
         self.failed: dict[tuple[str, int], str] = {}  # partitions whose load failed → why
         self.extra_files: dict[str, bytes] = {}
         self.had_marker: dict[str, bool] = {}
@@ -164,8 +166,9 @@ class LogManager:
         return out
 
     def mtimes(self) -> dict[str, int]:
-        """Modification times of the ``.log`` files (time retention falls back to them, §4.8)."""
-        out = {}
+        """Modification times of the ``.log`` files (time retention falls back to them, §4.8),
+        also of those kept as found or as a failed load left them: the next start loads them."""
+        out = {p: t for p, t in self.extra_mtimes.items() if p in self.extra_files}
         for p in self.partitions.values():
             path = f"{p.data_dir}/{p.log.name}"
             for s in p.log.segments + list(p.log.deleted.values()):
@@ -249,6 +252,7 @@ def load(
     dirs = set(directories)
     inside = lambda p: any(p.startswith(d.rstrip("/") + "/") or p == d for d in data_dirs)  # noqa: E731
     manager.extra_files = {p: b for p, b in image.items() if not inside(p)}
+    manager.found_mtimes = dict(mtimes or {})
     for d in data_dirs:
         files = _children(image, d)
         had_marker = MARKER in files
@@ -318,6 +322,7 @@ def _keep(manager: LogManager, image, path: str, dirs: set[str]) -> None:
     manager.extra_dirs.add(path)
     manager.extra_dirs |= {x for x in dirs if x.startswith(path + "/")}
     manager.extra_files.update({p: b for p, b in image.items() if p.startswith(path + "/")})
+    manager.extra_mtimes.update({p: t for p, t in manager.found_mtimes.items() if p.startswith(path + "/")})
 
 
 def segment_files(log: Log, indexes: bool = True) -> dict[str, bytes]:
@@ -346,6 +351,18 @@ def _keep_failed(manager: LogManager, image, path: str, dirs: set[str], outcome:
                 manager.extra_files.pop(f"{path}/{name}", None)
         manager.extra_files.update({f"{path}/{n}": b for n, b in now.items()})
     manager.extra_files.update({f"{path}/{n}": b for n, b in written.items()})
+    # a rename keeps a file's modification time (a .swap renamed at step 4); a segment the load
+    # made (a split) has the time it was written; a file that stays, the time it had (found at
+    # stop 21: a failed partition's mtimes were dropped, so time retention after the next load
+    # took its segments for 1970's and deleted them)
+    made = {}
+    if outcome.log_now is not None:
+        for seg in outcome.log_now.log.segments + list(outcome.log_now.log.deleted.values()):
+            made[f"{path}/{prefix(seg.base)}.log{'.deleted' if seg.deleted else ''}"] = seg.mtime_ms
+    found = manager.found_mtimes
+    for p in manager.extra_files:
+        if p.startswith(path + "/") and p.endswith((".log", ".log.deleted")):
+            manager.extra_mtimes[p] = made.get(p, found.get(p, found.get(f"{p}.swap", 0)))
 
 
 def _epoch_cache(entries: list[tuple[int, int]]) -> list[tuple[int, int]]:
