@@ -1,0 +1,25 @@
+"""The time-to-catch benchmark's bookkeeping (benchmarks/time_to_catch.py): a mutant cell that only
+found the control's bug is not a catch."""
+
+from __future__ import annotations
+
+from benchmarks.time_to_catch import CONTROL_NAME, discount_control_findings, summarise
+
+
+def _row(mutant, seed, witness=None):
+    found = witness is not None
+    return {"mutant": mutant, "machine": "crash machine", "seed": seed, "found": found, "property": "conforms" if found else None,
+            "examples": 5 if found else None, "seconds": 1.0 if found else None, "witness": witness}  # fmt: skip
+
+
+def test_a_cell_failing_with_the_controls_witness_is_not_found():
+    rows = [
+        _row(CONTROL_NAME, 0, "[conforms] conforms violated at step 9: open: /recovered: [0] != [1]"),
+        _row(CONTROL_NAME, 1),
+        _row("m", 0, "[conforms] conforms violated at step 12: open: /recovered: [0] != [1]"),  # the control's bug
+        _row("m", 1, "[conforms] conforms violated at step 12: open: /recovered: [0] != [1]"),  # clean control seed
+        _row("n", 0, "[durable] durable violated at step 3: offsets 1..2 are missing"),  # its own witness
+    ]
+    assert discount_control_findings(rows) == [("m", 0)]
+    found = {s["mutant"]: s["found"] for s in summarise(rows, 2, 60)}
+    assert found == {CONTROL_NAME: "1/2", "m": "1/2", "n": "1/1"}
