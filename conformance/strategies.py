@@ -168,9 +168,9 @@ TAIL_LENGTHS = (1, 11, 12, 17, 18, 60, 61)  # §1.10's rules turn on tails of 12
 
 
 def damage_site(path: str, content: bytes, kind: str, text: bool = False):
-    """An offset in ``path`` to damage: anywhere, or at a structure's edge — a batch header field
-    of one of the .log's last two batches, the first byte of any batch (or where a ``cut`` leaves a tail of
-    one of §1.10's lengths past a batch), a digit of a ``text`` checkpoint."""
+    """An offset in ``path`` to damage, each of these equally likely: anywhere; at a structure's
+    edge — a batch header field of one of the .log's last two batches (for a ``cut``: a tail of
+    one of §1.10's lengths past a batch), a digit of a ``text`` checkpoint; any batch's first byte."""
     anywhere = st.integers(0, len(content) - 1)
     sites: list[int] = []
     starts: list[int] = []
