@@ -34,7 +34,7 @@ from hypothesis.stateful import initialize, precondition, rule
 from conformance import scenario as sc
 from conformance.crash_images import CORRUPTIONS, FAMILIES, FILLS, UNITS, Fault, journal
 from conformance.log_machine import DAY, LogMachine, configs
-from conformance.runner import Session
+from conformance.runner import DISK_STEPS, FAULT_STEPS, Session
 from conformance.sim_storage import Create, Rename, Truncate, Unlink
 from conformance.strategies import damage_site
 
@@ -117,11 +117,11 @@ def faults(families, pending: int, marks: tuple[int, ...] = ()):
 # (segments, settled) before the first drawn step: a third of the cases start from an empty
 # partition as before, the others from a log of one to four rolled segments
 HISTORIES = ((0, False), (0, False), (1, False), (2, True), (3, False), (3, True), (4, True))
-# steps that need a running broker (an ``open`` is inserted before them while it is down)
+# steps a stopped broker refuses (the targets answer NotRunning): all but a tick, an open and what
+# the runner does to the disk; an ``open`` is inserted before them while the broker is down
 NEEDS_BROKER = frozenset(
-    ("create", "append", "roll", "read", "race", "offset_for_timestamp", "truncate", "truncate_fully",
-     "delete_records", "flush", "retention", "clean", "checkpoint", "shutdown")
-)  # fmt: skip
+    op for op, cls in sc.STEPS.items() if not issubclass(cls, (sc.Tick, sc.Open, *FAULT_STEPS, *DISK_STEPS))
+)
 MARKED = (Create, Rename, Unlink, Truncate)  # journal entries a crash image may keep or lose by name
 TURNS = ("rename", "unlink", "truncate", "create", "fsync_dir")  # a step's operations worth crashing at
 
@@ -180,6 +180,11 @@ class CrashMachine(LogMachine):
     # was crashed again and again — the way to a split's interrupted renames (with 2: a third fewer
     # crashes inside the loader, and fewer .swap files renamed at load).
     down_rules = 6
+    # the max-timestamp search (−3) a third of the lookups, not a sixth: after a load no segment's
+    # max timestamp is loaded, −3 is the lookup that loads them all (``maxBy(_.maxTimestampSoFar)``,
+    # §4.1), and after a truncation it is where Kafka's lazily loaded max and the content's part
+    # (§4.7 rule 7; corpora/crash/max-timestamp-*.json)
+    special_timestamps = (-3, -3, -2, -1)
     # Fault rates: a campaign task narrows these per task (conformance/campaign/tasks.py); the swarm
     # each case draws is cut down to ``swarm_kinds`` (all of them if nothing is left).
     max_crashes = MAX_CRASHES
@@ -341,17 +346,6 @@ class CrashMachine(LogMachine):
         if during is not None:
             event(f"crash inside {during.op}")
         self._after_fault(step)
-
-    @precondition(lambda self: self._up())
-    @rule(tp=LogMachine.partitions, data=st.data())
-    def offset_for_timestamp(self, tp, data):
-        """The log machine's lookup, with the max-timestamp search (−3) a third of the time, not a
-        sixth: after a load no segment's max timestamp is loaded, −3 is the lookup that loads them
-        all (``maxBy(_.maxTimestampSoFar)``, §4.1), and after a truncation it is where Kafka's lazily
-        loaded max and the content's part (§4.7 rule 7; corpora/crash/max-timestamp-*.json)."""
-        special = st.sampled_from([-3, -3, -2, -1])
-        ts = data.draw(special | st.integers(self.clock - 4 * DAY, self.clock + 1000), label="ts")
-        self._do(sc.OffsetForTimestamp(tp[0], tp[1], ts))
 
     @precondition(lambda self: self.crashes < self.max_crashes and set(FAMILIES) & self.swarm)
     @rule(data=st.data())

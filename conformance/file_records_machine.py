@@ -25,8 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 import impl.file_records
 from conformance.crash_images import CORRUPTIONS, corrupt
 from conformance.formats import check_scan_conforms
-from conformance.strategies import TAIL_LENGTHS, any_batch, damage_site
-from model.file_records import iterate_file
+from conformance.strategies import TAIL_LENGTHS, any_batch, batch_ends, damage_site
 
 FILE = "00000000000000000000.log"
 FILLS = (b"\x00", b"\xff", b"\x7f")
@@ -43,9 +42,6 @@ def make_file_records_machine(module=impl.file_records):
 
         def teardown(self):
             target(float(self.most_batches), label="valid batches in the file")
-
-        def _ends(self) -> list[int]:
-            return [0, *(b.position + len(b.raw) for b in iterate_file(self.data, validate=False).batches)]
 
         @rule(batch=any_batch)
         def append_batch(self, batch):
@@ -72,13 +68,13 @@ def make_file_records_machine(module=impl.file_records):
         @precondition(lambda self: self.data)
         @rule(data=st.data())
         def truncate_to_a_batch_end(self, data):
-            self.data = self.data[: data.draw(st.sampled_from(self._ends()), label="end")]
+            self.data = self.data[: data.draw(st.sampled_from(batch_ends(self.data)), label="end")]
 
         @precondition(lambda self: self.data)
         @rule(data=st.data())
         def scan_window(self, data):
             """A scan from a batch start to any end, or to one of §1.10's tail lengths past a batch."""
-            ends = self._ends()
+            ends = batch_ends(self.data)
             start = data.draw(st.sampled_from(ends), label="start")
             near = [e + d for e in ends for d in TAIL_LENGTHS if start <= e + d <= len(self.data)]
             anywhere = st.integers(start, len(self.data))

@@ -56,6 +56,7 @@ class LogMachine(RuleBasedStateMachine):
     backend = "sim"
     targets = ("model", "impl")
     monotonic_epochs = False  # leader epochs only grow, as in a real cluster (the crash machine)
+    special_timestamps = (-3, -2, -1)  # offset_for_timestamp's max-timestamp, earliest and latest
 
     partitions = Bundle("partitions")
 
@@ -197,7 +198,8 @@ class LogMachine(RuleBasedStateMachine):
     @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())
     def offset_for_timestamp(self, tp, data):
-        ts = data.draw(st.sampled_from([-3, -2, -1]) | st.integers(self.clock - 4 * DAY, self.clock + 1000), label="ts")
+        special = st.sampled_from(self.special_timestamps)
+        ts = data.draw(special | st.integers(self.clock - 4 * DAY, self.clock + 1000), label="ts")
         self._do(sc.OffsetForTimestamp(tp[0], tp[1], ts))
 
     def _offset(self, data, tp, high: int) -> int:

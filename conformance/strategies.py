@@ -167,6 +167,12 @@ BATCH_FIELDS = ((0, 8), (8, 4), (12, 4), (16, 1), (17, 4), (21, 2), (23, 4), (27
 TAIL_LENGTHS = (1, 11, 12, 17, 18, 60, 61)  # §1.10's rules turn on tails of 12, 17 and 61 bytes
 
 
+def batch_ends(content: bytes) -> list[int]:
+    """0 and the end of every batch a framing-only scan of ``content`` finds: where a file may be cut
+    back to, and where a tail begins."""
+    return [0, *(b.position + len(b.raw) for b in iterate_file(content, validate=False).batches)]
+
+
 def damage_site(path: str, content: bytes, kind: str, text: bool = False):
     """An offset in ``path`` to damage, each of these equally likely: anywhere; at a structure's
     edge — a batch header field of one of the .log's last two batches (for a ``cut``: a tail of
@@ -177,8 +183,7 @@ def damage_site(path: str, content: bytes, kind: str, text: bool = False):
     if path.endswith(".log"):
         batches = iterate_file(content, validate=False).batches
         if kind == "cut":
-            ends = [0, *(b.position + len(b.raw) for b in batches)]
-            sites = [e + d for e in ends for d in TAIL_LENGTHS]
+            sites = [e + d for e in batch_ends(content) for d in TAIL_LENGTHS]
         else:
             sites = [b.position + f + w for b in batches[-2:] for f, n in BATCH_FIELDS for w in {0, n - 1}]
             # any batch's first byte: its base offset's sign, outside the CRC, so a recovery keeps
