@@ -37,7 +37,7 @@ from impl.errors import LogFormatError
 from impl.file_records import BatchHeader
 from impl.record_walk import _varint, record_fields
 from impl.record_writer import attributes_of, encode_batch, encode_empty_batch, encode_record, to_long
-from impl.segment import CLEANED_SUFFIX, INT32_MAX, LogSegment, LogSegmentOffsetOverflow
+from impl.segment import CLEANED_SUFFIX, INT32_MAX, LogSegment, LogSegmentOffsetOverflow, filename_prefix
 from impl.split import SplitError, split_overflowed_segment
 
 READ_BUFFER = 524288 // 1 // 2  # log.cleaner.io.buffer.size / log.cleaner.threads / 2 (read and write buffers)
@@ -550,7 +550,7 @@ def _declared(e: _Fail, path: str) -> LogFormatError:
 
 def _new_cleaned(log, base: int) -> LogSegment:
     """LocalLog.createNewCleanedSegment: any ``.cleaned`` files of ``base`` deleted, a new one opened."""
-    prefix = f"{log.dir}/{base:020d}"
+    prefix = f"{log.dir}/{filename_prefix(base)}"
     for suffix in (*INDEX_SUFFIXES, ".log"):
         path = prefix + suffix + CLEANED_SUFFIX
         if log.storage.exists(path):

@@ -29,6 +29,7 @@ Not yet here: producer-state snapshots (§5.8).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import attrs
@@ -38,7 +39,14 @@ from impl.errors import IndexFailure
 from impl.leader_epoch import LeaderEpochCache
 from impl.log import PartitionLog, Scheduler
 from impl.names import offset_from_file_name
-from impl.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment, LogSegmentOffsetOverflow
+from impl.segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    SWAP_SUFFIX,
+    LogSegment,
+    LogSegmentOffsetOverflow,
+    filename_prefix,
+)
 from impl.split import SplitError, replace_segments, split_overflowed_segment
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
@@ -187,14 +195,14 @@ class PartitionLoader:
         present = set(files)
         for path in files:
             if path.endswith(INDEX_SUFFIXES):
-                log = f"{self.dir}/{_offset(path):020d}.log"
+                log = f"{self.dir}/{filename_prefix(_offset(path))}.log"
                 if log not in present:
                     self._unlink(path)
         for path in files:
             if not path.endswith(".log"):
                 continue
             base = _offset(path)
-            time_index_new = not self.storage.exists(f"{self.dir}/{base:020d}.timeindex")
+            time_index_new = not self.storage.exists(f"{self.dir}/{filename_prefix(base)}.timeindex")
             segment = self._open(base)
             problem = segment.sanity_check(time_index_new)
             if problem:
@@ -218,6 +226,11 @@ class PartitionLoader:
         try:
             new = split_overflowed_segment(segment, self._new_cleaned)
         except SplitError as e:
+            # the load fails: the entries the recovery rebuilt before the overflow stay, trimmed,
+            # as after a refused recovery (docs/crash-recovery.md, "A failed load")
+            for index in (segment.offset_index.get(), segment.time_index.get()):
+                with contextlib.suppress(IndexFailure, OSError):
+                    index.trim_to_valid_size()
             raise LoadError(segment.log_path, f"cannot split the overflowed segment: {e}") from None
         replace_segments(self.segments, new, [segment], self._delete_later)
         self.report.split_segments.append(segment.base_offset)
@@ -227,7 +240,7 @@ class PartitionLoader:
     def _new_cleaned(self, base: int) -> LogSegment:
         """LocalLog.createNewCleanedSegment: any ``.cleaned`` files of ``base`` deleted, a new one opened."""
         for suffix in (".log", *INDEX_SUFFIXES):
-            path = f"{self.dir}/{base:020d}{suffix}{CLEANED_SUFFIX}"
+            path = f"{self.dir}/{filename_prefix(base)}{suffix}{CLEANED_SUFFIX}"
             if self.storage.exists(path):
                 self._unlink(path)
         return LogSegment(

@@ -38,10 +38,6 @@ def parse_java_number(text: str, bits: int) -> int | None:
     return value if -limit <= value < limit else None
 
 
-def filename_prefix(offset: int) -> str:
-    return str(offset).zfill(20) if offset >= 0 else "-" + str(-offset).zfill(20)
-
-
 def offset_from_file_name(name: str) -> int:
     dot = name.find(".")
     if dot < 0:

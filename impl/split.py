@@ -55,9 +55,13 @@ def _base_offset(view, h: BatchHeader) -> int:
 
 
 def has_overflow(segment: LogSegment, batches: list[BatchHeader]) -> bool:
-    """§4.5 rule 4 right after a recovery reset the offset index: the last batch's last offset
-    (framing only, from position 0) does not fit the segment's base."""
-    return bool(batches) and not segment.can_convert_to_relative_offset(batches[-1].last_offset)
+    """§4.5 rule 4 right after a recovery reset the offset index: the next offset (the last
+    batch's last offset + 1, framing only, from position 0) is above the segment's base and its
+    predecessor does not fit the base."""
+    if not batches:
+        return False
+    next_offset = batches[-1].last_offset + 1
+    return next_offset > segment.base_offset and not segment.can_convert_to_relative_offset(next_offset - 1)
 
 
 def split_overflowed_segment(segment: LogSegment, new_cleaned: Callable[[int], LogSegment]) -> list[LogSegment]:

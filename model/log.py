@@ -24,6 +24,7 @@ import attrs
 from model.config import Config
 from model.file_records import CORRUPT, framed_batches, iterate_file
 from model.indexes import OffsetIndex, TimeIndex
+from model.names import filename_prefix
 from model.records import V2_HEADER_SIZE, Batch
 
 INT32_MAX = 2**31 - 1
@@ -47,11 +48,9 @@ def assigned_epochs(epochs: list[tuple[int, int]], epoch: int, start: int) -> li
     return [e for e in epochs if e[0] < epoch and e[1] < start] + [(epoch, start)]
 
 
-def prefix(offset: int) -> str:
-    """LogFileUtils.filenamePrefixFromOffset: at least 20 digits, a sign before them (Java's
-    NumberFormat with 20 minimum integer digits) — a base offset is negative only when damage
-    made a batch's offset so, and a split at load names a segment after it."""
-    return f"{offset:020d}" if offset >= 0 else "-" + f"{-offset:020d}"
+# LogFileUtils.filenamePrefixFromOffset (§2.1): a base offset is negative only when damage made a
+# batch's offset so, and a split at load names a segment after it
+prefix = filename_prefix
 
 
 @attrs.define(eq=False)
@@ -255,6 +254,8 @@ class Log:
     epoch_writes: int = 0  # times the leader-epoch-checkpoint was rewritten
     deleted: dict[int, Segment] = attrs.Factory(dict)  # base → the segment whose files are <base>.*.deleted
     delete_tasks: list[tuple[int, int]] = attrs.Factory(list)  # (due ms, base): deletes whatever is there then
+    # base → a new segment replace_segments left out of the map while its files went on disk (§5.9)
+    strays: dict[int, Segment] = attrs.Factory(dict)
 
     @property
     def name(self) -> str:
@@ -294,13 +295,30 @@ class Log:
 
     # §5.9
     def replace_segments(self, new: list[Segment], old: list[Segment]) -> None:
-        """replaceSegments on the segment map: the new segments in (replacing any of the same base),
-        the old ones out and renamed ``.deleted``, deleted after file.delete.delay.ms (§2.4).  Used by
-        the loader's split (§5.5) and the log cleaner (:mod:`model.cleaner`)."""
-        bases = {s.base for s in new}
-        self.segments = [s for s in self.segments if s.base not in bases and all(s is not o for o in old)] + list(new)
-        self.segments.sort(key=lambda s: s.base)
-        self.schedule_delete(list(old))
+        """replaceSegments on the segment map (§5.9): the new segments in (replacing any of the same
+        base), the old ones still in the map out and renamed ``.deleted``, deleted after
+        file.delete.delay.ms (§2.4).  Used by the loader's split (§5.5) and the log cleaner
+        (:mod:`model.cleaner`).
+
+        As Kafka, an old segment leaves the map by its base offset unless that is the smallest new
+        base (step 3).  A split whose batches go below the segment's base (a damaged base offset)
+        makes a lower new segment, and then the new segment with the old one's base leaves the map
+        with it — its files are renamed into place all the same and stay on disk, unknown to the
+        log, until the next load finds them (:attr:`strays`; found by the time-to-catch control,
+        stop 21)."""
+        in_map = {s.base: s for s in self.segments}
+        old = sorted((s for s in old if s.base in in_map), key=lambda s: s.base)
+        for s in new:
+            in_map[s.base] = s
+            self.strays.pop(s.base, None)  # the rename replaces a stray's files of the same name
+        lowest = min(s.base for s in new)
+        for s in old:
+            if s.base != lowest:
+                gone = in_map.pop(s.base)
+                if gone is not s:
+                    self.strays[gone.base] = gone
+        self.segments = sorted(in_map.values(), key=lambda s: s.base)
+        self.schedule_delete(old)
 
     def run_due_deletions(self, now_ms: int) -> None:
         for _due, base in [t for t in self.delete_tasks if t[0] <= now_ms]:

@@ -171,7 +171,7 @@ class LogManager:
         out = {p: t for p, t in self.extra_mtimes.items() if p in self.extra_files}
         for p in self.partitions.values():
             path = f"{p.data_dir}/{p.log.name}"
-            for s in p.log.segments + list(p.log.deleted.values()):
+            for s in list(p.log.strays.values()) + p.log.segments + list(p.log.deleted.values()):
                 out[f"{path}/{prefix(s.base)}.log{'.deleted' if s.deleted else ''}"] = s.mtime_ms
         return out
 
@@ -327,9 +327,11 @@ def _keep(manager: LogManager, image, path: str, dirs: set[str]) -> None:
 
 def segment_files(log: Log, indexes: bool = True) -> dict[str, bytes]:
     """The files of ``log``'s segments by name in its directory: each live segment's ``.log`` and
-    (with ``indexes``) its two indexes, each segment scheduled for deletion's ``.log.deleted``."""
+    (with ``indexes``) its two indexes, each segment scheduled for deletion's ``.log.deleted``;
+    before them the files of the strays left out of the map (:meth:`Log.replace_segments`),
+    which a live or deleted segment's file of the same name replaces."""
     out = {}
-    for s in log.segments + list(log.deleted.values()):
+    for s in list(log.strays.values()) + log.segments + list(log.deleted.values()):
         out[f"{prefix(s.base)}.log{'.deleted' if s.deleted else ''}"] = bytes(s.log)
         if indexes and not s.deleted:
             out[f"{prefix(s.base)}.index"] = s.offset_index.file_bytes()
@@ -357,7 +359,8 @@ def _keep_failed(manager: LogManager, image, path: str, dirs: set[str], outcome:
     # took its segments for 1970's and deleted them)
     made = {}
     if outcome.log_now is not None:
-        for seg in outcome.log_now.log.segments + list(outcome.log_now.log.deleted.values()):
+        log = outcome.log_now.log
+        for seg in list(log.strays.values()) + log.segments + list(log.deleted.values()):
             made[f"{path}/{prefix(seg.base)}.log{'.deleted' if seg.deleted else ''}"] = seg.mtime_ms
     found = manager.found_mtimes
     for p in manager.extra_files:
@@ -456,7 +459,7 @@ def _load_partition(
                 index.trim_to_valid_size()
                 head = index.file_bytes()
                 files[name] = head + files.get(name, b"")[len(head) : size].ljust(size - len(head), b"\0")
-            for new in _split(e.segment, log, outcome, path):
+            for new in _split(e.segment, log, outcome, path, e.written):
                 files[f"{prefix(new.base)}.log"] = bytes(new.log)
                 files[f"{prefix(new.base)}.index"] = new.offset_index.file_bytes()
                 files[f"{prefix(new.base)}.timeindex"] = new.time_index.file_bytes()
@@ -470,7 +473,7 @@ def _load_partition(
             _recover_log(log, rp_checkpoint, outcome, path, clock, config)
             break
         except _Overflow as e:
-            new_segments = _split(e.segment, log, outcome, path)
+            new_segments = _split(e.segment, log, outcome, path, e.written)
             log.replace_segments(new_segments, [e.segment])
     leo = None
     if log.segments:
@@ -576,12 +579,18 @@ def _recover_log(log: Log, rp_checkpoint: int, outcome, path: str, clock, config
             break
 
 
-def _split(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> list[Segment]:
-    """§5.5: the segments that replace an overflowed one (:mod:`model.split`)."""
+def _split(seg: Segment, log: Log, outcome: LoadOutcome, path: str, written) -> list[Segment]:
+    """§5.5: the segments that replace an overflowed one (:mod:`model.split`).  ``written``: the
+    index entries its recovery rebuilt before the overflow, which stay on disk, trimmed, if the
+    split fails the load (docs/crash-recovery.md, "A failed load")."""
     outcome.took("5.5 overflowed segment split")
     try:
         return split(seg, log.new_segment, log.clock())
     except (SplitError, IndexFailure, LogError) as e:  # also an index refusal: a full index (§3.1)
+        for index in written:
+            index.trim_to_valid_size()
+        seg.offset_index, seg.time_index = written
+        _wrote(outcome, seg)
         raise PartitionLoadError(
             f"{path}/{prefix(seg.base)}.log", f"cannot split the overflowed segment: {e}"
         ) from None

@@ -34,7 +34,8 @@ def java_integer(text: str, bits: int) -> int | None:
 
 
 def filename_prefix(offset: int) -> str:
-    """§2.1 rule 1: decimal, at least 20 digits, a ``-`` in front of a negative offset."""
+    """§2.1 rule 1 (LogFileUtils.filenamePrefixFromOffset): decimal, at least 20 digits, a ``-``
+    in front of a negative offset (Java's NumberFormat with 20 minimum integer digits)."""
     return ("-" if offset < 0 else "") + str(abs(offset)).rjust(20, "0")
 
 

@@ -55,8 +55,13 @@ def _framed(data: bytes) -> tuple[list[Batch], int]:
 
 def has_overflow(seg: Segment, batches: list[Batch]) -> bool:
     """§4.5 rule 4, as the loader asks it right after a recovery reset the offset index: the next
-    offset from a scan of the whole file (framing only, no CRC check) minus one does not fit."""
-    return bool(batches) and not seg.fits(batches[-1].header().last_offset)
+    offset from a scan of the whole file (framing only, no CRC check) is above the base offset and,
+    minus one, does not fit.  A last batch below the base (its base offset damaged) is no overflow:
+    the split refuses and the load fails (found by the time-to-catch control, stop 21)."""
+    if not batches:
+        return False
+    last = batches[-1].header().last_offset
+    return last + 1 > seg.base and not seg.fits(last)
 
 
 def split(seg: Segment, new_segment: Callable[[int], Segment], now_ms: int) -> list[Segment]:

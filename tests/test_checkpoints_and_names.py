@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import impl.checkpoints as IC
 import impl.names as IN
+import impl.segment as IS
 import model.checkpoints as MC
 import model.names as MN
 from impl.storage import OsStorage
@@ -46,7 +47,7 @@ def both(model_fn, impl_fn, *args):
      (-5, "-00000000000000000005")],
 )  # fmt: skip
 def test_filename_prefix(offset, prefix):
-    assert MN.filename_prefix(offset) == IN.filename_prefix(offset) == prefix
+    assert MN.filename_prefix(offset) == IS.filename_prefix(offset) == prefix
 
 
 @pytest.mark.parametrize(
@@ -81,7 +82,7 @@ def test_offset_from_file_name(name, want):
                                                           ".log.deleted", ".log.swap", ".index.cleaned"]))  # fmt: skip
 def test_prefix_round_trip(offset, suffix):
     name = MN.filename_prefix(offset) + suffix
-    assert IN.filename_prefix(offset) + suffix == name
+    assert IS.filename_prefix(offset) + suffix == name
     assert MN.offset_from_file_name(name) == IN.offset_from_file_name(name) == offset
 
 

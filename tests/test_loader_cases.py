@@ -324,3 +324,39 @@ def test_a_clean_load_reads_the_active_tail_by_framing_alone(damage):
             assert "00000000000000000000.log" in load["error"] and f"byte position {size}" in load["error"]
     if damage == "crc":
         assert verdict.results[4]["model"] == verdict.results[4]["impl/sim"]
+
+
+def test_a_last_batch_below_the_base_is_no_overflow_and_the_load_fails():
+    """§4.5 rule 4: hasOverflow needs the next offset above the segment's base.  A last batch whose
+    base offset went below the segment's (damage outside the CRC) makes recovery throw the overflow
+    (§4.6 step 3b), but the split refuses it (IllegalArgumentException, §5.5 step 1): the partition's
+    load fails naming the segment, and nothing is split (found by the time-to-catch control, stop 21:
+    both sides split it)."""
+    p = "/k/d0/t-0"
+    image = clean_partition(p, bases=(0,))
+    image[f"{p}/{10:020d}.log"] = seg(10, batches=1) + seg(3, batches=1)
+    image[f"{p}/{10:020d}.index"] = b""
+    loads, files = both(image)
+    assert "IllegalArgumentException" in loads["t-0"].error and f"{10:020d}.log" in loads["t-0"].error
+    assert not any(name.endswith((".deleted", ".swap", ".cleaned")) for name in files)
+
+
+def test_a_split_below_the_base_leaves_the_new_segment_of_the_old_base_out_of_the_map():
+    """§5.9 step 3: the split of segment 10 (batches at 10, 0 and past 2^31) makes new segments 0,
+    10 and 2^32; replaceSegments takes the old segment out of the map by its base because that is
+    not the smallest new base — the new segment 10 leaves with it, while its files are renamed into
+    place.  The restarted recoverLog recovers new 0 and 2^32, not 10; the new segment 0 replaces
+    the original 0 (found by the time-to-catch control, stop 21: the model kept new 10 in the map)."""
+    p = "/k/d0/t-0"
+    image = clean_partition(p, bases=(0,))
+    image[f"{p}/{10:020d}.log"] = seg(10, batches=1) + seg(0, batches=1) + seg(2**32, batches=1)
+    image[f"{p}/{10:020d}.index"] = b""
+    seen: dict = {}
+    loads, files = both(image, seen=seen)
+    log = loads["t-0"].log
+    assert [s.base_offset for s in log.segments] == [0, 2**32]
+    assert seen["model"]["t-0"].recovered[-2:] == [0, 2**32]
+    # the stray: new segment 10's files on disk, the original's renamed .deleted
+    assert files[f"{p}/{10:020d}.log"] == seg(10, batches=1)
+    assert f"{p}/{10:020d}.log.deleted" in files
+    assert files[f"{p}/{0:020d}.log"] == seg(0, batches=1)
