@@ -150,9 +150,12 @@ def _is_text_checkpoint(path: str) -> bool:
 
 
 def _damaged_file(files: dict[str, bytes]):
-    """Half the time a segment's .log (what a load reads and recovers; half of those a partition's
-    active segment), a quarter a text checkpoint (recovery point, log start, leader epochs...), else
-    any kind of file (.index, .timeindex, a snapshot...), each kind as likely as the others."""
+    """Each of these equally likely: a segment's .log (what a load reads and recovers); a
+    partition's active segment's .log; its .index or .timeindex (what a clean load trusts unread,
+    KAFKA-7283: the offset index's last entry starts the tail it scans, the time index's last
+    entry is the max timestamp, a full one rolls the next append — §4.3 rule 4); a text checkpoint
+    (recovery point, log start, leader epochs...); any kind of file (.index, .timeindex, a
+    snapshot...), each kind as likely as the others."""
     by_kind: dict[str, list[str]] = {}
     for p in files:
         by_kind.setdefault(p.rsplit("/", 1)[-1].split(".", 1)[-1], []).append(p)
@@ -163,7 +166,10 @@ def _damaged_file(files: dict[str, bytes]):
     # each partition's active segment: what a clean load reads the tail of (§4.5 rule 3) and an
     # unclean one recovers (with those above the recovery point, §5.6) — the others a load never reads
     active = sorted({p.rsplit("/", 1)[0]: p for p in logs}.values())
+    beside = (p[: -len("log")] + suffix for p in active for suffix in ("index", "timeindex"))
+    active_indexes = sorted(p for p in beside if p in files)
     choices = [st.sampled_from(logs), st.sampled_from(active)] if logs else []
+    choices += [st.sampled_from(active_indexes)] if active_indexes else []
     choices += [st.sampled_from(texts)] if texts else []
     return st.one_of(*choices, any_file)
 
@@ -252,6 +258,18 @@ class CrashMachine(LogMachine):
         """Also over a partition created before: a no-op if it loaded, refused with
         KafkaStorageException if its directory failed to load (kept as found, §6.6)."""
         return super().create(topic, partition, d)
+
+    @precondition(lambda self: self._up())
+    @rule(tp=LogMachine.partitions, data=st.data())
+    def truncate(self, tp, data):
+        """Half the time with the max-timestamp lookup (−3) right after it.  A truncation that cuts
+        a time index's only entry before the segment's max timestamp was loaded leaves Kafka's max
+        at (−1, base) while batches with timestamps remain (§4.7 rule 7); the next append, load or
+        crash makes the difference unobservable, and a −3 lookup drawn among the other rules came
+        before those in none of 13 such truncations per 30 s (a probe at stop 21)."""
+        super().truncate(tp, data)
+        if data.draw(st.booleans(), label="max-timestamp lookup after"):
+            self._do(sc.OffsetForTimestamp(tp[0], tp[1], -3))
 
     def _families(self):
         return [f for f in FAMILIES if f in self.swarm]
@@ -369,20 +387,26 @@ class CrashMachine(LogMachine):
         self._after_fault(step)
 
     @precondition(lambda self: not self.running and "corrupt" in self.swarm and self.corruptions < 2)
-    # seed: also bits 6 and 7 often — a bitflip of a batch's first byte then makes its base offset
-    # negative (the sign) or lifts it by 2^62, past the segment's relative range: a legacy segment
-    # that overflows splits at a negative offset, or a segment overflows (§5.5)
-    @rule(data=st.data(), kind=st.sampled_from(CORRUPTIONS), seed=st.integers(0, 255) | st.sampled_from([6, 7]))
-    def corrupt(self, data, kind, seed):
+    @rule(data=st.data(), kind=st.sampled_from(CORRUPTIONS))
+    def corrupt(self, data, kind):
         files, _dirs, _mtimes = self.session.source.image()
         nonempty = {p: b for p, b in sorted(files.items()) if b}
         if not nonempty:
             return
         path = data.draw(_damaged_file(nonempty), label="file")
-        offset = data.draw(damage_site(path, nonempty[path], kind, _is_text_checkpoint(path)), label="offset")
+        text = _is_text_checkpoint(path)
+        offset = data.draw(damage_site(path, nonempty[path], kind, text), label="offset")
         # 8: a whole int64 field replaced (a base offset junk from its sign byte on: outside the CRC, a
-        # recovery keeps the batch and splits its segment at the junk offset, §5.5)
-        length = data.draw(st.sampled_from([1, 4, 8, 61, 512]), label="length")
+        # recovery keeps the batch and splits its segment at the junk offset, §5.5); in a text
+        # checkpoint half the time one character, so that a digit changes and the file still parses
+        # (a leader-epoch checkpoint whose epochs no longer increase, §6.5)
+        lengths = st.sampled_from([1, 4, 8, 61, 512])
+        length = data.draw(st.just(1) | lengths if text else lengths, label="length")
+        # the seed picks the junk, or the bit a bitflip flips: often bit 7 or 6 of a .log (of a batch's
+        # first byte, its base offset goes negative or 2^62 up, past the segment's relative range: a
+        # split at a negative offset, an overflow, §5.5), bits 0–2 of a text (a digit stays a digit)
+        favoured = [0, 1, 2] if text else [6, 7]
+        seed = data.draw(st.integers(0, 255) | st.sampled_from(favoured), label="seed")
         self._do(sc.Corrupt(path, offset, length, kind, seed))
         event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")
         self.corruptions += 1
