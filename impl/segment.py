@@ -298,7 +298,7 @@ class LogSegment:
         (no soundness check here: at load this reads only the tail after the last entry).  By
         framing alone: a batch whose CRC fails counts, a framing error raises."""
         offsets = self.offset_index.get()
-        start = offsets.lookup(offsets.last_offset)[1]
+        start = max(offsets.lookup(offsets.last_offset)[1], 0)  # translateOffset's clamp (§4.5 rule 1)
         last = None
         for header in self.batches(start, framing_only=True):
             if last is None and header.last_offset < offsets.last_offset:

@@ -190,7 +190,10 @@ class Segment:
         by framing alone (:func:`framed_batches`): a batch whose CRC fails counts, and a framing
         error raises :class:`RecordFormatError` — the load of a clean shutdown fails on it."""
         start = self.offset_index.last_offset
-        headers = [b.header() for b in framed_batches(bytes(self.log), self.offset_index.lookup(start)[1])]
+        # translateOffset scans from max(the entry's position, 0): a damaged entry's negative
+        # position scans the whole file (§4.5 rule 1; found by the time-to-catch control, stop 22)
+        position = max(self.offset_index.lookup(start)[1], 0)
+        headers = [b.header() for b in framed_batches(bytes(self.log), position)]
         if not any(h.last_offset >= start for h in headers):
             return self.base
         return headers[-1].last_offset + 1
