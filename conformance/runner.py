@@ -52,7 +52,7 @@ from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, digest,
 from conformance.tracing import PowerLoss
 from model.checkpoints import parse_epochs, parse_offsets
 from model.file_records import iterate_file
-from model.log_manager import CLEAN_LOAD
+from model.log_manager import CLEAN_LOAD, LATER_DELETED
 
 _OWN_PACKAGES = ("model", "impl", "conformance")
 
@@ -377,6 +377,9 @@ class Session:
                             f"{o.data_dir}/{o.name}" for o in t.manager.outcomes if CLEAN_LOAD in o.branches
                         }
                         reference["epochs_ahead"] = epochs_ahead_of_log_start(t.image)
+                        reference["cut_midway"] = {
+                            f"{o.data_dir}/{o.name}" for o in t.manager.outcomes if LATER_DELETED in o.branches
+                        }
         problem = results.get(source.name, {}).get("problem")
         if problem:
             verdict.violations.append(Violation(problem[0], index, f"{source.name}: {problem[1]}"))
@@ -636,6 +639,14 @@ class RecoveryTracker:
                 # found only in recovered segments), and a partition never checkpointed recovers
                 # from 0 where a clean load starts at its end (§5.6 step 4)
                 skip |= {k for k in self.reference.get("clean", set()) if k in self.legacy}
+                # Kafka's own: a recovery that cuts a segment short deletes the later unflushed
+                # segments after the cut, and neither is made durable (§5.6 step 1b).  A crash that
+                # keeps the cut and loses the renames leaves the later segments, which the next load
+                # keeps: nothing is cut any more.  The log end offset can then differ, past a range
+                # with no batches (found by the time-to-catch control, stop 22,
+                # corpora/crash/recovery-crashed-after-a-cut-keeps-the-later-segments.json); the
+                # durable and prefix properties still check the batches
+                skip |= self.reference.get("cut_midway", set())
                 got = {k: v for k, v in got.items() if k not in skip}
                 want = {
                     k: v

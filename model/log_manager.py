@@ -70,6 +70,7 @@ BRANCHES = (
     "isolated: partition left out",
 )
 CLEAN_LOAD = "6.2 marker present: clean load"
+LATER_DELETED = "5.6.1b later unflushed segments deleted"
 
 
 @attrs.define
@@ -574,7 +575,7 @@ def _recover_log(log: Log, rp_checkpoint: int, outcome, path: str, clock, config
         if removed > 0:
             outcome.took("5.6.1b bytes truncated: recovery stops")
             if unflushed[i + 1 :]:
-                outcome.took("5.6.1b later unflushed segments deleted")
+                outcome.took(LATER_DELETED)
             log.remove_and_delete(unflushed[i + 1 :])
             break
 
