@@ -322,7 +322,7 @@ class Log:
         for s in new:
             in_map[s.base] = s
             self.strays.pop(s.base, None)  # the rename replaces a stray's files of the same name
-        lowest = min(s.base for s in new)
+        lowest = min((s.base for s in new), default=None)
         for s in old:
             if s.base != lowest:
                 gone = in_map.pop(s.base)
