@@ -395,6 +395,8 @@ class CrashMachine(LogMachine):
             return
         path = data.draw(_damaged_file(nonempty), label="file")
         text = _is_text_checkpoint(path)
+        if text:  # half the time a bit flip, the damage that keeps a digit a digit (below)
+            kind = data.draw(st.just("bitflip") | st.just(kind), label="text damage")
         offset = data.draw(damage_site(path, nonempty[path], kind, text), label="offset")
         # 8: a whole int64 field replaced (a base offset junk from its sign byte on: outside the CRC, a
         # recovery keeps the batch and splits its segment at the junk offset, §5.5); in a text

@@ -176,7 +176,8 @@ def batch_ends(content: bytes) -> list[int]:
 def damage_site(path: str, content: bytes, kind: str, text: bool = False):
     """An offset in ``path`` to damage, each of these equally likely: anywhere; at a structure's
     edge — a batch header field of one of the .log's last two batches (for a ``cut``: a tail of
-    one of §1.10's lengths past a batch), a digit of a ``text`` checkpoint; any batch's first byte."""
+    one of §1.10's lengths past a batch), a digit of a ``text`` checkpoint; any batch's first byte,
+    a digit of a text checkpoint's entries."""
     anywhere = st.integers(0, len(content) - 1)
     sites: list[int] = []
     starts: list[int] = []
@@ -191,6 +192,10 @@ def damage_site(path: str, content: bytes, kind: str, text: bool = False):
             starts = [b.position for b in batches]
     elif text:
         sites = [i for i, c in enumerate(content) if 0x30 <= c <= 0x39]
+        # the entries' digits, past the version and count lines: a damaged entry that still parses
+        # (a leader epoch no longer above the one before it, §6.5) rather than a refused file
+        head = content.split(b"\n", 2)
+        starts = [i for i in sites if len(head) == 3 and i >= len(head[0]) + len(head[1]) + 2]
     sites = sorted({s for s in sites if s < len(content)})
     choices = [st.sampled_from(xs) for xs in (sites, starts) if xs]
     return st.one_of(*choices, anywhere)
