@@ -153,6 +153,11 @@ class ShadowIndexes:
         if self.content_max[0] > (self._times[-1][0] if self._times else -1):
             self._times.append(self.content_max)  # the final entry a close would write (§4.4)
 
+    @property
+    def entries(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """(offset entries, time entries): what lookups go by."""
+        return list(self._offsets), list(self._times)
+
     def offset_lookup(self, target: int) -> tuple[int, int]:
         """OffsetIndex.lookup: the last entry whose offset is ≤ target, else (base, 0)."""
         i = bisect.bisect_right(self._offsets, (target, 2**63)) - 1

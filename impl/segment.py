@@ -148,6 +148,13 @@ class LogSegment:
                 self._shadow = ShadowIndexes(view, self.base_offset, self.config.index_interval_bytes)
         return self._shadow
 
+    def lookup_entries(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """The (offset, position) and (timestamp, offset) entries lookups go by: the shadow's if the
+        indexes proved unsound, else the index files' (as loaded; not proven here)."""
+        if self._shadow is not None:
+            return self._shadow.entries
+        return self.offset_index.get().logical_entries(), self.time_index.get().logical_entries()
+
     def _offset_lookup(self, target: int) -> tuple[int, int]:
         shadow = self._proven()
         return shadow.offset_lookup(target) if shadow else self.offset_index.get().lookup(target)
