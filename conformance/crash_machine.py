@@ -37,6 +37,7 @@ from conformance.log_machine import DAY, LogMachine, configs
 from conformance.runner import DISK_STEPS, FAULT_STEPS, Session
 from conformance.sim_storage import Create, Rename, Truncate, Unlink
 from conformance.strategies import batch_ends, damage_site
+from model.names import filename_prefix
 
 MAX_CRASHES = 3
 # the operations a crash or an I/O error may interrupt while the broker runs (the loader when it is
@@ -154,8 +155,8 @@ def _damaged_file(files: dict[str, bytes]):
     partition's active segment's .log (twice as likely as the others); its .index or .timeindex (what a clean load trusts unread,
     KAFKA-7283: the offset index's last entry starts the tail it scans, the time index's last
     entry is the max timestamp, a full one rolls the next append — §4.3 rule 4); a text checkpoint
-    (recovery point, log start, leader epochs...); a partition's leader-epoch checkpoint; any kind
-    of file (.index, .timeindex, a snapshot...), each kind as likely as the others."""
+    (recovery point, log start, leader epochs...); a partition's leader-epoch checkpoint; an
+    injected legacy segment's .log; any kind of file (.index, .timeindex, a snapshot...), each kind as likely as the others."""
     by_kind: dict[str, list[str]] = {}
     for p in files:
         by_kind.setdefault(p.rsplit("/", 1)[-1].split(".", 1)[-1], []).append(p)
@@ -178,6 +179,12 @@ def _damaged_file(files: dict[str, bytes]):
     # and no damaged one had two entries in a probe at stop 23 (60 s, seed 0)
     epochs = [p for p in texts if p.count("/") == 2]
     choices += [st.sampled_from(epochs)] if epochs else []
+    # a legacy segment copied in while the broker was down (KAFKA-6264's upgrade path): without its
+    # indexes every load recovers it, a clean one too, so its damage — a message offset's sign bit —
+    # reaches a split at load whichever way the broker went down (§5.5); most damaged .logs otherwise
+    # follow a graceful shutdown, whose clean load recovers none (a probe at stop 23: 12 of 14)
+    legacy = [p for p in logs if p.split("/")[1].startswith(f"{LEGACY_TOPIC}-")]
+    choices += [st.sampled_from(legacy)] if legacy else []
     return st.one_of(*choices, any_file)
 
 
@@ -202,7 +209,10 @@ def _field_change(draw, path: str, content: bytes, text: bool) -> tuple[int, int
         entries = [i for i in digits if len(head) == 3 and i >= len(head[0]) + len(head[1]) + 2]
         sites, bits = entries or digits or [0], st.integers(0, 2)
     else:
-        sites, bits = batch_ends(content)[:-1] or [0], st.sampled_from([7, 6])
+        # not the last batch's when there are others: a negative next offset fails hasOverflow
+        # (§4.5 rule 4) and the load refuses the split, which the generic damage reaches too
+        starts = batch_ends(content)[:-1] or [0]
+        sites, bits = starts[:-1] or starts, st.sampled_from([7, 6])
     return draw(st.sampled_from(sites), label="field"), draw(bits, label="bit")
 
 
@@ -447,7 +457,9 @@ class CrashMachine(LogMachine):
         nonempty = {p: b for p, b in sorted(files.items()) if b}
         if not nonempty:
             return
-        path = data.draw(_damaged_file(nonempty), label="file")
+        self._corrupt(data, data.draw(_damaged_file(nonempty), label="file"), nonempty, kind)
+
+    def _corrupt(self, data, path: str, nonempty: dict[str, bytes], kind: str) -> None:
         text = _is_text_checkpoint(path)
         if (text or path.endswith(".log")) and data.draw(st.booleans(), label="one field changed"):
             kind, length, offset, seed = "bitflip", 1, *data.draw(_field_change(path, nonempty[path], text))
@@ -494,6 +506,16 @@ class CrashMachine(LogMachine):
         tp = (step.topic, step.partition)
         self.created.add(tp)
         self.leo[tp] = step.messages[-1].offset + 1
+        if "corrupt" in self.swarm and self.corruptions < 2 and data.draw(st.booleans(), label="damaged copy"):
+            # copied in damaged (a bit flipped in transit, a copy cut off): a corrupt step on its .log.
+            # Drawn among the other rules, a damaged legacy segment was rare (a probe at stop 23: 177
+            # injections and no damage of one in 60 s), and one whose message offset's sign flipped
+            # in an overflowing segment is the way to a split at a negative offset (§5.5)
+            files = {p: b for p, b in sorted(self.session.source.image()[0].items()) if b}
+            name = f"/{LEGACY_TOPIC}-{step.partition}/{filename_prefix(step.base_offset)}.log"
+            path = next((p for p in files if p.endswith(name)), None)
+            if path is not None:
+                self._corrupt(data, path, files, data.draw(st.sampled_from(CORRUPTIONS), label="kind"))
         return tp
 
     @precondition(lambda self: not self.running)
