@@ -152,11 +152,12 @@ def _is_text_checkpoint(path: str) -> bool:
 
 def _damaged_file(files: dict[str, bytes]):
     """Each of these equally likely: a segment's .log (what a load reads and recovers); a
-    partition's active segment's .log (twice as likely as the others); its .index or .timeindex (what a clean load trusts unread,
-    KAFKA-7283: the offset index's last entry starts the tail it scans, the time index's last
-    entry is the max timestamp, a full one rolls the next append — §4.3 rule 4); a text checkpoint
-    (recovery point, log start, leader epochs...); a partition's leader-epoch checkpoint; an
-    injected legacy segment's .log; any kind of file (.index, .timeindex, a snapshot...), each kind as likely as the others."""
+    partition's active segment's .log (twice: every load reads it); its .index or .timeindex (what
+    a clean load trusts unread, KAFKA-7283: the offset index's last entry starts the tail it scans,
+    the time index's last entry is the max timestamp, a full one rolls the next append — §4.3
+    rule 4); a text checkpoint (recovery point, log start, leader epochs...); a partition's
+    leader-epoch checkpoint; an injected legacy segment's .log; any kind of file (.index,
+    .timeindex, a snapshot...), each kind as likely as the others."""
     by_kind: dict[str, list[str]] = {}
     for p in files:
         by_kind.setdefault(p.rsplit("/", 1)[-1].split(".", 1)[-1], []).append(p)
