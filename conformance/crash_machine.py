@@ -454,11 +454,14 @@ class CrashMachine(LogMachine):
     @precondition(lambda self: not self.running and "corrupt" in self.swarm and self.corruptions < 2)
     @rule(data=st.data(), kind=st.sampled_from(CORRUPTIONS))
     def corrupt(self, data, kind):
-        files, _dirs, _mtimes = self.session.source.image()
-        nonempty = {p: b for p, b in sorted(files.items()) if b}
+        nonempty = self._nonempty_files()
         if not nonempty:
             return
         self._corrupt(data, data.draw(_damaged_file(nonempty), label="file"), nonempty, kind)
+
+    def _nonempty_files(self) -> dict[str, bytes]:
+        """The crash image's non-empty files, by path, in order: what damage can land in."""
+        return {p: b for p, b in sorted(self.session.source.image()[0].items()) if b}
 
     def _corrupt(self, data, path: str, nonempty: dict[str, bytes], kind: str, copied: bool = False) -> None:
         """Damage ``path``: half the time one field changed by one bit where :func:`_field_change`
@@ -517,7 +520,7 @@ class CrashMachine(LogMachine):
             # Drawn among the other rules, a damaged legacy segment was rare (a probe at stop 23: 177
             # injections and no damage of one in 60 s), and one whose message offset's sign flipped
             # in an overflowing segment is the way to a split at a negative offset (§5.5)
-            files = {p: b for p, b in sorted(self.session.source.image()[0].items()) if b}
+            files = self._nonempty_files()
             name = f"/{LEGACY_TOPIC}-{step.partition}/{filename_prefix(step.base_offset)}.log"
             path = next((p for p in files if p.endswith(name)), None)
             if path is not None:
