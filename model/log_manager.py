@@ -55,6 +55,7 @@ BRANCHES = (
     "5.2.4 .swap renamed",
     "5.3.2 orphan index removed",
     "5.5 overflowed segment split",
+    "5.5 split below the segment's base",
     "5.3.3c .index missing: segment recovered",
     "5.3.3c corrupt txn index: segment recovered",
     "5.6.1 unflushed segment recovered",
@@ -71,6 +72,7 @@ BRANCHES = (
 )
 CLEAN_LOAD = "6.2 marker present: clean load"
 LATER_DELETED = "5.6.1b later unflushed segments deleted"
+SPLIT_BELOW_BASE = "5.5 split below the segment's base"
 
 
 @attrs.define
@@ -586,7 +588,7 @@ def _split(seg: Segment, log: Log, outcome: LoadOutcome, path: str, written) -> 
     split fails the load (docs/crash-recovery.md, "A failed load")."""
     outcome.took("5.5 overflowed segment split")
     try:
-        return split(seg, log.new_segment, log.clock())
+        new = split(seg, log.new_segment, log.clock())
     except (SplitError, IndexFailure, LogError) as e:  # also an index refusal: a full index (§3.1)
         for index in written:
             index.trim_to_valid_size()
@@ -595,6 +597,12 @@ def _split(seg: Segment, log: Log, outcome: LoadOutcome, path: str, written) -> 
         raise PartitionLoadError(
             f"{path}/{prefix(seg.base)}.log", f"cannot split the overflowed segment: {e}"
         ) from None
+    if new and min(n.base for n in new) != seg.base:
+        # no new segment takes the original's name: replaceSegments renames it .deleted (§5.9 step 3)
+        # and nothing makes that durable before the new segments' renames (step 5 syncs once, at the
+        # end), so a power loss can keep both (docs/swap-files.md, "a split below the segment's base")
+        outcome.took(SPLIT_BELOW_BASE)
+    return new
 
 
 def _tail_bytes(seg: Segment) -> int:
