@@ -26,6 +26,7 @@ Every case is a scenario: a failure prints it as JSON, replayable with ``klc rep
 from __future__ import annotations
 
 import math
+import struct
 
 from hypothesis import event
 from hypothesis import strategies as st
@@ -37,6 +38,7 @@ from conformance.log_machine import DAY, LogMachine, configs
 from conformance.runner import DISK_STEPS, FAULT_STEPS, Session
 from conformance.sim_storage import Create, Rename, Truncate, Unlink
 from conformance.strategies import batch_ends, damage_site
+from model.file_records import iterate_file
 from model.names import filename_prefix
 
 MAX_CRASHES = 3
@@ -150,8 +152,73 @@ def _is_text_checkpoint(path: str) -> bool:
     return "." not in name or name.endswith("checkpoint")
 
 
+def _recovery_points(files: dict[str, bytes]) -> dict[str, int]:
+    """Partition directory → the recovery point its data directory's checkpoint holds (what the
+    next unclean load recovers from, §5.6), for the entries that parse."""
+    out = {}
+    for path, content in files.items():
+        data_dir, _, name = path.rpartition("/")
+        if name != "recovery-point-offset-checkpoint":
+            continue
+        for line in content.decode("ascii", "replace").splitlines()[2:]:
+            fields = line.split(" ")
+            if len(fields) == 3 and fields[1].isdigit() and fields[2].lstrip("-").isdigit():
+                out[f"{data_dir}/{fields[0]}-{fields[1]}"] = int(fields[2])
+    return out
+
+
+def _recovered_logs(logs: list[str], files: dict[str, bytes]) -> list[str]:
+    """The ``.log`` files an unclean load would recover: in each partition, the segment holding the
+    recovery point and every one after it (§5.6 step 1a) — the only ones whose damage a recovery
+    reads (the one torn in the middle of the unflushed ones deletes those after it, §5.6 step 1b)."""
+    points, by_dir = _recovery_points(files), {}
+    for p in logs:
+        by_dir.setdefault(p.rsplit("/", 1)[0], []).append(p)
+    out = []
+    for d, paths in by_dir.items():
+        bases = sorted((int(p.rsplit("/", 1)[1].split(".")[0]), p) for p in paths if p.rsplit("/", 1)[1][:1].isdigit())
+        point = points.get(d, 0)
+        floor = max((b for b, _ in bases if b <= point), default=None)
+        out += [p for b, p in bases if floor is None or b >= floor]
+    return sorted(out)
+
+
+def _indexed_batches(files: dict[str, bytes], path: str) -> tuple[int, ...]:
+    """Positions in the ``.log`` at ``path`` of the batches its indexes' entries name: the offset
+    index's positions, the batch holding each time index entry's offset (§3.1, §3.2).  Entries are
+    read as Kafka lists them, up to the first zero slot (preallocated padding)."""
+    stem, content = path[: -len("log")], files[path]
+    try:
+        base = int(path.rsplit("/", 1)[1].split(".")[0])
+    except ValueError:
+        return ()
+    positions = set()
+    offsets = files.get(stem + "index", b"")
+    for i in range(0, len(offsets) - 7, 8):
+        relative, position = struct.unpack_from(">ii", offsets, i)
+        if i and relative == 0 and position == 0:
+            break
+        positions.add(position)
+    named = set()
+    times = files.get(stem + "timeindex", b"")
+    for i in range(0, len(times) - 11, 12):
+        timestamp, relative = struct.unpack_from(">qi", times, i)
+        if timestamp == 0 and relative == 0:
+            break
+        named.add(base + relative)
+    out = []
+    for b in iterate_file(content, validate=False).batches:
+        try:
+            first, last = b.header().offset, b.header().last_offset
+        except Exception:  # noqa: BLE001 — a batch too damaged to name offsets: named by position only
+            first, last = 0, -1
+        if b.position in positions or any(first <= o <= last for o in named):
+            out.append(b.position)
+    return tuple(out)
+
+
 def _damaged_file(files: dict[str, bytes]):
-    """Each of these equally likely: a segment's .log (what a load reads and recovers); a
+    """Each of these equally likely: an inactive segment's .log that an unclean load recovers; a
     partition's active segment's .log (twice: every load reads it); its .index or .timeindex (what
     a clean load trusts unread, KAFKA-7283: the offset index's last entry starts the tail it scans,
     the time index's last entry is the max timestamp, a full one rolls the next append — §4.3
@@ -171,15 +238,23 @@ def _damaged_file(files: dict[str, bytes]):
     beside = (p[: -len("log")] + suffix for p in active for suffix in ("index", "timeindex"))
     active_indexes = sorted(p for p in beside if p in files)
     # the active segment's .log twice: the segment every load reads — a clean one its tail, an
-    # unclean one all of it (with those above the recovery point)
-    choices = [st.sampled_from(logs), st.sampled_from(active), st.sampled_from(active)] if logs else []
+    # unclean one all of it (with those above the recovery point).  Of the other segments, those an
+    # unclean load recovers (at and past the recovery point): damage below it is read by no load,
+    # and a torn segment in the middle of the unflushed ones is what deletes those after it (§5.6
+    # step 1b); the active one when there is no other
+    recovered = _recovered_logs(logs, files)
+    recovered = [p for p in recovered if p not in active] or recovered or logs
+    choices = [st.sampled_from(recovered), st.sampled_from(active), st.sampled_from(active)] if logs else []
     choices += [st.sampled_from(active_indexes)] if active_indexes else []
     choices += [st.sampled_from(texts)] if texts else []
     # a partition's own checkpoint (the leader-epoch cache a load rebuilds from it, §6.5) as likely as
     # the .logs: among all text checkpoints — two per data directory — it was one damage in fifteen,
     # and no damaged one had two entries in a probe at stop 23 (60 s, seed 0)
     epochs = [p for p in texts if p.count("/") == 2]
-    choices += [st.sampled_from(epochs)] if epochs else []
+    # one with two entries or more when there is one: a single entry cannot go out of order (a probe
+    # at stop 24: 41 damaged epoch checkpoints a minute, two with several entries)
+    several = [p for p in epochs if files[p].count(b"\n") >= 4]
+    choices += [st.sampled_from(several or epochs)] if epochs else []
     # a legacy segment copied in while the broker was down (KAFKA-6264's upgrade path): without its
     # indexes every load recovers it, a clean one too, so its damage — a message offset's sign bit —
     # reaches a split at load whichever way the broker went down (§5.5); most damaged .logs otherwise
@@ -282,18 +357,28 @@ class CrashMachine(LogMachine):
         after many steps, and a crash came after one or two appends in most cases (stop 20's probe:
         73% of crashes found at most one segment per partition).
 
-        Each segment of the history is a leader epoch of its own, as on a broker that has seen
-        leader elections: the leader-epoch checkpoint then has several entries, which a damaged
-        digit can leave no longer increasing (§6.5).  With epoch 0 throughout, a probe at stop 23
-        counted 23 damaged epoch checkpoints per 60 s and none with two entries."""
-        for epoch in range(segments):
-            self.append(tp, data, epoch, "none")
+        Half the segments after the first begin a leader epoch of their own, as on a broker that
+        has seen leader elections: the leader-epoch checkpoint then has several entries, which a
+        damaged digit can leave no longer increasing (§6.5; with epoch 0 throughout, a probe at
+        stop 23 counted 23 damaged epoch checkpoints per 60 s and none with two entries).  Not every
+        segment: a truncation that changes the epoch cache writes its checkpoint, whose directory
+        fsync makes the truncation's renames durable before a power loss between steps can lose
+        them (§6.5, atomic write step 4) — with an epoch per segment, a truncation removing several segments
+        always did (stop 24)."""
+        for i in range(segments):
+            self._history_append(data, tp, i)
             self.roll(tp)
         if settled:
             self._do(sc.Flush(*tp))
             self._do(sc.Checkpoint())
-            self.append(tp, data, segments, "none")
+            self._history_append(data, tp, segments)
         event(f"history: {segments} segments" + (", settled" if settled else ""))
+
+    def _history_append(self, data, tp, i: int) -> None:
+        """The history's ``i``-th append, by a new leader half the time after the first."""
+        if i and data.draw(st.booleans(), label="new leader"):
+            self.epochs[tp] = self.epochs.get(tp, 0) + 1
+        self.append(tp, data, 0, "none")
 
     @precondition(lambda self: self._up() and len(self.created) < 4)
     @rule(
@@ -325,7 +410,11 @@ class CrashMachine(LogMachine):
           turns into offsets going back (§4.7, §4.10: Kafka never fsyncs the cut, and a roll at the
           truncation point flushes nothing, corpora/crash/truncate-cut-durable-before-the-recovery-point.json).
           Drawn among the other rules, a roll and an append on that partition came after a cutting
-          truncation seldom enough that the state machines missed it within 60 s (stops 19–21)."""
+          truncation seldom enough that the state machines missed it within 60 s (stops 19–21).
+        * Then, one time in three (when the case may still crash), a power loss between steps: the
+          window where a truncation's unsynced renames and cut are pending (§4.7; the exhaustive
+          sweep's findings).  Drawn among the other rules, a power loss came within five steps of a
+          truncation in 19 distinct cases a minute (a probe at stop 24)."""
         super().truncate(tp, data)
         after = data.draw(st.sampled_from(["nothing", "max-timestamp lookup", "catch-up"]), label="after truncation")
         if after == "max-timestamp lookup":
@@ -335,6 +424,20 @@ class CrashMachine(LogMachine):
                 self._do(sc.Roll(*tp))
             epoch = self._epoch(tp, self.epochs.get(tp, 0) + 1)
             self.append_as_follower(tp, data, 0, epoch)
+        if self.running and self._may_crash() and data.draw(st.integers(0, 2), label="power loss after") == 0:
+            self._crash(data, inside=False)
+
+    def _may_crash(self) -> bool:
+        return self.crashes < self.max_crashes and bool(set(FAMILIES) & self.swarm)
+
+    def _epoch(self, tp, epoch: int) -> int:
+        """Leader epochs only grow; a drawn 3 is a new leader (one append in four), so a partition's
+        epoch cache gains entries throughout a case rather than stopping at epoch 3 (the entries a
+        damaged checkpoint can leave out of order, §6.5; delete_records folds those below the log
+        start into one)."""
+        if epoch == 3:
+            epoch = self.epochs.get(tp, 0) + 1
+        return super()._epoch(tp, epoch)
 
     def _families(self):
         return [f for f in FAMILIES if f in self.swarm]
@@ -430,13 +533,13 @@ class CrashMachine(LogMachine):
             event(f"crash inside {during.op}")
         self._after_fault(step)
 
-    @precondition(lambda self: self.crashes < self.max_crashes and set(FAMILIES) & self.swarm)
+    @precondition(lambda self: self._may_crash())
     @rule(data=st.data())
     def crash(self, data):
         """Power loss between two steps."""
         self._crash(data, inside=False)
 
-    @precondition(lambda self: self.crashes < self.max_crashes and set(FAMILIES) & self.swarm)
+    @precondition(lambda self: self._may_crash())
     @rule(data=st.data())
     def crash_inside(self, data):
         """Power loss at the k-th storage operation of a step (an operation, shutdown, the loader)."""
@@ -473,18 +576,20 @@ class CrashMachine(LogMachine):
         if (text or copied) and data.draw(st.booleans(), label="one field changed"):
             kind, length, offset, seed = "bitflip", 1, *data.draw(_field_change(path, nonempty[path], text))
         else:
-            kind, length, offset, seed = self._damage(data, path, nonempty[path], kind, text)
+            kind, length, offset, seed = self._damage(data, path, nonempty, kind, text)
         self._do(sc.Corrupt(path, offset, length, kind, seed))
         event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")
         self.corruptions += 1
 
     @staticmethod
-    def _damage(data, path: str, content: bytes, kind: str, text: bool) -> tuple[str, int, int, int]:
+    def _damage(data, path: str, files: dict[str, bytes], kind: str, text: bool) -> tuple[str, int, int, int]:
         """Damage of ``kind`` (a bit flip half the time in a text checkpoint), its length, where and
         its seed."""
+        content = files[path]
         if text:
             kind = data.draw(st.just("bitflip") | st.just(kind), label="text damage")
-        offset = data.draw(damage_site(path, content, kind, text), label="offset")
+        named = _indexed_batches(files, path) if path.endswith(".log") else ()
+        offset = data.draw(damage_site(path, content, kind, text, named), label="offset")
         # 8: a whole int64 field replaced (a base offset junk from its sign byte on: outside the CRC, a
         # recovery keeps the batch and splits its segment at the junk offset, §5.5); in a text
         # checkpoint half the time one character
@@ -528,9 +633,35 @@ class CrashMachine(LogMachine):
         return tp
 
     @precondition(lambda self: not self.running)
-    @rule()
-    def open(self):
+    @rule(data=st.data())
+    def open(self, data):
+        """The broker comes back, then its replicas do what a restarted follower does, each equally
+        likely: nothing (a leader); the follower's truncation to where its log diverges from the
+        leader's (KIP-101, KIP-279: on becoming a follower a replica truncates before it fetches),
+        with what follows a truncation (:meth:`truncate`); the follower's catch-up alone (no
+        divergence, it fetches at its log end).
+
+        Right after a load is where three of the loader's decisions show: a clean load has loaded no
+        segment's max timestamp, so a truncation that cuts a time index's only entry leaves Kafka's
+        max at (−1, base) (§4.7 rule 7); Kafka's loaded time index, full after a graceful shutdown's
+        final entry in two slots, rolls the next append where impl's proven view of a damaged
+        segment would not (§4.3 rule 4); a graceful shutdown flushed everything, so a follower's
+        truncation cuts flushed batches, which Kafka never fsyncs again before the catch-up moves
+        the recovery point past them (§4.7, §4.10).  Drawn among the other rules, a truncation or
+        an append of that partition came first after the load seldom: those three mutants were gaps
+        in the 60 s budget at stop 23."""
         self._open()
+        if not self.running or not self.created:
+            return
+        after = data.draw(st.sampled_from(["nothing", "follower truncation", "follower catch-up"]), label="after open")
+        if after == "nothing":
+            return
+        tp = data.draw(st.sampled_from(sorted(self.created)), label="follower")
+        event(f"after open: {after}")
+        if after == "follower truncation":
+            self.truncate(tp, data)
+        else:
+            self.append_as_follower(tp, data, 0, self._epoch(tp, self.epochs.get(tp, 0) + 1))
 
     def _up(self) -> bool:
         return self.running or self.down_for >= self.down_rules
@@ -552,6 +683,10 @@ class CrashMachine(LogMachine):
         model = self.session.model
         if model is None or model.manager is None:
             return
+        # what the load found, not what the steps appended: a recovery may have truncated (a follower
+        # fetches from its log end offset)
+        for tp, files in model.manager.partitions.items():
+            self.leo[tp] = files.log.log_end_offset
         recovered = truncated = 0
         for outcome in model.manager.outcomes:
             for branch in outcome.branches:

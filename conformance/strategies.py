@@ -173,14 +173,20 @@ def batch_ends(content: bytes) -> list[int]:
     return [0, *(b.position + len(b.raw) for b in iterate_file(content, validate=False).batches)]
 
 
-def damage_site(path: str, content: bytes, kind: str, text: bool = False):
+def damage_site(path: str, content: bytes, kind: str, text: bool = False, named: tuple[int, ...] = ()):
     """An offset in ``path`` to damage, each of these equally likely: anywhere; at a structure's
     edge — a batch header field of one of the .log's last two batches (for a ``cut``: a tail of
     one of §1.10's lengths past a batch), a digit of a ``text`` checkpoint; any batch's first byte,
-    a digit of a text checkpoint's entries."""
+    a digit of a text checkpoint's entries; a header field of a batch an index entry names (the
+    batch positions ``named``: what a clean load trusts the indexes about — the offset index's last
+    entry starts the tail it reads, the time index's last entry is the segment's max timestamp,
+    KAFKA-7283 — and what impl proves them against on first use)."""
     anywhere = st.integers(0, len(content) - 1)
     sites: list[int] = []
     starts: list[int] = []
+    fields: list[int] = []
+    if path.endswith(".log") and kind != "cut":
+        fields = [p + f + w for p in named for f, n in BATCH_FIELDS for w in {0, n - 1} if p + f + w < len(content)]
     if path.endswith(".log"):
         batches = iterate_file(content, validate=False).batches
         if kind == "cut":
@@ -197,7 +203,7 @@ def damage_site(path: str, content: bytes, kind: str, text: bool = False):
         head = content.split(b"\n", 2)
         starts = [i for i in sites if len(head) == 3 and i >= len(head[0]) + len(head[1]) + 2]
     sites = sorted({s for s in sites if s < len(content)})
-    choices = [st.sampled_from(xs) for xs in (sites, starts) if xs]
+    choices = [st.sampled_from(xs) for xs in (sites, starts, fields) if xs]
     return st.one_of(*choices, anywhere)
 
 
