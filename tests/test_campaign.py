@@ -130,6 +130,19 @@ def test_signature_ignores_particulars_but_not_the_property_or_place():
     assert signature("durable", "offset 42 missing", frames) != signature("durable", "offset 42 missing", ())
 
 
+def test_signature_tells_the_state_a_difference_lies_in():
+    """The two open idempotent-recovery findings of stop 23 (one in a log's segments, one in its
+    epoch cache) had one signature, an older fixed entry's; a same-kind difference elsewhere has one."""
+    frames = ("conformance.runner.RecoveryTracker.after_open",)
+    lead = "idempotent-recovery violated at step 5: model: after a crash during recovery, "
+    tail = " (uninterrupted recovery first, then this one)"
+    segments = signature("idempotent-recovery", lead + "/d0/legacy-0/segments: [[0, 56, 'b1']] != []" + tail, frames)
+    epochs = signature("idempotent-recovery", lead + "/d0/orders-1/epochs: [] != [[2, 7]]" + tail, frames)
+    other = signature("idempotent-recovery", lead + "/d1/t-3/segments[2][1]: 68 != 0" + tail, frames)
+    assert segments != epochs
+    assert segments == other
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
