@@ -9,9 +9,11 @@ settings (no shrinking, no database) and the seed, until the first property viol
 worst over the seeds), and in how many seeds it was found.  A mutant not found within the budget
 is a gap in the strategies; one missed by the first two seeds is not run on the others.
 
-    python -m benchmarks.time_to_catch [--seeds 10] [--budget 60] [--jobs 2] [--only NAME ...] [--json OUT]
+    python -m benchmarks.time_to_catch [--seeds 10] [--budget 60] [--examples N] [--jobs 2] [--only NAME ...] [--json OUT]
 
-Seconds are wall-clock on this machine and depend on it; examples do not.
+Seconds are wall-clock on this machine and depend on it; examples do not.  ``--examples`` caps every
+cell at N examples as well: two strategies compared at the same number of examples, on a machine of
+any speed or with other work beside them (the issue's budget stays 60 seconds).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def machine_kind(mutant) -> str:
     return MODULE_MACHINES.get(mutant.module, "crash machine")
 
 
-def _machine(mutant, budget: float, counter: dict):
+def _machine(mutant, budget: float, counter: dict, examples: int | None = None):
     from conformance import profiles  # noqa: F401 — registers the ci profile
     from conformance.crash_machine import make_crash_machine
     from conformance.file_records_machine import make_file_records_machine
@@ -72,7 +74,7 @@ def _machine(mutant, budget: float, counter: dict):
 
     class Timed(base):
         def __init__(self):
-            if time.perf_counter() > deadline:
+            if time.perf_counter() > deadline or (examples is not None and counter["examples"] >= examples):
                 raise _OutOfBudget
             counter["examples"] += 1
             super().__init__()
@@ -84,15 +86,16 @@ def _machine(mutant, budget: float, counter: dict):
     )  # fmt: skip
 
 
-def measure_one(name: str, seed_value: int, budget: float) -> dict:
-    """One (mutant, seed): examples and seconds to the first violation, or None if not found."""
+def measure_one(name: str, seed_value: int, budget: float, examples: int | None = None) -> dict:
+    """One (mutant, seed): examples and seconds to the first violation, or None if not found within
+    ``budget`` seconds (and ``examples`` examples, if given)."""
     from conformance.mutants import mutant_stack
     from conformance.properties import PropertyViolation
     from tests.mutants import ALL_MUTANTS
 
     mutant = ALL_MUTANTS.get(name, CONTROL)
     counter = {"examples": 0}
-    machine, config = _machine(mutant, budget, counter)
+    machine, config = _machine(mutant, budget, counter, examples)
     t0 = time.perf_counter()
     found, prop, witness = False, None, None
     stack = mutant_stack(name if name in ALL_MUTANTS and machine_kind(mutant) == "crash machine" else None)
@@ -105,7 +108,7 @@ def measure_one(name: str, seed_value: int, budget: float) -> dict:
         found, prop = True, e.prop  # noticing the budget's cut as flaky generation) is not a catch
         witness = str(e).splitlines()[0][:300] if str(e) else None
     except Exception:  # noqa: BLE001
-        if time.perf_counter() - t0 < budget:
+        if time.perf_counter() - t0 < budget and (examples is None or counter["examples"] < examples):
             raise
     return {
         "mutant": name,
@@ -177,14 +180,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--budget", type=float, default=60.0, help="seconds per (mutant, seed)")
+    parser.add_argument("--examples", type=int, help="also stop each (mutant, seed) after this many examples")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--only", nargs="*", help="mutant names (default: all)")
     parser.add_argument("--json", help="write the rows and the summary here")
     args = parser.parse_args(argv)
     names = [CONTROL_NAME, *(args.only or sorted(ALL_MUTANTS))]
     unknown = [n for n in names[1:] if n not in ALL_MUTANTS]
-    if unknown or args.seeds < 1 or args.budget <= 0 or args.jobs < 1:
-        parser.error(f"unknown mutants: {', '.join(unknown)}" if unknown else "--seeds, --budget, --jobs must be > 0")
+    if unknown or args.seeds < 1 or args.budget <= 0 or args.jobs < 1 or (args.examples is not None and args.examples < 1):
+        parser.error(f"unknown mutants: {', '.join(unknown)}" if unknown else "--seeds, --budget, --examples, --jobs must be > 0")
     rows = []
     with ProcessPoolExecutor(args.jobs) as pool:
         # two seeds first; a mutant missed by both is a gap already, so its other seeds are skipped
@@ -195,7 +199,8 @@ def main(argv=None) -> int:
                 wave = [(n, s) for n in names if n in hit for s in range(first, args.seeds)]
             if not wave:
                 continue
-            for row in pool.map(measure_one, [n for n, _ in wave], [s for _, s in wave], [args.budget] * len(wave)):
+            cells = ([n for n, _ in wave], [s for _, s in wave], [args.budget] * len(wave), [args.examples] * len(wave))
+            for row in pool.map(measure_one, *cells):
                 rows.append(row)
                 print(json.dumps(row), file=sys.stderr, flush=True)
     discounted = discount_control_findings(rows)
@@ -205,7 +210,7 @@ def main(argv=None) -> int:
     print(table(summary, args.budget))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"seeds": args.seeds, "budget": args.budget, "rows": rows, "summary": summary, "discounted": discounted}, f, indent=1)
+            json.dump({"seeds": args.seeds, "budget": args.budget, "examples": args.examples, "rows": rows, "summary": summary, "discounted": discounted}, f, indent=1)
     return 0
 
 

@@ -3,7 +3,9 @@ found the control's bug is not a catch."""
 
 from __future__ import annotations
 
-from benchmarks.time_to_catch import CONTROL_NAME, discount_control_findings, summarise
+import pytest
+
+from benchmarks.time_to_catch import CONTROL_NAME, discount_control_findings, main, measure_one, summarise
 
 
 def _row(mutant, seed, witness=None):
@@ -23,3 +25,16 @@ def test_a_cell_failing_with_the_controls_witness_is_not_found():
     assert discount_control_findings(rows) == [("m", 0)]
     found = {s["mutant"]: s["found"] for s in summarise(rows, 2, 60)}
     assert found == {CONTROL_NAME: "1/2", "m": "1/2", "n": "1/1"}
+
+
+def test_an_examples_cap_ends_a_cell_before_its_seconds():
+    """--examples N: a cell stops after N examples whatever its seconds budget (a comparison of two
+    strategies that does not depend on the machine's speed)."""
+    row = measure_one(CONTROL_NAME, 0, budget=600, examples=2)
+    assert row["found"] is False and row["mutant"] == CONTROL_NAME
+
+
+def test_a_bad_examples_cap_is_a_usage_error():
+    with pytest.raises(SystemExit) as e:
+        main(["--examples", "0", "--only", "crc-range-off-by-one"])
+    assert e.value.code == 2
