@@ -52,7 +52,7 @@ from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, digest,
 from conformance.tracing import PowerLoss
 from model.checkpoints import parse_epochs, parse_offsets
 from model.file_records import iterate_file
-from model.log_manager import CLEAN_LOAD, LATER_DELETED, SPLIT_BELOW_BASE
+from model.log_manager import CLEAN_LOAD, EPOCHS_PAST_END, LATER_DELETED, SPLIT_BELOW_BASE
 
 _OWN_PACKAGES = ("model", "impl", "conformance")
 
@@ -376,7 +376,9 @@ class Session:
                         reference["clean"] = {
                             f"{o.data_dir}/{o.name}" for o in t.manager.outcomes if CLEAN_LOAD in o.branches
                         }
-                        reference["epochs_ahead"] = epochs_ahead_of_log_start(t.image)
+                        reference["epochs_ahead"] = epochs_ahead_of_log_start(t.image) | {
+                            f"{o.data_dir}/{o.name}" for o in t.manager.outcomes if EPOCHS_PAST_END in o.branches
+                        }
                         reference["cut_midway"] = {
                             f"{o.data_dir}/{o.name}"
                             for o in t.manager.outcomes
@@ -664,7 +666,9 @@ class RecoveryTracker:
                     for k, v in self.reference["partitions"].items()
                     if k.split("/")[-1] not in failed and k not in skip
                 }
-                # Kafka's own: see epochs_ahead_of_log_start.  And a partition the uninterrupted
+                # Kafka's own: see epochs_ahead_of_log_start, and a load whose truncateFromEnd
+                # removed entries a recovery had not assigned (model.log_manager.EPOCHS_PAST_END:
+                # the next recovery assigns them from the batches).  And a partition the uninterrupted
                 # load found clean: the crash (after the marker was deleted, KAFKA-10471) turns the
                 # next load into a recovery, which assigns epochs from the recovered batches where
                 # the clean load took the checkpoint as it was — after truncateFromEnd removed the
