@@ -182,7 +182,8 @@ def _recovered_logs(logs: list[str], files: dict[str, bytes]) -> list[str]:
         by_dir.setdefault(p.rsplit("/", 1)[0], []).append(p)
     out = []
     for d, paths in by_dir.items():
-        bases = sorted((int(p.rsplit("/", 1)[1].split(".")[0]), p) for p in paths if p.rsplit("/", 1)[1][:1].isdigit())
+        names = ((p.rsplit("/", 1)[1].split(".")[0], p) for p in paths)
+        bases = sorted((int(n), p) for n, p in names if n.isdigit())  # not a negative base's (§5.5)
         point = points.get(d, 0)
         floor = max((b for b, _ in bases if b <= point), default=None)
         out += [p for b, p in bases if floor is None or b >= floor]
