@@ -373,17 +373,11 @@ class Session:
                         reference = t.state()
                         # partitions the uninterrupted load found clean: the crash may turn the next
                         # load into a recovery, which a clean load of corrupt bytes never was
-                        reference["clean"] = {
-                            f"{o.data_dir}/{o.name}" for o in t.manager.outcomes if CLEAN_LOAD in o.branches
-                        }
-                        reference["epochs_ahead"] = epochs_ahead_of_log_start(t.image) | {
-                            f"{o.data_dir}/{o.name}" for o in t.manager.outcomes if EPOCHS_PAST_END in o.branches
-                        }
-                        reference["cut_midway"] = {
-                            f"{o.data_dir}/{o.name}"
-                            for o in t.manager.outcomes
-                            if LATER_DELETED in o.branches or SPLIT_BELOW_BASE in o.branches
-                        }
+                        reference["clean"] = _partitions_that_took(t, CLEAN_LOAD)
+                        reference["epochs_ahead"] = epochs_ahead_of_log_start(t.image) | _partitions_that_took(
+                            t, EPOCHS_PAST_END
+                        )
+                        reference["cut_midway"] = _partitions_that_took(t, LATER_DELETED, SPLIT_BELOW_BASE)
         problem = results.get(source.name, {}).get("problem")
         if problem:
             verdict.violations.append(Violation(problem[0], index, f"{source.name}: {problem[1]}"))
@@ -706,6 +700,11 @@ class RecoveryTracker:
             if i and (bs[i - 1][2], d) not in pairs:
                 return f"{key}: batches {bs[i - 1][0]}..{bs[i - 1][1]} and {base}..{last} were never neighbours (a hole or a mix of versions)"
         return None
+
+
+def _partitions_that_took(model_target, *branches: str) -> set[str]:
+    """``d<N>/<topic>-<partition>`` of every partition whose last load took one of ``branches``."""
+    return {f"{o.data_dir}/{o.name}" for o in model_target.manager.outcomes if set(branches) & set(o.branches)}
 
 
 def epochs_ahead_of_log_start(image: dict[str, bytes]) -> set[str]:

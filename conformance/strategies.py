@@ -185,8 +185,6 @@ def damage_site(path: str, content: bytes, kind: str, text: bool = False, named:
     sites: list[int] = []
     starts: list[int] = []
     fields: list[int] = []
-    if path.endswith(".log") and kind != "cut":
-        fields = [p + f + w for p in named for f, n in BATCH_FIELDS for w in {0, n - 1} if p + f + w < len(content)]
     if path.endswith(".log"):
         batches = iterate_file(content, validate=False).batches
         if kind == "cut":
@@ -196,6 +194,7 @@ def damage_site(path: str, content: bytes, kind: str, text: bool = False, named:
             # any batch's first byte: its base offset's sign, outside the CRC, so a recovery keeps
             # the batch and splits the segment at a negative offset (§5.5; a case in corpora/crash)
             starts = [b.position for b in batches]
+            fields = [p + f + w for p in named for f, n in BATCH_FIELDS for w in {0, n - 1} if p + f + w < len(content)]
     elif text:
         sites = [i for i, c in enumerate(content) if 0x30 <= c <= 0x39]
         # the entries' digits, past the version and count lines: a damaged entry that still parses
