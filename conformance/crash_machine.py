@@ -2,7 +2,9 @@
 corruption, checking every DESIGN.md property after every ``open`` (spec §5, §6.2, §9.3).
 
 * At most three crashes per case (``MAX_CRASHES``); a crash falls between steps or inside one —
-  any operation, a graceful shutdown, or the loader itself — at its k-th storage operation.
+  any operation, a graceful shutdown, or the loader itself — at its k-th storage operation.  A
+  truncation or a cleaning round may draw one more power loss of its own (``IN_RULE_CRASHES``):
+  inside it, or right after a truncation.
 * Most cases start from a partition with history (``HISTORIES``: rolled segments, flushed and
   checkpointed, an unflushed append on top), so truncations, retention and cleaning rounds that
   remove or replace several segments happen within the first steps.
@@ -42,6 +44,11 @@ from model.file_records import iterate_file
 from model.names import filename_prefix
 
 MAX_CRASHES = 3
+# power losses a truncation or a cleaning round draws for itself (during it, or right after a
+# truncation), beside the rules' MAX_CRASHES: drawn from the same budget, they left fewer crashes for
+# the loader, where splits and swaps are interrupted (stop 24: both swap-completion rows lost); with
+# a budget of their own the swap rows came back on seeds 0–1 (stop 25)
+IN_RULE_CRASHES = 1
 # the operations a crash or an I/O error may interrupt while the broker runs (the loader when it is
 # down); each case enables a random subset, so some cases interrupt only cleaning rounds or only
 # truncations — where a rename order matters — instead of one in eleven (swarm testing again)
@@ -98,6 +105,12 @@ def faults(families, pending: int, marks: tuple[int, ...] = ()):
     else:
         keep = ops
     lose = st.lists(ops, max_size=4).map(lambda xs: tuple(sorted(set(xs))))
+    if marks:
+        # half the time exactly one name or extent change lost, the others kept: the crash states
+        # of one reordering (ALICE), where a truncation's unsynced cut under a catch-up's new
+        # segment, or one of its unsynced renames, comes back (§4.7; the exhaustive sweep's
+        # "every single lost operation"); a list of up to four drawn ops seldom lost just one mark
+        lose = st.sampled_from(marks).map(lambda i: (i,)) | lose
     by_family = {
         "process": st.just(Fault("process")),
         "prefix": st.builds(Fault, st.just("prefix"), keep=keep),
@@ -253,6 +266,15 @@ def _damaged_file(files: dict[str, bytes]):
     recovered = [p for p in recovered if p not in active] or recovered or logs
     choices = [st.sampled_from(recovered), st.sampled_from(active), st.sampled_from(active)] if logs else []
     choices += [st.sampled_from(active_indexes)] if active_indexes else []
+    # the other segments' indexes: what a load that does not recover them (a clean one, or an
+    # unclean one below the recovery point) leaves unproven — Kafka trusts the final time entry as
+    # the segment's max timestamp for retention and the entries for lookups (KAFKA-10207, §7.8);
+    # reached only as "any file of any kind" before (stop 25)
+    inactive_indexes = sorted(
+        p for p in files if p.endswith((".index", ".timeindex")) and p not in active_indexes
+        and p.rsplit(".", 1)[0] + ".log" in files
+    )
+    choices += [st.sampled_from(inactive_indexes)] if inactive_indexes else []
     choices += [st.sampled_from(texts)] if texts else []
     # a partition's own checkpoint (the leader-epoch cache a load rebuilds from it, §6.5) as likely as
     # the .logs: among all text checkpoints — two per data directory — it was one damage in fifteen,
@@ -324,6 +346,7 @@ class CrashMachine(LogMachine):
     def __init__(self):
         super().__init__()
         self.crashes = 0
+        self.in_rule_crashes = 0
         self.io_errors = 0
         self.corruptions = 0
         self.injections = 0
@@ -340,9 +363,16 @@ class CrashMachine(LogMachine):
         swarm=st.sets(st.sampled_from(FAULT_KINDS), min_size=1),
         interruptible=st.sets(st.sampled_from(INTERRUPTIBLE), min_size=1),
         history=st.sampled_from(HISTORIES),
+        compacted=st.booleans(),
         data=st.data(),
     )
-    def start(self, config, data_dirs, seed, swarm, interruptible, history, data):
+    def start(self, config, data_dirs, seed, swarm, interruptible, history, compacted, data):
+        # half the cases compacted whatever the drawn config says (three quarters in all, most of
+        # them with time and size retention too): a cleaning round is the step whose interrupted
+        # renames leave .cleaned and .swap files to the next load (§5.2, §5.9), and a third of the
+        # clean steps were refused NotCompacted (a probe at stop 25: 129 of 311 in 200 cases)
+        if compacted:
+            config = {**config, "cleanup.policy": "compact,delete"}
         header = sc.Scenario((), config, data_dirs, 1_700_000_000_000, seed)
         self.clock = header.clock_start_ms
         self.swarm = frozenset(swarm) & self.swarm_kinds or self.swarm_kinds
@@ -424,12 +454,14 @@ class CrashMachine(LogMachine):
           window where a truncation's unsynced renames and cut are pending (§4.7; the exhaustive
           sweep's findings).  Drawn among the other rules, a power loss came within five steps of a
           truncation in 19 distinct cases a minute (a probe at stop 24)."""
-        if self._may_crash() and data.draw(st.integers(0, 5), label="power loss during") == 0:
+        if self._may_crash_in_rule() and data.draw(st.integers(0, 5), label="power loss during") == 0:
             # the truncation itself interrupted: its renames of the segments above the target (one
             # per file), then the cut (§4.7) — a probe at stop 24 saw 4 crashes inside a truncation
             # in 498 cases, the crash_inside rule's other steps and the loader drawn far more often
             step = sc.Truncate(tp[0], tp[1], self._offset(data, tp, self.leo.get(tp, 0) + 1))
-            self._crash(data, inside=True, during=step)
+            if not self.running:  # a stopped broker's truncation would be refused, the fault after it
+                self._open()
+            self._crash(data, inside=True, during=step, in_rule=True)
             return
         super().truncate(tp, data)
         after = data.draw(st.sampled_from(["nothing", "max-timestamp lookup", "catch-up"]), label="after truncation")
@@ -440,11 +472,35 @@ class CrashMachine(LogMachine):
                 self._do(sc.Roll(*tp))
             epoch = self._epoch(tp, self.epochs.get(tp, 0) + 1)
             self.append_as_follower(tp, data, 0, epoch)
-        if self.running and self._may_crash() and data.draw(st.integers(0, 2), label="power loss after") == 0:
-            self._crash(data, inside=False)
+        if self.running and self._may_crash_in_rule() and data.draw(st.integers(0, 2), label="power loss after") == 0:
+            self._crash(data, inside=False, in_rule=True)
+
+    @precondition(lambda self: self._up())
+    @rule(tp=LogMachine.partitions, data=st.data())
+    def clean(self, tp, data):
+        """A cleaning round, one in three (when the case may still crash) interrupted by a power
+        loss at one of its storage operations — drawn from a dry run, on or right after a rename
+        most of the time: ``.cleaned`` → ``.swap``, the originals → ``.deleted``, ``.swap`` → final,
+        each a crash state the next load completes or rolls back (§5.2 steps 1e–4, §5.9, KAFKA-12520).
+        Drawn among the other steps by ``crash_inside``, a cleaning round was interrupted in none of
+        600 cases (a probe at stop 25: clean in a random subset of the interruptible steps, then one
+        of them, on a partition with something to clean), and no load found a ``.swap``."""
+        if self._may_crash_in_rule() and data.draw(st.integers(0, 2), label="power loss during cleaning") == 0:
+            step = sc.Clean(*tp)
+            if not self.running:
+                self._open()
+            counted = self._dry_run(step)
+            if counted and "rename" in counted:  # a round with a group to swap in
+                self._crash(data, inside=True, during=step, counted=counted, in_rule=True)
+                return
+        super().clean(tp)
 
     def _may_crash(self) -> bool:
         return self.crashes < self.max_crashes and bool(set(FAMILIES) & self.swarm)
+
+    def _may_crash_in_rule(self) -> bool:
+        """A truncation or a cleaning round may still draw a power loss of its own (IN_RULE_CRASHES)."""
+        return self.in_rule_crashes < IN_RULE_CRASHES and bool(set(FAMILIES) & self.swarm)
 
     def _epoch(self, tp, epoch: int) -> int:
         """Leader epochs only grow; a drawn 3 is a new leader (one append in four), so a partition's
@@ -513,11 +569,12 @@ class CrashMachine(LogMachine):
             return sc.Tick(data.draw(st.sampled_from([1000, DAY])))
         return {"retention": sc.Retention, "checkpoint": sc.Checkpoint, "shutdown": sc.Shutdown}[kind]()
 
-    def _interrupt_at(self, data, during: sc.Step) -> int:
-        """The operation of ``during`` to interrupt, drawn from a dry run of it; ``target()`` steers
-        toward steps with many renames (a truncation or retention removing several segments, a split,
-        a cleaning round: where Kafka's unsynced or misordered renames lose data)."""
-        counted = self._dry_run(during)
+    def _interrupt_at(self, data, during: sc.Step, counted: list[str] | None = None) -> int:
+        """The operation of ``during`` to interrupt, drawn from a dry run of it (``counted``, if the
+        caller made it); ``target()`` steers toward steps with many renames (a truncation or
+        retention removing several segments, a split, a cleaning round: where Kafka's unsynced or
+        misordered renames lose data)."""
+        counted = counted or self._dry_run(during)
         if counted:
             self._score("renames in an interrupted step", float(counted.count("rename")))
         return _at_op(data, counted)
@@ -532,17 +589,22 @@ class CrashMachine(LogMachine):
         elif getattr(step, "during", None) is not None:
             event(f"{step.op}: after {step.during.op} completed")
 
-    def _crash(self, data, inside: bool, during: sc.Step | None = None) -> None:
+    def _crash(self, data, inside: bool, during: sc.Step | None = None, counted=None, in_rule=False) -> None:
+        """A power loss between steps or ``inside`` one (``during``, else drawn), counted against
+        the rules' budget or, ``in_rule``, the truncation's or cleaning round's own."""
         if inside and during is None:
             during = self._interrupted_step(data)
-        at_op = self._interrupt_at(data, during) if inside else 0
+        at_op = self._interrupt_at(data, during, counted) if inside else 0
         pending, marks = self._pending()
         if inside:  # the step's own operations come after these: op numbers up to 20 past them
             fault = data.draw(faults(self._families(), pending + 20), label="fault")
         else:
             fault = data.draw(faults(self._families(), pending, marks), label="fault")
         step = sc.Crash(fault, during, at_op)
-        self.crashes += 1
+        if in_rule:
+            self.in_rule_crashes += 1
+        else:
+            self.crashes += 1
         self._do(step)
         self._score("pending operations at a crash", float(pending))
         event(f"crash family: {fault.family}")

@@ -165,6 +165,22 @@ def damaged_segments(draw) -> bytes:
 # segment one time in twenty and a checkpoint's digit seldom more often than its separators.
 BATCH_FIELDS = ((0, 8), (8, 4), (12, 4), (16, 1), (17, 4), (21, 2), (23, 4), (27, 8), (35, 8), (43, 8), (57, 4))
 TAIL_LENGTHS = (1, 11, 12, 17, 18, 60, 61)  # §1.10's rules turn on tails of 12, 17 and 61 bytes
+# an index entry's fields by file suffix (§3.1, §3.2): entry size, and the first and last byte of
+# each field — the relative offset and position of an offset index entry, the timestamp and relative
+# offset of a time index entry
+INDEX_FIELDS = {".index": (8, (0, 3, 4, 7)), ".timeindex": (12, (0, 7, 8, 11))}
+
+
+def index_entries(path: str, content: bytes) -> int:
+    """How many entries of the index at ``path`` Kafka lists: up to the first all-zero slot past the
+    first (preallocated padding, §3.1)."""
+    size = INDEX_FIELDS[path[path.rindex(".") :]][0]
+    n = 0
+    while (n + 1) * size <= len(content):
+        if n and not any(content[n * size : (n + 1) * size]):
+            break
+        n += 1
+    return n
 
 
 def batch_ends(content: bytes) -> list[int]:
@@ -180,7 +196,9 @@ def damage_site(path: str, content: bytes, kind: str, text: bool = False, named:
     a digit of a text checkpoint's entries; a header field of a batch an index entry names (the
     batch positions ``named``: what a clean load trusts the indexes about — the offset index's last
     entry starts the tail it reads, the time index's last entry is the segment's max timestamp,
-    KAFKA-7283 — and what impl proves them against on first use)."""
+    KAFKA-7283 — and what impl proves them against on first use).  In an ``.index`` or
+    ``.timeindex``: a field of one of its last two entries (the final time entry zeroed is the
+    segment's max timestamp gone to 1970, KAFKA-10207: retention deletes it early)."""
     anywhere = st.integers(0, len(content) - 1)
     sites: list[int] = []
     starts: list[int] = []
@@ -195,6 +213,10 @@ def damage_site(path: str, content: bytes, kind: str, text: bool = False, named:
             # the batch and splits the segment at a negative offset (§5.5; a case in corpora/crash)
             starts = [b.position for b in batches]
             fields = [p + f + w for p in named for f, n in BATCH_FIELDS for w in {0, n - 1} if p + f + w < len(content)]
+    elif path.endswith(tuple(INDEX_FIELDS)):
+        size, offsets = INDEX_FIELDS[path[path.rindex(".") :]]
+        n = index_entries(path, content)
+        sites = [e * size + f for e in range(max(0, n - 2), n) for f in offsets]
     elif text:
         sites = [i for i, c in enumerate(content) if 0x30 <= c <= 0x39]
         # the entries' digits, past the version and count lines: a damaged entry that still parses

@@ -77,3 +77,55 @@ def test_a_stopped_broker_comes_back_at_the_next_operation(_):
     assert [s.op for s in machine.session.steps] == ["create", "crash", *ticks, "open", "roll"]
     assert machine.running and machine.down_for == 0
     assert not any(v for v in machine.session.verdict.violations)
+
+
+def test_index_damage_lands_on_the_fields_of_the_last_entries():
+    """An ``.index`` or ``.timeindex`` is damaged at a field of one of its last two entries (or
+    anywhere): the entries Kafka lists end at the first zero slot past the first (§3.1), so in a
+    preallocated index the last entries are not the file's last bytes."""
+    import struct
+
+    from hypothesis import find
+
+    from conformance.strategies import damage_site, index_entries
+
+    entries = [(1_700_000_000_000 + i, i * 3) for i in range(4)]
+    timeindex = b"".join(struct.pack(">qi", t, o) for t, o in entries) + bytes(12 * 20)
+    path = "d0/t-0/00000000000000000000.timeindex"
+    assert index_entries(path, timeindex) == 4
+    assert index_entries(path, bytes(24)) == 1  # a first slot of zeros is an entry (offset 0 at time 0)
+    assert index_entries("d0/t-0/00000000000000000000.index", struct.pack(">ii", 0, 0) + struct.pack(">ii", 5, 70)) == 2
+    last_fields = {36, 43, 44, 47, 24, 31, 32, 35}  # entries 2 and 3: timestamp and offset edges
+    for site in sorted(last_fields):
+        assert find(damage_site(path, timeindex, "zero"), lambda at, site=site: at == site) == site
+
+
+@given(st.data())
+@settings(max_examples=5, database=None, phases=[Phase.generate])
+def test_a_truncation_or_cleaning_rounds_power_loss_has_its_own_budget(data):
+    """A power loss a truncation or a cleaning round draws for itself counts against
+    IN_RULE_CRASHES, not against the rules' MAX_CRASHES (the loader's crashes, where splits and swaps
+    are interrupted, stay available); the interrupted round is in the scenario as a ``crash`` step
+    ``during`` the clean."""
+    from conformance import scenario as sc
+    from conformance.crash_machine import IN_RULE_CRASHES
+    from conformance.runner import Session
+
+    machine = SimCrashMachine()
+    header = sc.Scenario((), {"cleanup.policy": "compact", "segment.index.bytes": 4096})
+    machine.session = Session(header, ("model", "impl"), "sim", faults=True)
+    machine.swarm = frozenset({"process"})
+    machine._do(sc.Create("t", 0))
+    machine.created.add(("t", 0))
+    for _ in range(2):
+        machine.append(("t", 0), data, 0, "none")
+        machine.roll(("t", 0))
+    step = sc.Clean("t", 0)
+    counted = machine._dry_run(step)
+    assert "rename" in counted
+    machine._crash(data, inside=True, during=step, counted=counted, in_rule=True)
+    assert (machine.crashes, machine.in_rule_crashes) == (0, 1) == (0, IN_RULE_CRASHES)
+    assert not machine._may_crash_in_rule() and machine._may_crash()
+    crash = machine.session.steps[-1]
+    assert crash.op == "crash" and crash.during == step
+    assert not any(v for v in machine.session.verdict.violations)
