@@ -183,6 +183,13 @@ def index_entries(path: str, content: bytes) -> int:
     return n
 
 
+def index_field_edges(path: str, content: bytes) -> list[int]:
+    """The first and last byte of each field of the index's last two entries (:func:`index_entries`)."""
+    size, edges = INDEX_FIELDS[path[path.rindex(".") :]]
+    n = index_entries(path, content)
+    return [e * size + f for e in range(max(0, n - 2), n) for f in edges]
+
+
 def batch_ends(content: bytes) -> list[int]:
     """0 and the end of every batch a framing-only scan of ``content`` finds: where a file may be cut
     back to, and where a tail begins."""
@@ -214,9 +221,7 @@ def damage_site(path: str, content: bytes, kind: str, text: bool = False, named:
             starts = [b.position for b in batches]
             fields = [p + f + w for p in named for f, n in BATCH_FIELDS for w in {0, n - 1} if p + f + w < len(content)]
     elif path.endswith(tuple(INDEX_FIELDS)):
-        size, offsets = INDEX_FIELDS[path[path.rindex(".") :]]
-        n = index_entries(path, content)
-        sites = [e * size + f for e in range(max(0, n - 2), n) for f in offsets]
+        sites = index_field_edges(path, content)
     elif text:
         sites = [i for i, c in enumerate(content) if 0x30 <= c <= 0x39]
         # the entries' digits, past the version and count lines: a damaged entry that still parses
