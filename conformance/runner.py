@@ -52,7 +52,7 @@ from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, digest,
 from conformance.tracing import PowerLoss
 from model.checkpoints import parse_epochs, parse_offsets
 from model.file_records import iterate_file
-from model.log_manager import CLEAN_LOAD, EPOCHS_PAST_END, LATER_DELETED, SPLIT_BELOW_BASE
+from model.log_manager import ALL_DELETED, CLEAN_LOAD, EPOCHS_PAST_END, LATER_DELETED, SPLIT_BELOW_BASE
 
 _OWN_PACKAGES = ("model", "impl", "conformance")
 
@@ -375,7 +375,7 @@ class Session:
                         # load into a recovery, which a clean load of corrupt bytes never was
                         reference["clean"] = _partitions_that_took(t, CLEAN_LOAD)
                         reference["epochs_ahead"] = epochs_ahead_of_log_start(t.image) | _partitions_that_took(
-                            t, EPOCHS_PAST_END
+                            t, EPOCHS_PAST_END, ALL_DELETED
                         )
                         reference["cut_midway"] = _partitions_that_took(t, LATER_DELETED, SPLIT_BELOW_BASE)
         problem = results.get(source.name, {}).get("problem")
@@ -667,7 +667,12 @@ class RecoveryTracker:
                 # next load into a recovery, which assigns epochs from the recovered batches where
                 # the clean load took the checkpoint as it was — after truncateFromEnd removed the
                 # only entry above a batch below the log start, the two differ (found by the
-                # time-to-catch control, corpora/crash/clean-load-crashed-recovery-rebuilds-the-epoch-cache.json)
+                # time-to-catch control, corpora/crash/clean-load-crashed-recovery-rebuilds-the-epoch-cache.json).
+                # And a load that found the log end below the checkpointed log start (model.log_manager.
+                # ALL_DELETED): it removes every segment, then clears the epoch cache (recoverLog's
+                # clearAndFlush), then creates a segment at the log start; a crash between the first two leaves the
+                # checkpoint, which the next load keeps, truncated from the start (found by the
+                # time-to-catch control, stop 25, corpora/crash/crash-before-the-epoch-cache-is-cleared.json)
                 ahead = self.reference.get("epochs_ahead", set()) | self.reference.get("clean", set())
                 got, want = ({k: _without_epochs(v) if k in ahead else v for k, v in d.items()} for d in (got, want))
                 diff = _first_difference(want, got) if got != want else None

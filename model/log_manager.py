@@ -75,6 +75,7 @@ CLEAN_LOAD = "6.2 marker present: clean load"
 LATER_DELETED = "5.6.1b later unflushed segments deleted"
 SPLIT_BELOW_BASE = "5.5 split below the segment's base"
 EPOCHS_PAST_END = "5.7 epoch entries at or past the log end removed"
+ALL_DELETED = "5.6.2 log end below log start: all segments deleted"
 
 
 @attrs.define
