@@ -188,6 +188,15 @@ def test_exit_status_is_1_for_a_new_signature_and_0_once_it_is_known(tmp_path):
     assert first.exit_code == 1, first.output
     summary = json.loads(first.output)
     assert summary["failed_tasks"] >= 1 and len(summary["findings"]) == 1
-    again = CliRunner().invoke(main, [*args[:2], "40", *args[3:]])  # two more seeds, same mutant
+    # resumed: both seeds are in the results already, nothing new runs
+    again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output
     assert json.loads(again.output)["skipped_seeds"] == 2 and json.loads(again.output)["findings"] == []
+    # run again from scratch (a new results folder) beside the same corpus: the same seeds fail with
+    # the signatures the corpus knows now, so nothing is new.  (Not two more seeds: other seeds may
+    # catch the mutant another way, a new signature — since stop 25 they do.)
+    at = args.index("--out") + 1
+    fresh = CliRunner().invoke(main, [*args[:at], str(tmp_path / "o2"), *args[at + 1 :]])
+    assert fresh.exit_code == 0, fresh.output
+    summary = json.loads(fresh.output)
+    assert summary["failed_tasks"] >= 1 and summary["skipped_seeds"] == 0 and summary["findings"] == []
