@@ -308,8 +308,9 @@ def _field_change(draw, path: str, content: bytes, text: bool) -> tuple[int, int
       log start moved, a leader epoch no longer above the one before it (§6.5, LeaderEpochFileCache's
       constructor assigns entry by entry);
     * a .log (a legacy segment copied in): a batch's base offset, outside the CRC, its sign bit
-      (bit 7 of the batch's first byte) or the bit below it flipped — negative, or 2^62 up past the segment's relative range: a
-      recovery keeps the batch and splits the segment there, a segment named by a negative offset
+      (bit 7 of the batch's first byte) or the bit below it flipped — negative, or 2^62 up past the
+      segment's relative range: a recovery keeps the batch and splits the segment there, a segment
+      named by a negative offset
       (§5.5, LogFileUtils.filenamePrefixFromOffset).
 
     The generic damage reaches these too, seldom: probes at stop 23 saw one or two such changes per

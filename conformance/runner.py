@@ -670,8 +670,8 @@ class RecoveryTracker:
                 # time-to-catch control, corpora/crash/clean-load-crashed-recovery-rebuilds-the-epoch-cache.json).
                 # And a load that found the log end below the checkpointed log start (model.log_manager.
                 # ALL_DELETED): it removes every segment, then clears the epoch cache (recoverLog's
-                # clearAndFlush), then creates a segment at the log start; a crash between the first two leaves the
-                # checkpoint, which the next load keeps, truncated from the start (found by the
+                # clearAndFlush), then creates a segment at the log start; a crash between the first
+                # two leaves the checkpoint, which the next load keeps, truncated from the start (found by the
                 # time-to-catch control, stop 25, corpora/crash/crash-before-the-epoch-cache-is-cleared.json)
                 ahead = self.reference.get("epochs_ahead", set()) | self.reference.get("clean", set())
                 got, want = ({k: _without_epochs(v) if k in ahead else v for k, v in d.items()} for d in (got, want))
