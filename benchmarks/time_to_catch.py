@@ -19,6 +19,7 @@ any speed or with other work beside them (the issue's budget stays 60 seconds).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -90,6 +91,7 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
     """One (mutant, seed): examples and seconds to the first violation, or None if not found within
     ``budget`` seconds (and ``examples`` examples, if given)."""
     from conformance.mutants import mutant_stack
+    from conformance.profiles import fresh_cases
     from conformance.properties import PropertyViolation
     from tests.mutants import ALL_MUTANTS
 
@@ -100,7 +102,7 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
     found, prop, witness = False, None, None
     stack = mutant_stack(name if name in ALL_MUTANTS and machine_kind(mutant) == "crash machine" else None)
     try:
-        with stack:
+        with stack, fresh_cases() if machine_kind(mutant) == "crash machine" else contextlib.nullcontext():
             run_state_machine_as_test(seed(seed_value)(machine), settings=config)
     except _OutOfBudget:
         pass

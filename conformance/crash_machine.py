@@ -38,8 +38,8 @@ from conformance import scenario as sc
 from conformance.crash_images import CORRUPTIONS, FAMILIES, FILLS, UNITS, Fault, journal
 from conformance.log_machine import DAY, LogMachine, configs
 from conformance.runner import DISK_STEPS, FAULT_STEPS, Session
-from conformance.sim_storage import Create, Rename, Truncate, Unlink
-from conformance.strategies import batch_ends, damage_site
+from conformance.sim_storage import Create, Dir, Rename, Truncate, Unlink
+from conformance.strategies import batch_ends, damage_site, final_entry
 from model.file_records import iterate_file
 from model.names import filename_prefix
 
@@ -91,12 +91,13 @@ def legacy_segments(draw, partition: int):
     )
 
 
-def faults(families, pending: int, marks: tuple[int, ...] = ()):
+def faults(families, pending: int, marks: tuple[int, ...] = (), cuts: tuple[int, ...] = ()):
     """A crash image description from ``families``, its op numbers around ``pending``; ``marks``
     are the pending operations that change a name or an extent (create, rename, unlink, truncate):
     half the op numbers fall on or right after one of them, where ordering bugs live (a truncation's
     unsynced renames or cut: the exhaustive sweep's findings, out of the machine's reach when every
-    op number was as likely)."""
+    op number was as likely).  ``cuts``, those of the marks that shorten a ``.log``: a loss of one
+    name or extent change is one of them a third of the time."""
     n = max(pending, 1) + 8
     ops = st.integers(0, n)
     if marks:
@@ -111,6 +112,13 @@ def faults(families, pending: int, marks: tuple[int, ...] = ()):
         # segment, or one of its unsynced renames, comes back (§4.7; the exhaustive sweep's
         # "every single lost operation"); a list of up to four drawn ops seldom lost just one mark
         lose = st.sampled_from(marks).map(lambda i: (i,)) | lose
+    if cuts:
+        # a segment's cut lost and what came after it kept: a truncation's cut of a segment below
+        # the recovery point, which Kafka never fsyncs, under the catch-up's new segment (§4.7,
+        # §4.10; corpora/crash/truncate-cut-durable-before-the-recovery-point.json).  Among the
+        # other marks — the catch-up's roll creates and resizes three files — it was one in six or
+        # more, and the machine missed that row on every seed within 60 s (stop 25)
+        lose = st.sampled_from(cuts).map(lambda i: (i,)) | lose
     by_family = {
         "process": st.just(Fault("process")),
         "prefix": st.builds(Fault, st.just("prefix"), keep=keep),
@@ -147,7 +155,7 @@ NEEDS_BROKER = frozenset(
     op for op, cls in sc.STEPS.items() if not issubclass(cls, (sc.Tick, sc.Open, *FAULT_STEPS, *DISK_STEPS))
 )
 # what a restarted broker's replicas do first (CrashMachine.open)
-AFTER_OPEN = ("nothing", "follower truncation", "follower catch-up", "retention check")
+AFTER_OPEN = ("nothing", "follower truncation", "follower catch-up")
 MARKED = (Create, Rename, Unlink, Truncate)  # journal entries a crash image may keep or lose by name
 TURNS = ("rename", "unlink", "truncate", "create", "fsync_dir")  # a step's operations worth crashing at
 
@@ -168,6 +176,19 @@ def _at_op(data, counted: list[str] | None = None) -> int:
                 choices.append(around(ops))
         return data.draw(st.one_of(choices), label="at_op")
     return data.draw(st.integers(0, 30) | st.integers(31, 160), label="at_op")
+
+
+def _segment_inodes(root: Dir) -> set[int]:
+    """The ids of the files named ``*.log`` under ``root``, by their current or durable names."""
+    out, dirs = set(), [root]
+    while dirs:
+        d = dirs.pop()
+        for name, node in (*d.entries.items(), *d.durable.items()):
+            if isinstance(node, Dir):
+                dirs.append(node)
+            elif name.endswith(".log"):
+                out.add(id(node))
+    return out
 
 
 def _is_text_checkpoint(path: str) -> bool:
@@ -246,9 +267,10 @@ def _damaged_file(files: dict[str, bytes]):
     partition's active segment's .log (twice: every load reads it); its .index or .timeindex (what
     a clean load trusts unread, KAFKA-7283: the offset index's last entry starts the tail it scans,
     the time index's last entry is the max timestamp, a full one rolls the next append — §4.3
-    rule 4); the other segments' .index or .timeindex (twice: what no load proves before a lookup
-    or a retention uses it, KAFKA-10207); a text checkpoint (recovery point, log start, leader epochs...); a partition's
-    leader-epoch checkpoint; an injected legacy segment's .log; any kind of file (.index,
+    rule 4); the other segments' .index or .timeindex (three times: what no load proves before a
+    lookup or a retention uses it, KAFKA-10207); a text checkpoint (recovery point, log start,
+    leader epochs...); a partition's leader-epoch checkpoint; an injected legacy segment's .log;
+    any kind of file (.index,
     .timeindex, a snapshot...), each kind as likely as the others."""
     by_kind: dict[str, list[str]] = {}
     for p in files:
@@ -275,12 +297,13 @@ def _damaged_file(files: dict[str, bytes]):
     # unclean one below the recovery point) leaves unproven — Kafka trusts the final time entry as
     # the segment's max timestamp for retention and the entries for lookups (KAFKA-10207, §7.8);
     # reached only as "any file of any kind" before (stop 25: 5 damaged inactive indexes in 150
-    # cases with this choice once); twice, as the active .log
+    # cases with this choice once; with it twice, 7 hits in 400 cases at stop 26, and the after-open
+    # retention check after two of them): three times
     inactive_indexes = sorted(
         p for p in files if p.endswith((".index", ".timeindex")) and p not in active_indexes
         and p.rsplit(".", 1)[0] + ".log" in files
     )
-    choices += [st.sampled_from(inactive_indexes)] * 2 if inactive_indexes else []
+    choices += [st.sampled_from(inactive_indexes)] * 3 if inactive_indexes else []
     choices += [st.sampled_from(texts)] if texts else []
     # a partition's own checkpoint (the leader-epoch cache a load rebuilds from it, §6.5) as likely as
     # the .logs: among all text checkpoints — two per data directory — it was one damage in fifteen,
@@ -361,6 +384,7 @@ class CrashMachine(LogMachine):
         self.interruptible: frozenset[str] = frozenset(INTERRUPTIBLE)
         self.branches_reached: set[str] = set()  # loader branches of every open (campaign rows)
         self.down_for = 0  # steps taken since the broker went down
+        self.index_damaged = False  # an index file damaged since the broker last came back
 
     @initialize(
         target=LogMachine.partitions,
@@ -449,7 +473,10 @@ class CrashMachine(LogMachine):
           the next append, load or crash makes the difference unobservable, and a −3 lookup drawn
           among the other rules came before those in none of 13 such truncations per 30 s (a probe
           at stop 21).
-        * The catch-up is what a follower does next in Kafka (ReplicaFetcherThread); new batches at
+        * The catch-up (two times in three, after the lookup) is what a follower does next in Kafka
+          (ReplicaFetcherThread): one time in three, as a third choice beside "nothing" and the
+          lookup, the catch-up and the power loss after it came in one of 75 truncations below the
+          recovery point in 400 cases (a probe at stop 26); new batches at
           the offsets a truncation removed are what a crash that loses the cut of the segment below
           turns into offsets going back (§4.7, §4.10: Kafka never fsyncs the cut, and a roll at the
           truncation point flushes nothing, corpora/crash/truncate-cut-durable-before-the-recovery-point.json).
@@ -457,10 +484,13 @@ class CrashMachine(LogMachine):
           truncation seldom enough that the state machines missed it within 60 s (stops 19–21).
         * One truncation in six (when the case may still crash) is interrupted by a power loss at
           one of its storage operations, drawn from a dry run as ``crash_inside`` draws them.
-        * Then, one time in three (when the case may still crash), a power loss between steps: the
-          window where a truncation's unsynced renames and cut are pending (§4.7; the exhaustive
-          sweep's findings).  Drawn among the other rules, a power loss came within five steps of a
-          truncation in 19 distinct cases a minute (a probe at stop 24)."""
+        * Then, one time in three (when the case may still crash; one in two after a catch-up), a
+          power loss between steps: the window where a truncation's unsynced renames and cut are
+          pending (§4.7; the exhaustive sweep's findings).  Drawn among the other rules, a power
+          loss came within five steps of a truncation in 19 distinct cases a minute (a probe at
+          stop 24).  It draws from every crash family, not only the case's swarm: the reorderings
+          that lose one of those operations and keep the others were in the swarm of 8 of 49 such
+          power losses (a probe at stop 26)."""
         if self._may_crash_in_rule() and data.draw(st.integers(0, 5), label="power loss during") == 0:
             # the truncation itself interrupted: its renames of the segments above the target (one
             # per file), then the cut (§4.7) — a probe at stop 24 saw 4 crashes inside a truncation
@@ -471,15 +501,16 @@ class CrashMachine(LogMachine):
             self._crash(data, inside=True, during=step, in_rule=True)
             return
         super().truncate(tp, data)
-        after = data.draw(st.sampled_from(["nothing", "max-timestamp lookup", "catch-up"]), label="after truncation")
-        if after == "max-timestamp lookup":
+        if data.draw(st.integers(0, 2), label="max-timestamp lookup") == 0:
             self._do(sc.OffsetForTimestamp(tp[0], tp[1], -3))
-        elif after == "catch-up" and self.running:
+        caught_up = self.running and data.draw(st.integers(0, 2), label="catch-up") > 0
+        if caught_up:
             if data.draw(st.booleans(), label="catch-up in a new segment"):
                 self._do(sc.Roll(*tp))
             epoch = self._epoch(tp, self.epochs.get(tp, 0) + 1)
             self.append_as_follower(tp, data, 0, epoch)
-        if self.running and self._may_crash_in_rule() and data.draw(st.integers(0, 2), label="power loss after") == 0:
+        crash_odds = st.integers(0, 1 if caught_up else 2)
+        if self.running and self._may_crash_in_rule() and data.draw(crash_odds, label="power loss after") == 0:
             self._crash(data, inside=False, in_rule=True)
 
     @precondition(lambda self: self._up())
@@ -507,7 +538,7 @@ class CrashMachine(LogMachine):
 
     def _may_crash_in_rule(self) -> bool:
         """A truncation or a cleaning round may still draw a power loss of its own (IN_RULE_CRASHES)."""
-        return self.in_rule_crashes < IN_RULE_CRASHES and bool(set(FAMILIES) & self.swarm)
+        return self.in_rule_crashes < IN_RULE_CRASHES and bool(self._families(in_rule=True))
 
     def _epoch(self, tp, epoch: int) -> int:
         """Leader epochs only grow; a drawn 3 is a new leader (one append in four), so a partition's
@@ -518,13 +549,21 @@ class CrashMachine(LogMachine):
             epoch = self.epochs.get(tp, 0) + 1
         return super()._epoch(tp, epoch)
 
-    def _families(self):
-        return [f for f in FAMILIES if f in self.swarm]
+    def _families(self, in_rule: bool = False):
+        """The crash families a power loss draws from: the case's swarm, or, for a truncation's or a
+        cleaning round's own power loss, every family the machine may use (``swarm_kinds``)."""
+        kinds = self.swarm_kinds if in_rule else self.swarm
+        return [f for f in FAMILIES if f in kinds]
 
-    def _pending(self) -> tuple[int, tuple[int, ...]]:
-        """How many operations are pending, and which of them change a name or an extent."""
-        ops = journal(self.session.source.raw_storage)
-        return len(ops), tuple(i for i, (_, op) in enumerate(ops) if isinstance(op, MARKED))
+    def _pending(self) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+        """How many operations are pending, which of them change a name or an extent, and which of
+        those shorten a ``.log`` (a truncation's cut)."""
+        storage = self.session.source.raw_storage
+        ops = journal(storage)
+        marks = tuple(i for i, (_, op) in enumerate(ops) if isinstance(op, MARKED))
+        logs = _segment_inodes(storage.root)
+        cuts = tuple(i for i in marks if isinstance(ops[i][1], Truncate) and id(ops[i][0]) in logs)
+        return len(ops), marks, cuts
 
     def _dry_run(self, step: sc.Step) -> list[str] | None:
         """The storage operations ``step`` would make now, by name, in order: the scenario so far
@@ -602,11 +641,11 @@ class CrashMachine(LogMachine):
         if inside and during is None:
             during = self._interrupted_step(data)
         at_op = self._interrupt_at(data, during, counted) if inside else 0
-        pending, marks = self._pending()
+        pending, marks, cuts = self._pending()
         if inside:  # the step's own operations come after these: op numbers up to 20 past them
-            fault = data.draw(faults(self._families(), pending + 20), label="fault")
+            fault = data.draw(faults(self._families(in_rule), pending + 20), label="fault")
         else:
-            fault = data.draw(faults(self._families(), pending, marks), label="fault")
+            fault = data.draw(faults(self._families(in_rule), pending, marks, cuts), label="fault")
         step = sc.Crash(fault, during, at_op)
         if in_rule:
             self.in_rule_crashes += 1
@@ -653,17 +692,26 @@ class CrashMachine(LogMachine):
         return {p: b for p, b in sorted(self.session.source.image()[0].items()) if b}
 
     def _corrupt(self, data, path: str, nonempty: dict[str, bytes], kind: str, copied: bool = False) -> None:
-        """Damage ``path``: half the time one field changed by one bit where :func:`_field_change`
-        knows the fields — a text checkpoint, or a legacy segment ``copied`` in — else ``kind``.
+        """Damage ``path``: half the time an index's final entry zeroed, or one field changed by one
+        bit where :func:`_field_change` knows the fields — a text checkpoint, or a legacy segment
+        ``copied`` in — else ``kind``.
         Not every .log: the generic damage of the last batches' header fields (a CRC-covered field
         a clean load does not check, §4.5 rule 3) is what two mutants need, and halving it lost
         them on both seeds (a full run at stop 23, stopped)."""
         text = _is_text_checkpoint(path)
-        if (text or copied) and data.draw(st.booleans(), label="one field changed"):
+        final = final_entry(path, nonempty[path]) if path.endswith((".index", ".timeindex")) else None
+        if final is not None and data.draw(st.booleans(), label="final entry zeroed"):
+            # an index's final entry zeroed, as a preallocated file's padding (KAFKA-10207/19200): a
+            # time index's final timestamp 0, the segment's largest timestamp for a retention that
+            # trusts it (§7.8).  The generic damage's field edges changed that timestamp in one
+            # distinct case of 400 (a probe at stop 26: its high byte is already zero)
+            kind, offset, length, seed = "zero", *final, 0
+        elif (text or copied) and data.draw(st.booleans(), label="one field changed"):
             kind, length, offset, seed = "bitflip", 1, *data.draw(_field_change(path, nonempty[path], text))
         else:
             kind, length, offset, seed = self._damage(data, path, nonempty, kind, text)
         self._do(sc.Corrupt(path, offset, length, kind, seed))
+        self.index_damaged |= path.endswith((".index", ".timeindex"))
         event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")
         self.corruptions += 1
 
@@ -725,11 +773,14 @@ class CrashMachine(LogMachine):
         likely: nothing (a leader); the follower's truncation to where its log diverges from the
         leader's (KIP-101, KIP-279: on becoming a follower a replica truncates before it fetches),
         with what follows a truncation (:meth:`truncate`); the follower's catch-up alone (no
-        divergence, it fetches at its log end); the broker's first retention check
-        (``log.initial.task.delay.ms`` after start), which goes by each segment's largest timestamp —
-        read from the final entry of a time index no recovery checked (KAFKA-10207: a zeroed entry
-        deletes the segment early, §7.8; drawn among the other rules, a retention came after a
-        damaged inactive index seldom enough that its mutant was a gap at stop 25).
+        divergence, it fetches at its log end).  Then, when an index was damaged
+        while the broker was down, the broker's first retention check (``log.initial.task.delay.ms``
+        after start), which goes by each segment's largest timestamp — read from the final entry of
+        a time index no recovery checked (KAFKA-10207: a zeroed entry deletes the segment early,
+        §7.8).  Drawn among the other rules, a retention came after a damaged inactive index seldom
+        enough that its mutant was a gap at stop 25; as a fourth choice instead of a follower's
+        step, on every load, it diluted the catch-up that KAFKA-10471's mutant needs (9/10 at stop
+        24, 0/2 at stop 25).
 
         Right after a load is where three of the loader's decisions show: a clean load has loaded no
         segment's max timestamp, so a truncation that cuts a time index's only entry leaves Kafka's
@@ -740,22 +791,21 @@ class CrashMachine(LogMachine):
         the recovery point past them (§4.7, §4.10).  Drawn among the other rules, a truncation or
         an append of that partition came first after the load seldom: those three mutants were gaps
         in the 60 s budget at stop 23."""
+        damaged, self.index_damaged = self.index_damaged, False
         self._open()
         if not self.running or not self.created:
             return
         after = data.draw(st.sampled_from(AFTER_OPEN), label="after open")
-        if after == "nothing":
-            return
-        if after == "retention check":
+        if after != "nothing":
+            tp = data.draw(st.sampled_from(sorted(self.created)), label="follower")
             event(f"after open: {after}")
+            if after == "follower truncation":
+                self.truncate(tp, data)
+            else:
+                self.append_as_follower(tp, data, 0, self._epoch(tp, self.epochs.get(tp, 0) + 1))
+        if self.running and damaged:
+            event("after open: retention check")
             self.retention()
-            return
-        tp = data.draw(st.sampled_from(sorted(self.created)), label="follower")
-        event(f"after open: {after}")
-        if after == "follower truncation":
-            self.truncate(tp, data)
-        else:
-            self.append_as_follower(tp, data, 0, self._epoch(tp, self.epochs.get(tp, 0) + 1))
 
     def _up(self) -> bool:
         return self.running or self.down_for >= self.down_rules

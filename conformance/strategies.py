@@ -190,6 +190,16 @@ def index_field_edges(path: str, content: bytes) -> list[int]:
     return [e * size + f for e in range(max(0, n - 2), n) for f in edges]
 
 
+def final_entry(path: str, content: bytes) -> tuple[int, int] | None:
+    """(offset, length) of the last entry of the index at ``path`` that Kafka lists
+    (:func:`index_entries`), None if it lists none: the slot a preallocated index left zero when it
+    was not trimmed holds, which Kafka takes for the segment's largest timestamp (KAFKA-10207,
+    KAFKA-19200, §7.8)."""
+    size = INDEX_FIELDS[path[path.rindex(".") :]][0]
+    n = index_entries(path, content)
+    return ((n - 1) * size, size) if n else None
+
+
 def batch_ends(content: bytes) -> list[int]:
     """0 and the end of every batch a framing-only scan of ``content`` finds: where a file may be cut
     back to, and where a tail begins."""

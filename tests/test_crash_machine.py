@@ -98,6 +98,23 @@ def test_index_damage_lands_on_the_fields_of_the_last_entries():
     assert index_field_edges("d0/t-0/00000000000000000000.index", struct.pack(">ii", 0, 0)) == [0, 3, 4, 7]
 
 
+def test_the_final_entry_of_an_index_is_the_last_one_kafka_lists():
+    """What the crash machine zeroes in an index (KAFKA-10207's padded slot): the last entry before
+    the first zero slot, not the file's last bytes; none in an empty or a short file."""
+    import struct
+
+    from conformance.strategies import final_entry
+
+    path = "d0/t-0/00000000000000000000.timeindex"
+    entries = b"".join(struct.pack(">qi", 1_700_000_000_000 + i, i) for i in range(3))
+    assert final_entry(path, entries) == (24, 12)
+    assert final_entry(path, entries + bytes(12 * 5)) == (24, 12)
+    assert final_entry(path, entries + b"\x01" * 5) == (24, 12)  # a trailing partial slot is no entry
+    assert final_entry(path, b"") is None
+    assert final_entry(path, bytes(11)) is None
+    assert final_entry("d0/t-0/00000000000000000007.index", struct.pack(">ii", 0, 0) * 3) == (0, 8)
+
+
 @given(st.data())
 @settings(max_examples=5, database=None, phases=[Phase.generate])
 def test_a_truncation_or_cleaning_rounds_power_loss_has_its_own_budget(data):
