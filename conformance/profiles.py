@@ -7,7 +7,7 @@
 
 Select one with ``HYPOTHESIS_PROFILE``; with ``CI`` set the default is ``ci``.
 
-:func:`fresh_cases` is how the time-to-catch benchmark runs the crash machine (see there).
+:func:`fresh_cases` is how the crash machine's CI test and the time-to-catch benchmark run it (see there).
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ def fresh_cases():
     in 60 s).  Without them, on seeds 0–1 of the time-to-catch benchmark, every partial or missed
     crash-machine row but one was found on both seeds (stop 26; corpora/README.md).
 
-    Used by ``benchmarks/time_to_catch.py`` only, for now: under it the crash machine's derandomized
-    CI test found a control case not yet judged (corpora/found/idempotent-recovery-54eed4fba5), so
-    the CI test keeps Hypothesis's own generation until that case is settled.
+    Used by the crash machine's test (tests/test_crash_machine.py) and ``benchmarks/time_to_catch.py``,
+    so the table measures what CI runs; not by campaigns, whose recorded findings replay the draws
+    of Hypothesis's own generation (tests/test_campaign.py).
 
     The mutator is private API: if a Hypothesis release renames it, this does nothing (and the
     time-to-catch table shows it)."""
