@@ -4,7 +4,7 @@ corruption, checking every DESIGN.md property after every ``open`` (spec §5, §
 * At most three crashes per case (``MAX_CRASHES``); a crash falls between steps or inside one —
   any operation, a graceful shutdown, or the loader itself — at its k-th storage operation.  A
   truncation or a cleaning round may draw one more power loss of its own (``IN_RULE_CRASHES``):
-  inside it, or right after a truncation.
+  inside it, or right after a truncation, from every crash family.
 * Most cases start from a partition with history (``HISTORIES``: rolled segments, flushed and
   checkpointed, an unflushed append on top), so truncations, retention and cleaning rounds that
   remove or replace several segments happen within the first steps.
@@ -270,8 +270,7 @@ def _damaged_file(files: dict[str, bytes]):
     rule 4); the other segments' .index or .timeindex (three times: what no load proves before a
     lookup or a retention uses it, KAFKA-10207); a text checkpoint (recovery point, log start,
     leader epochs...); a partition's leader-epoch checkpoint; an injected legacy segment's .log;
-    any kind of file (.index,
-    .timeindex, a snapshot...), each kind as likely as the others."""
+    any kind of file (.index, .timeindex, a snapshot...), each kind as likely as the others."""
     by_kind: dict[str, list[str]] = {}
     for p in files:
         by_kind.setdefault(p.rsplit("/", 1)[-1].split(".", 1)[-1], []).append(p)
@@ -464,19 +463,19 @@ class CrashMachine(LogMachine):
     @rule(tp=LogMachine.partitions, data=st.data())
     def truncate(self, tp, data):
         """A follower's truncation (KIP-101: to the offset where its log diverges from the new
-        leader's), then, each equally likely: nothing; the max-timestamp lookup (−3); the follower's
-        catch-up — the new leader's batches appended at the truncation point, in a new segment half
-        the time.
+        leader's), then, one time in three, the max-timestamp lookup (−3), then, two times in three,
+        the follower's catch-up — the new leader's batches appended at the truncation point, in a
+        new segment half the time.
 
         * A truncation that cuts a time index's only entry before the segment's max timestamp was
           loaded leaves Kafka's max at (−1, base) while batches with timestamps remain (§4.7 rule 7);
           the next append, load or crash makes the difference unobservable, and a −3 lookup drawn
           among the other rules came before those in none of 13 such truncations per 30 s (a probe
           at stop 21).
-        * The catch-up (two times in three, after the lookup) is what a follower does next in Kafka
-          (ReplicaFetcherThread): one time in three, as a third choice beside "nothing" and the
-          lookup, the catch-up and the power loss after it came in one of 75 truncations below the
-          recovery point in 400 cases (a probe at stop 26); new batches at
+        * The catch-up is what a follower does next in Kafka (ReplicaFetcherThread).  As one of three
+          choices beside "nothing" and the lookup, a catch-up in a new segment and a power loss
+          after it came in one of 75 truncations below the recovery point in 400 cases (a probe at
+          stop 26).  New batches at
           the offsets a truncation removed are what a crash that loses the cut of the segment below
           turns into offsets going back (§4.7, §4.10: Kafka never fsyncs the cut, and a roll at the
           truncation point flushes nothing, corpora/crash/truncate-cut-durable-before-the-recovery-point.json).
@@ -773,14 +772,14 @@ class CrashMachine(LogMachine):
         likely: nothing (a leader); the follower's truncation to where its log diverges from the
         leader's (KIP-101, KIP-279: on becoming a follower a replica truncates before it fetches),
         with what follows a truncation (:meth:`truncate`); the follower's catch-up alone (no
-        divergence, it fetches at its log end).  Then, when an index was damaged
-        while the broker was down, the broker's first retention check (``log.initial.task.delay.ms``
-        after start), which goes by each segment's largest timestamp — read from the final entry of
-        a time index no recovery checked (KAFKA-10207: a zeroed entry deletes the segment early,
-        §7.8).  Drawn among the other rules, a retention came after a damaged inactive index seldom
-        enough that its mutant was a gap at stop 25; as a fourth choice instead of a follower's
-        step, on every load, it diluted the catch-up that KAFKA-10471's mutant needs (9/10 at stop
-        24, 0/2 at stop 25).
+        divergence, it fetches at its log end).  Then, when an index was damaged while the broker
+        was down, the broker's first retention check (``log.initial.task.delay.ms`` after start),
+        which goes by each segment's largest timestamp — read from the final entry of a time index
+        no recovery checked (KAFKA-10207: a zeroed entry deletes the segment early, §7.8).  Drawn
+        among the other rules, a retention came after a damaged inactive index seldom enough that
+        its mutant was a gap at stop 25; as a fourth choice instead of a follower's step, on every
+        load, it diluted the catch-up that KAFKA-10471's mutant needs (9/10 at stop 24, 0/2 at
+        stop 25).
 
         Right after a load is where three of the loader's decisions show: a clean load has loaded no
         segment's max timestamp, so a truncation that cuts a time index's only entry leaves Kafka's
