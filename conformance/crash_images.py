@@ -112,16 +112,7 @@ def _apply(data: bytearray, op) -> None:
 def journal(storage: SimStorage, page: int = 4096) -> list[tuple[object, object]]:
     """The pending operations in order, then the dirty mapped pages as page writes."""
     ops = storage.pending_ops()
-    inodes: dict[int, Inode] = {}
-
-    def walk(d: Dir) -> None:
-        for node in list(d.entries.values()) + list(d.durable.values()):
-            if isinstance(node, Dir):
-                walk(node)
-            else:
-                inodes[id(node)] = node
-
-    walk(storage.root)
+    inodes: dict[int, Inode] = {id(node): node for _, node in storage.inodes()}
     for inode in inodes.values():
         explained = _replay(inode, inode.pending)
         current = bytes(inode.data)

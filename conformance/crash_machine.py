@@ -38,7 +38,7 @@ from conformance import scenario as sc
 from conformance.crash_images import CORRUPTIONS, FAMILIES, FILLS, UNITS, Fault, journal
 from conformance.log_machine import DAY, LogMachine, configs
 from conformance.runner import DISK_STEPS, FAULT_STEPS, Session
-from conformance.sim_storage import Create, Dir, Rename, Truncate, Unlink
+from conformance.sim_storage import Create, Rename, Truncate, Unlink
 from conformance.strategies import batch_ends, damage_site, final_entry
 from model.file_records import iterate_file
 from model.names import filename_prefix
@@ -176,19 +176,6 @@ def _at_op(data, counted: list[str] | None = None) -> int:
                 choices.append(around(ops))
         return data.draw(st.one_of(choices), label="at_op")
     return data.draw(st.integers(0, 30) | st.integers(31, 160), label="at_op")
-
-
-def _segment_inodes(root: Dir) -> set[int]:
-    """The ids of the files named ``*.log`` under ``root``, by their current or durable names."""
-    out, dirs = set(), [root]
-    while dirs:
-        d = dirs.pop()
-        for name, node in (*d.entries.items(), *d.durable.items()):
-            if isinstance(node, Dir):
-                dirs.append(node)
-            elif name.endswith(".log"):
-                out.add(id(node))
-    return out
 
 
 def _is_text_checkpoint(path: str) -> bool:
@@ -560,7 +547,7 @@ class CrashMachine(LogMachine):
         storage = self.session.source.raw_storage
         ops = journal(storage)
         marks = tuple(i for i, (_, op) in enumerate(ops) if isinstance(op, MARKED))
-        logs = _segment_inodes(storage.root)
+        logs = {id(node) for name, node in storage.inodes() if name.endswith(".log")}
         cuts = tuple(i for i in marks if isinstance(ops[i][1], Truncate) and id(ops[i][0]) in logs)
         return len(ops), marks, cuts
 
@@ -697,8 +684,8 @@ class CrashMachine(LogMachine):
         Not every .log: the generic damage of the last batches' header fields (a CRC-covered field
         a clean load does not check, §4.5 rule 3) is what two mutants need, and halving it lost
         them on both seeds (a full run at stop 23, stopped)."""
-        text = _is_text_checkpoint(path)
-        final = final_entry(path, nonempty[path]) if path.endswith((".index", ".timeindex")) else None
+        text, index = _is_text_checkpoint(path), path.endswith((".index", ".timeindex"))
+        final = final_entry(path, nonempty[path]) if index else None
         if final is not None and data.draw(st.booleans(), label="final entry zeroed"):
             # an index's final entry zeroed, as a preallocated file's padding (KAFKA-10207/19200): a
             # time index's final timestamp 0, the segment's largest timestamp for a retention that
@@ -710,7 +697,7 @@ class CrashMachine(LogMachine):
         else:
             kind, length, offset, seed = self._damage(data, path, nonempty, kind, text)
         self._do(sc.Corrupt(path, offset, length, kind, seed))
-        self.index_damaged |= path.endswith((".index", ".timeindex"))
+        self.index_damaged |= index
         event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")
         self.corruptions += 1
 

@@ -404,9 +404,8 @@ class Session:
         # §6.2 steps 3–4, so every segment is recovered from 0) interrupted no recovery: that load is
         # another load, whose epoch cache holds what recovering every segment assigns, not a partial
         # one to compare with the uninterrupted load (corpora/found/idempotent-recovery-54eed4fba5)
-        if isinstance(step, sc.FailIo) and results.get(source.name, {}).get("completed"):
-            settled = False
-        self.tracker.crashed(reference if settled else None, isinstance(during, sc.Open))
+        got_past = isinstance(step, sc.FailIo) and results.get(source.name, {}).get("completed")
+        self.tracker.crashed(reference if settled and not got_past else None, isinstance(during, sc.Open))
         self._shutdown_at = None
         verdict.results.append(results)
 

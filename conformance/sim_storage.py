@@ -310,6 +310,15 @@ class SimStorage:
 
     # --- images ----------------------------------------------------------------------------------
 
+    def inodes(self, d: Dir | None = None):
+        """(name, inode) of every file under ``d`` (the root), by its current and its durable
+        names, depth first: a file renamed since the last directory sync comes twice."""
+        for name, node in (*(d or self.root).entries.items(), *(d or self.root).durable.items()):
+            if isinstance(node, Dir):
+                yield from self.inodes(node)
+            else:
+                yield name, node
+
     def _files(self, durable: bool) -> dict[str, bytes]:
         out: dict[str, bytes] = {}
 

@@ -14,20 +14,20 @@ SimCrashMachine = make_crash_machine("sim")
 OsCrashMachine = make_crash_machine("os")
 
 
-class TestCrashMachineSim(SimCrashMachine.TestCase):
-    settings = settings(settings(), stateful_step_count=40)
-
-    def runTest(self):
-        with fresh_cases():  # as the time-to-catch benchmark measures it (conformance/profiles.py)
-            super().runTest()
-
-
-class TestCrashMachineOs(OsCrashMachine.TestCase):
-    settings = settings(settings(), max_examples=max(10, settings().max_examples // 5))
+class _FreshCases:
+    """Runs the machine as the time-to-catch benchmark measures it (conformance/profiles.py)."""
 
     def runTest(self):
         with fresh_cases():
             super().runTest()
+
+
+class TestCrashMachineSim(_FreshCases, SimCrashMachine.TestCase):
+    settings = settings(settings(), stateful_step_count=40)
+
+
+class TestCrashMachineOs(_FreshCases, OsCrashMachine.TestCase):
+    settings = settings(settings(), max_examples=max(10, settings().max_examples // 5))
 
 
 def test_a_dry_run_numbers_operations_as_the_crash_counts_them():
