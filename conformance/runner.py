@@ -568,7 +568,14 @@ class RecoveryTracker:
     def _cleaning_neighbours(self, model, step, groups, after) -> None:
         """A cleaning round installs its groups one by one (§5.9): a crash between two leaves the
         first ones cleaned and the rest as they were, so the neighbours of every such mix are
-        neighbours the log has had."""
+        neighbours the log has had.
+
+        And a crash inside one group's swap, once its ``.swap`` files are durable, leaves a mix of
+        the group itself: the next load deletes only the originals whose base lies in [swap base,
+        swap readNextOffset) and renames the ``.swap`` over the original of the same base (§5.2
+        steps 3–4, §5.9 caveat 1).  When cleaning removed the group's last batches, the cleaned
+        segment ends early and the originals above its end come back beside it (found by the
+        time-to-catch control, stop 26: corpora/found/prefix-ba8ffe62e6)."""
         before, bases = self.last
         key = f"{model.manager.dir_of(step.topic, step.partition)}/{step.topic}-{step.partition}"
         old, new, bases = before.get(key, []), after.get(key, []), bases.get(key, [])
@@ -576,10 +583,24 @@ class RecoveryTracker:
         for group in groups:
             later = [b for b in bases if b > group[-1]]
             ranges.append((group[0], later[0] if later else 2**63))
+        mixes = []
         for installed in range(1, len(groups)):
-            mixed = [b for b in new if b[0] < ranges[installed][0]]
-            mixed += [b for b in old if ranges[installed][0] <= b[0] < ranges[-1][1]]
-            mixed += [b for b in new if b[0] >= ranges[-1][1]]
+            mixes.append(
+                [b for b in new if b[0] < ranges[installed][0]]
+                + [b for b in old if ranges[installed][0] <= b[0] < ranges[-1][1]]
+                + [b for b in new if b[0] >= ranges[-1][1]]
+            )
+        for start, end in ranges:
+            cleaned = [b for b in new if start <= b[0] < end]
+            read_next = cleaned[-1][1] + 1 if cleaned else start
+            kept = [s for s in bases if s >= max(read_next, start + 1)]
+            back = kept[0] if kept else 2**63
+            mixes.append(
+                [b for b in new if b[0] < end]
+                + [b for b in old if back <= b[0] < ranges[-1][1]]
+                + [b for b in new if b[0] >= ranges[-1][1]]
+            )
+        for mixed in mixes:
             self.pairs[key].update((a[2], b[2]) for a, b in zip(mixed, mixed[1:], strict=False))
 
     def crashed(self, reference, during_open: bool) -> None:
