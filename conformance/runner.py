@@ -147,8 +147,19 @@ def _short(v) -> str:
 # --- index-agrees ------------------------------------------------------------------------------------
 
 
-def index_problem(offset_entries, time_entries, log: bytes, active: bool, base: int | None = None) -> str | None:
+def index_problem(
+    offset_entries, time_entries, log: bytes, active: bool, base: int | None = None, end: int | None = None
+) -> str | None:
     """None if every entry is right about ``log`` (a scan is the truth), else the first problem.
+
+    ``end`` is the segment's end offset (the next segment's base, or the log end offset): an entry
+    past the last batch but below it is Kafka's own.  A cleaned segment's index entry names the
+    largest offset its cleaner kept (``FilterResult.maxOffset``), which may lie below the batch's
+    preserved last offset; a truncation into that batch cuts the log before it but keeps every entry
+    below the target (§4.7), and the log end offset becomes the target, so the entry names an offset
+    the log no longer holds and the next append's entries lie above it (found by the time-to-catch
+    control, stop 26: corpora/found/index-agrees-0ed501a4f1).  Lookups stay right: an entry is a lower
+    bound on its offset's position.
 
     Not checked: that an inactive segment's last time entry carries its max timestamp (§9.1.4).
     Kafka itself breaks that: after a restart ``truncateTo`` truncates the time index before it
@@ -172,14 +183,15 @@ def index_problem(offset_entries, time_entries, log: bytes, active: bool, base: 
     batches = [(b.position, b.header()) for b in iterate_file(log).batches]
     starts = {p: (h.offset if h.magic >= 2 else h.last_offset) for p, h in batches}
     last_offset = batches[-1][1].last_offset if batches else None
+    past = last_offset if end is None or last_offset is None else end - 1  # the largest offset an entry may name
     for i, (key, position) in enumerate(offset_entries):
         if position not in starts:
             return f"offset index entry {i} ({key}, {position}) does not point at a batch start"
-        if starts[position] > key or last_offset is None or key > last_offset:
+        if starts[position] > key or past is None or key > past:
             return f"offset index entry {i} ({key}, {position}) names an offset its batch does not hold"
     running, j = -1, 0
     for i, (ts, offset) in enumerate(time_entries):
-        if last_offset is None or offset > last_offset:
+        if past is None or offset > past:
             return f"time index entry {i} ({ts}, {offset}) is past the end of the log"
         while j < len(batches) and batches[j][1].last_offset < offset:
             if i:  # before the first entry: what a truncation may have made Kafka forget
@@ -884,10 +896,12 @@ def _check(
         if faulted and isinstance(t, ModelTarget):
             continue  # the model holds Kafka's index files, which after a fault may be padding or junk
         _count(verdict, INDEX_AGREES)
-        for key, (offsets, times, log, active) in sorted(t.index_entries().items()):
+        entries = t.index_entries()
+        ends = _segment_ends(entries, t.state()["partitions"])
+        for key, (offsets, times, log, active) in sorted(entries.items()):
             if tainted(key.rsplit("/", 1)[0], corrupted):
                 continue  # a corrupted partition's unrecovered indexes stay as Kafka trusts them (KIP-263)
-            problem = index_problem(offsets, times, log, active, int(key.rsplit("/", 1)[-1]))
+            problem = index_problem(offsets, times, log, active, int(key.rsplit("/", 1)[-1]), ends.get(key))
             if problem:
                 verdict.violations.append(Violation(INDEX_AGREES, index, f"{t.name} segment {key}: {problem}"))
                 return
@@ -943,6 +957,18 @@ def _check(
                         )
                     )
                     return
+
+
+def _segment_ends(entries: dict, partitions: dict) -> dict[str, int]:
+    """``<dir>/<topic-partition>/<base>`` → the segment's end offset: the next segment's base, or the
+    log end offset for the last one (segments whose indexes were not materialised still count)."""
+    ends = {}
+    for key, p in partitions.items():
+        bases = sorted(seg[0] for seg in p["segments"])
+        for base, nxt in zip(bases, [*bases[1:], p["log_end_offset"]], strict=True):
+            if f"{key}/{base}" in entries:
+                ends[f"{key}/{base}"] = nxt
+    return ends
 
 
 def tainted(partition: str, corrupted) -> bool:

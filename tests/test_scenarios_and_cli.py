@@ -224,3 +224,11 @@ def test_index_agrees_forgives_only_what_kafka_itself_keeps():
     # an entry below the segment's base (a legacy index's overflowed relative offset) is not checked
     assert index_problem([], [(100, -7)], b"", False, base=2) is None
     assert "past the end of the log" in index_problem([], [(100, -7)], b"", False)
+    # past the last batch but below the segment's end offset: what a truncation into a cleaned batch
+    # leaves (an entry naming the largest offset the cleaner kept; corpora/found/index-agrees-0ed501a4f1)
+    last = len(log) - len(build_batch_v2(4, [(700, b"k", b"v")]))
+    assert index_problem([(6, last)], [(800, 6)], log, True, end=7) is None
+    assert "names an offset its batch does not hold" in index_problem([(6, last)], [], log, True, end=6)
+    assert "names an offset its batch does not hold" in index_problem([(6, last)], [], log, True)
+    assert "past the end of the log" in index_problem([], [(800, 7)], log, True, end=7)
+    assert "past the end of the log" in index_problem([], [(800, 5)], log, True)
