@@ -899,12 +899,10 @@ def _check(
         if faulted and isinstance(t, ModelTarget):
             continue  # the model holds Kafka's index files, which after a fault may be padding or junk
         _count(verdict, INDEX_AGREES)
-        entries = t.index_entries()
-        ends = _segment_ends(entries, t.state()["partitions"])
-        for key, (offsets, times, log, active) in sorted(entries.items()):
+        for key, (offsets, times, log, active, end) in sorted(t.index_entries().items()):
             if tainted(key.rsplit("/", 1)[0], corrupted):
                 continue  # a corrupted partition's unrecovered indexes stay as Kafka trusts them (KIP-263)
-            problem = index_problem(offsets, times, log, active, int(key.rsplit("/", 1)[-1]), ends.get(key))
+            problem = index_problem(offsets, times, log, active, int(key.rsplit("/", 1)[-1]), end)
             if problem:
                 verdict.violations.append(Violation(INDEX_AGREES, index, f"{t.name} segment {key}: {problem}"))
                 return
@@ -960,18 +958,6 @@ def _check(
                         )
                     )
                     return
-
-
-def _segment_ends(entries: dict, partitions: dict) -> dict[str, int]:
-    """``<dir>/<topic-partition>/<base>`` → the segment's end offset: the next segment's base, or the
-    log end offset for the last one (segments whose indexes were not materialised still count)."""
-    ends = {}
-    for key, p in partitions.items():
-        bases = sorted(seg[0] for seg in p["segments"])
-        for base, nxt in zip(bases, [*bases[1:], p["log_end_offset"]], strict=True):
-            if f"{key}/{base}" in entries:
-                ends[f"{key}/{base}"] = nxt
-    return ends
 
 
 def tainted(partition: str, corrupted) -> bool:

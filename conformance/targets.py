@@ -3,7 +3,8 @@
 Both expose the same small surface to :mod:`conformance.runner`: ``apply(step)`` returns a JSON-able
 result (``{"error": kind}`` when Kafka would refuse the operation), ``state()`` the logical log of
 every partition, ``files()`` the data dirs' files (paths relative to the target's root), and
-``index_entries()`` the logical index entries of every live segment.  Each target owns its clock
+``index_entries()`` the logical index entries of every live segment (with its bytes, whether it is
+the active one, and its end offset: the next segment's base, or the log end offset).  Each target owns its clock
 (advanced only by ``tick``) and gets the same deterministic jitter source.
 """
 
@@ -280,6 +281,7 @@ class ModelTarget(_Target):
                     s.time_index.logical_entries(),
                     bytes(s.log),
                     i == len(p.log.segments) - 1,
+                    p.log.segments[i + 1].base if i + 1 < len(p.log.segments) else p.log.log_end_offset,
                 )
         return out
 
@@ -550,6 +552,7 @@ class ImplTarget(_Target):
                         *s.lookup_entries(),
                         bytes(s.view()),
                         i == len(segments) - 1,
+                        segments[i + 1].base_offset if i + 1 < len(segments) else log.log_end_offset,
                     )
         return out
 
