@@ -222,6 +222,7 @@ class _MmapIndex:
             self._mm[n * self.ENTRY_SIZE : self._entries * self.ENTRY_SIZE] = bytes(
                 (self._entries - n) * self.ENTRY_SIZE
             )
+            self.kafka_entries = min(self.kafka_entries, n)  # Kafka's cut lands among the real entries too
         self._entries = n
         self._reload_last()
 
@@ -249,6 +250,7 @@ class _MmapIndex:
     def truncate(self) -> None:
         with self._lock:
             self._forget_from(0)
+            self.kafka_entries = 0
 
     def reset(self) -> None:
         self.truncate()
