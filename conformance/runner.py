@@ -158,8 +158,9 @@ def index_problem(
     preserved last offset; a truncation into that batch cuts the log before it but keeps every entry
     below the target (§4.7), and the log end offset becomes the target, so the entry names an offset
     the log no longer holds and the next append's entries lie above it (found by the time-to-catch
-    control, stop 26: corpora/found/index-agrees-0ed501a4f1).  Lookups stay right: an entry is a lower
-    bound on its offset's position.
+    control, stop 26: corpora/found/index-agrees-0ed501a4f1).  Its position is a batch start below the
+    cut, or the cut itself, now the log end (stop 27: corpora/found/index-agrees-1673607469).  Lookups
+    stay right: an entry is a lower bound on its offset's position.
 
     Not checked: that an inactive segment's last time entry carries its max timestamp (§9.1.4).
     Kafka itself breaks that: after a restart ``truncateTo`` truncates the time index before it
@@ -185,6 +186,8 @@ def index_problem(
     last_offset = batches[-1][1].last_offset if batches else None
     past = last_offset if end is None or last_offset is None else end - 1  # the largest offset an entry may name
     for i, (key, position) in enumerate(offset_entries):
+        if position == len(log) and past is not None and last_offset is not None and last_offset < key <= past:
+            continue  # the cut batch's own chunk: its position is the log end now (see above)
         if position not in starts:
             return f"offset index entry {i} ({key}, {position}) does not point at a batch start"
         if starts[position] > key or past is None or key > past:
@@ -632,6 +635,13 @@ class RecoveryTracker:
             return []
         out = []
         running = [t for t in targets if t.running]
+        # Kafka's own: a load that finds the log end below the checkpointed log start deletes every
+        # segment (§5.6 step 2).  A truncation below the log start (truncateFullyAndStartAt) writes
+        # the recovery-point checkpoint but not the log-start one, so batches appended and flushed
+        # after it, below the old log start, are deleted by the load after a crash (found by the
+        # time-to-catch control, stop 27: corpora/found/durable-1e5a11ef87)
+        model = next((t for t in running if isinstance(t, ModelTarget)), None)
+        all_deleted = _partitions_that_took(model, ALL_DELETED) if model is not None else set()
         for t in running:
             for load in t.last_load:
                 error = load["error"]
@@ -647,7 +657,7 @@ class RecoveryTracker:
             for key, need in sorted(required.items()):
                 have = set(all_batches.get(key, ()))
                 missing = [b for b in need if b not in have]
-                if tainted(key, self.ever_corrupted) or key.split("/")[-1] in failed:
+                if tainted(key, self.ever_corrupted) or key.split("/")[-1] in failed or key in all_deleted:
                     continue  # corruption: data may be missing, never wrong; unloadable: isolated
                 if missing:
                     b = missing[0]

@@ -231,4 +231,8 @@ def test_index_agrees_forgives_only_what_kafka_itself_keeps():
     assert "names an offset its batch does not hold" in index_problem([(6, last)], [], log, True, end=6)
     assert "names an offset its batch does not hold" in index_problem([(6, last)], [], log, True)
     assert "past the end of the log" in index_problem([], [(800, 7)], log, True, end=7)
+    # ... whose position is the cut itself, now the log end (corpora/found/index-agrees-1673607469)
+    assert index_problem([(6, len(log))], [], log, True, end=7) is None
+    assert "does not point at a batch start" in index_problem([(6, len(log))], [], log, True)
+    assert "does not point at a batch start" in index_problem([(4, len(log))], [], log, True, end=7)
     assert "past the end of the log" in index_problem([], [(800, 5)], log, True)
