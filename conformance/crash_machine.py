@@ -379,6 +379,7 @@ class CrashMachine(LogMachine):
         self.branches_reached: set[str] = set()  # loader branches of every open (campaign rows)
         self.down_for = 0  # steps taken since the broker went down
         self.index_damaged = False  # an index file damaged since the broker last came back
+        self.damaged_tp: tuple[str, int] | None = None  # the partition damaged last while it was down
 
     @initialize(
         target=LogMachine.partitions,
@@ -717,6 +718,10 @@ class CrashMachine(LogMachine):
             kind, length, offset, seed = self._damage(data, path, nonempty, kind, text)
         self._do(sc.Corrupt(path, offset, length, kind, seed))
         self.index_damaged |= index
+        parts = path.split("/")
+        topic, _, partition = parts[1].rpartition("-") if len(parts) > 2 else ("", "", "")
+        if partition.isdigit() and (topic, int(partition)) in self.created:
+            self.damaged_tp = (topic, int(partition))
         event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")
         self.corruptions += 1
 
@@ -797,12 +802,16 @@ class CrashMachine(LogMachine):
         an append of that partition came first after the load seldom: those three mutants were gaps
         in the 60 s budget at stop 23."""
         damaged, self.index_damaged = self.index_damaged, False
+        damaged_tp, self.damaged_tp = self.damaged_tp, None
         self._open()
         if not self.running or not self.created:
             return
         after = data.draw(st.sampled_from(AFTER_OPEN), label="after open")
         if after != "nothing":
-            tp = data.draw(st.sampled_from(sorted(self.created)), label="follower")
+            if damaged_tp in self.created:
+                tp = damaged_tp
+            else:
+                tp = data.draw(st.sampled_from(sorted(self.created)), label="follower")
             event(f"after open: {after}")
             if after == "follower truncation":
                 self.truncate(tp, data)
