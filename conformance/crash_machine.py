@@ -480,8 +480,9 @@ class CrashMachine(LogMachine):
         * One truncation in six (when the case may still crash) is interrupted by a power loss at
           one of its storage operations, drawn from a dry run as ``crash_inside`` draws them.
         * Then, one time in three (when the case may still crash; one in two after a catch-up, and
-          always after a catch-up over a cut still pending), a power loss between steps: the window where a truncation's unsynced renames and cut are
-          pending (§4.7; the exhaustive sweep's findings).  Drawn among the other rules, a power
+          always after a catch-up over a cut still pending), a power loss between steps: the window
+          where a truncation's unsynced renames and cut are pending (§4.7; the exhaustive sweep's
+          findings).  Drawn among the other rules, a power
           loss came within five steps of a truncation in 19 distinct cases a minute (a probe at
           stop 24).  It draws from every crash family, not only the case's swarm: the reorderings
           that lose one of those operations and keep the others were in the swarm of 8 of 49 such

@@ -4,8 +4,8 @@ Both expose the same small surface to :mod:`conformance.runner`: ``apply(step)``
 result (``{"error": kind}`` when Kafka would refuse the operation), ``state()`` the logical log of
 every partition, ``files()`` the data dirs' files (paths relative to the target's root), and
 ``index_entries()`` the logical index entries of every live segment (with its bytes, whether it is
-the active one, and its end offset: the next segment's base, or the log end offset).  Each target owns its clock
-(advanced only by ``tick``) and gets the same deterministic jitter source.
+the active one, and its end offset: the next segment's base, or the log end offset).  Each target
+owns its clock (advanced only by ``tick``) and gets the same deterministic jitter source.
 """
 
 from __future__ import annotations

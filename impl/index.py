@@ -15,7 +15,7 @@ keys and positions for ``.index``; increasing timestamps ≥ 0 and non-decreasin
 ``.timeindex``); the index then holds exactly its real entries (``recognition`` says "zero-padded").
 A prefix that breaks those rules is never accepted: ``recognition`` is "corrupt" and the segment's
 lookups go through a shadow rebuilt from the log (impl.index_verify).  What Kafka itself would have believed stays available (``kafka_entries``,
-:meth:`kafka_sanity_check`) for the dump tool.  Limitation: a time index whose only real entry is
+:meth:`kafka_sanity_check`) for the dump tool, and for retention's max timestamp (impl.segment).  Limitation: a time index whose only real entry is
 (timestamp 0, base offset) is indistinguishable from padding and opens empty.
 """
 
