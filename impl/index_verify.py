@@ -144,7 +144,11 @@ class ShadowIndexes:
         for h in BatchScan(log):
             if h.max_timestamp > self.content_max[0]:
                 self.content_max = (h.max_timestamp, h.last_offset)
-            if valid - last_entry > index_interval_bytes:
+            # lookups bisect the entries: a batch whose (damaged) offset lies below the segment's
+            # base or not above the last entry gets none — Kafka's index append refuses both
+            # (found by the time-to-catch control, stop 27: corpora/found/conforms-53e7004eac)
+            ordered = h.last_offset >= base_offset and (not self._offsets or h.last_offset > self._offsets[-1][0])
+            if valid - last_entry > index_interval_bytes and ordered:
                 self._offsets.append((h.last_offset, valid))
                 # Kafka's maybeAppend: only above the last entry's timestamp, an empty index's being
                 # -1 — no entry for batches without timestamps (magic 0; found by the time-to-catch
