@@ -41,7 +41,7 @@ from conformance.runner import DISK_STEPS, FAULT_STEPS, Session
 from conformance.sim_storage import Create, Rename, Truncate, Unlink
 from conformance.strategies import batch_ends, damage_site, final_entry
 from model.file_records import iterate_file
-from model.names import filename_prefix
+from model.names import NameError_, filename_prefix, parse_topic_partition
 
 MAX_CRASHES = 3
 # power losses a truncation or a cleaning round draws for itself (during it, or right after a
@@ -719,10 +719,13 @@ class CrashMachine(LogMachine):
             kind, length, offset, seed = self._damage(data, path, nonempty, kind, text)
         self._do(sc.Corrupt(path, offset, length, kind, seed))
         self.index_damaged |= index
-        parts = path.split("/")
-        topic, _, partition = parts[1].rpartition("-") if len(parts) > 2 else ("", "", "")
-        if partition.isdigit() and (topic, int(partition)) in self.created:
-            self.damaged_tp = (topic, int(partition))
+        try:
+            topic, partition, _ = parse_topic_partition(path.split("/")[1])
+        except (IndexError, NameError_):  # a data dir's own file (a checkpoint): no partition
+            pass
+        else:
+            if (topic, partition) in self.created:
+                self.damaged_tp = (topic, partition)
         event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")
         self.corruptions += 1
 

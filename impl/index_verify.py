@@ -150,15 +150,17 @@ class ShadowIndexes:
             ordered = h.last_offset >= base_offset and (not self._offsets or h.last_offset > self._offsets[-1][0])
             if valid - last_entry > index_interval_bytes and ordered:
                 self._offsets.append((h.last_offset, valid))
-                # Kafka's maybeAppend: only above the last entry's timestamp, an empty index's being
-                # -1 — no entry for batches without timestamps (magic 0; found by the time-to-catch
-                # control, stop 27: corpora/found/index-agrees-e79eba340e)
-                if self.content_max[0] > (self._times[-1][0] if self._times else -1):
-                    self._times.append(self.content_max)
+                self._maybe_append_time()
                 last_entry = valid
             valid += h.size
+        self._maybe_append_time()  # the final entry a close would write (§4.4)
+
+    def _maybe_append_time(self) -> None:
+        """TimeIndex.maybeAppend: the content's max, only above the last entry's timestamp, an empty
+        index's being -1 — no entry for batches without timestamps (magic 0; found by the
+        time-to-catch control, stop 27: corpora/found/index-agrees-e79eba340e)."""
         if self.content_max[0] > (self._times[-1][0] if self._times else -1):
-            self._times.append(self.content_max)  # the final entry a close would write (§4.4)
+            self._times.append(self.content_max)
 
     @property
     def entries(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
