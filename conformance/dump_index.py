@@ -77,7 +77,7 @@ def _index_lines(path: str, index, options: DumpOptions) -> Iterator[str]:
     if not options.as_json:
         yield f"Dumping {path}"
     shown = 0
-    for i in range(index.kafka_entries):
+    for i in range(index.entries):
         key, value = index.kafka_slot(i)
         offset = key if is_offset else value
         if offset == index.base_offset and i > 0:  # Kafka's tool stops at the first zero entry
@@ -91,8 +91,8 @@ def _index_lines(path: str, index, options: DumpOptions) -> Iterator[str]:
         else:
             yield f"timestamp: {key} offset: {value}"
     summary = {
-        "type": "index-summary", "file": path, "file_size": index.length, "kafka_entries": index.kafka_entries,
-        "shown_entries": shown, "recognition": index.recognition, "real_entries": index.entries,
+        "type": "index-summary", "file": path, "file_size": index.length, "kafka_entries": index.entries,
+        "shown_entries": shown, "recognition": index.recognition, "real_entries": index.recognised,
         "recognition_detail": index.recognition_detail,
     }  # fmt: skip
     if options.as_json:
@@ -100,8 +100,8 @@ def _index_lines(path: str, index, options: DumpOptions) -> Iterator[str]:
     else:
         detail = f": {index.recognition_detail}" if index.recognition_detail else ""
         yield (
-            f"Kafka reads {index.kafka_entries} entries from {index.length} bytes and shows {shown} "
-            f"(it stops at the first zero entry); recognised: {index.entries} real entries ({index.recognition}{detail})"
+            f"Kafka reads {index.entries} entries from {index.length} bytes and shows {shown} "
+            f"(it stops at the first zero entry); recognised: {index.recognised} real entries ({index.recognition}{detail})"
         )
 
 

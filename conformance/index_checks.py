@@ -56,8 +56,8 @@ def check_index_file_bytes(data: bytes, kind: str, base: int, index_module=impl.
             index = impl_cls(OsStorage(), path, base, 4096)
             try:
                 verdict = _outcome(index.kafka_sanity_check)
-                got = None if index.recognition == index_module.CORRUPT else index.logical_entries()
-                kafka_entries = index.kafka_entries
+                got = None if index.recognition == index_module.CORRUPT else index.recognised_entries()
+                kafka_entries = index.entries
             finally:
                 index.close_handler()
         except Exception as e:  # noqa: BLE001

@@ -133,9 +133,10 @@ def make_index_machine(index_module=impl.index):
         def _offsets(self):
             return [e[0] if self.kind == "offset" else e[1] for e in self.model.logical_entries()]
 
-        def _reopened(self, image: bytes, step: str, written: list | None) -> None:
+        def _reopened(self, image: bytes, step: str, written: list | None) -> list | None:
             """After reopening on ``image``: Kafka's conclusions agree; impl recognises exactly the
-            entries ``written`` (when they are known to be intact) or what the bytes hold."""
+            entries ``written`` (when they are known to be intact) or what the bytes hold, which it
+            returns (None: corrupt)."""
             kview = self._kafka_view_agrees(image, step)
             expected = expected_recognition(kview)
             if written is not None:
@@ -147,7 +148,7 @@ def make_index_machine(index_module=impl.index):
                     raise PropertyViolation(
                         CONFORMS, f"{step}: the file holds {expected}, not the entries written: {written}"
                     )
-            got = None if self.impl.recognition == index_module.CORRUPT else self.impl.logical_entries()
+            got = None if self.impl.recognition == index_module.CORRUPT else self.impl.recognised_entries()
             event(f"{step}: impl recognises {self.impl.recognition}")
             if got != expected:
                 raise PropertyViolation(
@@ -155,18 +156,28 @@ def make_index_machine(index_module=impl.index):
                     f"{step}: impl recognises {'a corrupt index' if got is None else f'{len(got)} entries'} "
                     f"({self.impl.recognition}), expected {'a corrupt index' if expected is None else f'{len(expected)} entries'}",
                 )
-            self.model = kview
+            self.model = kview  # what impl holds: Kafka's entries, zero tail included (impl.index)
             if expected is None:  # corrupt: the loader rebuilds; here both start again empty
                 self.both("reset after a corrupt index", self.model.reset, self.impl.reset)
+            return expected
+
+        def _rebuilt(self, entries: list) -> None:
+            """What the next start's recovery does to the active segment's index (§4.6): reset,
+            then the entries appended again from the log — here, the entries the file held."""
+            self.both("reset by recovery", self.model.reset, self.impl.reset)
+            if self.kind == "offset":
+                model_op, impl_op = self.model.append, self.impl.append
             else:
-                self.model.assume_entries(len(expected))
+                model_op, impl_op = self.model.maybe_append, self.impl.maybe_append
+            for a, b in entries:
+                self.both("entry rebuilt by recovery", lambda a=a, b=b: model_op(a, b), lambda a=a, b=b: impl_op(a, b))
 
         def _kafka_view_agrees(self, image: bytes, step: str):
             """What Kafka concludes from ``image`` (§3.1 rule 4) = what impl reports Kafka concludes."""
             kview = self.model_cls.open_existing(self.base, self.max_size, image)
-            if self.impl.kafka_entries != kview.entries:
+            if self.impl.entries != kview.entries:
                 raise PropertyViolation(
-                    CONFORMS, f"{step}: Kafka would see {kview.entries} entries, impl says {self.impl.kafka_entries}"
+                    CONFORMS, f"{step}: Kafka would see {kview.entries} entries, impl says {self.impl.entries}"
                 )
             expected = _outcome(kview.sanity_check)
             actual = _outcome(self.impl.kafka_sanity_check)
@@ -297,12 +308,15 @@ def make_index_machine(index_module=impl.index):
 
         @rule()
         def crash_and_reopen(self):
-            """kill -9: the mapping's pages survive in the page cache, the file is not trimmed."""
+            """kill -9: the mapping's pages survive in the page cache, the file is not trimmed.  Kafka
+            (and impl) open it with every slot an entry; the start's recovery then rebuilds it."""
             written = self.model.logical_entries()
             image = self.impl.file_bytes()
             self.impl.close_handler()
             self.impl = self._open()
-            self._reopened(image, "reopen after a process crash", written)
+            expected = self._reopened(image, "reopen after a process crash", written)
+            if expected:
+                self._rebuilt(expected)
 
         @rule(data=st.data())
         def os_crash_and_reopen(self, data):

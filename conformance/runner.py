@@ -16,7 +16,8 @@ that apply:
   batch below the recovery point when the power went, in a partition whose directory entry was
   durable, is there), ``prefix`` (every batch was appended at some time, offsets increase, and each
   pair of neighbours were neighbours at some time), ``idempotent-recovery`` (after a crash during an
-  ``open``, the log equals the one the uninterrupted load gave) and ``isolated`` (a load error names
+  ``open``, the log equals the one the uninterrupted load gave, and no clean-shutdown marker is left
+  over index files the load had changed, KAFKA-10471) and ``isolated`` (a load error names
   a file of its own partition; an I/O error surfaces as Kafka's KafkaStorageException).
 
 Fault steps share one image: the first impl target on the simulated backend is the image source
@@ -366,6 +367,7 @@ class Session:
             during = None
         pending_before = _pending_count(source)
         reference = None
+        before = source.image()[0] if isinstance(during, sc.Open) else None
         if during is not None:
             for t in self.targets:
                 if t is source:
@@ -407,6 +409,13 @@ class Session:
         if source.backend == "sim":  # how many operations the fault chose from (the crash image's size)
             results[source.name] = {**results[source.name], "pending": len(journal(source.raw_storage))}
         files, dirs, mtimes = source.image(fault)
+        # judged after a process crash only: every operation persists, so what differs from the
+        # image before the open is what the load did (a power loss may also lose older operations)
+        if before is not None and reference is not None and fault.family == "process":
+            _count(verdict, IDEMPOTENT_RECOVERY)
+            skipped = _recovery_skipped(before, files, reference["clean"])
+            if skipped:
+                verdict.violations.append(Violation(IDEMPOTENT_RECOVERY, index, skipped))
         for t in self.targets:
             t.halt()
             t.restore(files, dirs, mtimes)
@@ -755,6 +764,28 @@ class RecoveryTracker:
         return None
 
 
+def _recovery_skipped(before: dict[str, bytes], after: dict[str, bytes], clean: set[str]) -> str | None:
+    """A crash inside a load that left a data dir's clean-shutdown marker over index files the load
+    had already changed (the active segment's, resized to full size): the next start skips recovery
+    and takes their zero tail as entries — KAFKA-10471 (§6.2, §7.6).  ``clean``: the partitions the
+    uninterrupted load found clean.  None if no such partition."""
+    for partition in sorted(clean):
+        if f"{partition.split('/')[0]}/{MARKER}" not in after:
+            continue
+        prefix = partition + "/"
+        changed = sorted(
+            p
+            for p in set(before) | set(after)
+            if p.startswith(prefix) and is_index_file(p) and before.get(p) != after.get(p)
+        )
+        if changed:
+            return (
+                f"the crash inside the load left {partition.split('/')[0]}/{MARKER} over {changed[0]}, which the "
+                "load had changed: the next start skips recovery and trusts it (KAFKA-10471)"
+            )
+    return None
+
+
 def _partitions_that_took(model_target, *branches: str) -> set[str]:
     """``d<N>/<topic>-<partition>`` of every partition whose last load took one of ``branches``."""
     return {f"{o.data_dir}/{o.name}" for o in model_target.manager.outcomes if set(branches) & set(o.branches)}
@@ -989,10 +1020,10 @@ def _comparable_files(
     index exists only once materialised and its file keeps preallocated slots.  The files of a
     partition that failed to load are not compared: Kafka leaves them half-recovered (the loader
     writes as it goes) and takes the dir offline; the model keeps them as found.  Nor are the index
-    files of a partition a ``corrupt`` step damaged: Kafka keeps an unrecovered index as found and
-    believes every slot of it, impl reads a zero tail as padding (impl.index) — the answers
-    through it are compared, the bytes are not.  After a fault, an index file made only of zero
-    slots is compared as empty, for the same reason (:func:`_without_zero_slots`)."""
+    files of a partition a ``corrupt`` step damaged: Kafka keeps an unrecovered index as found,
+    stale slots past its entries included, where impl zeroes what a truncation drops (impl.index)
+    — the answers through it are compared, the bytes are not.  After a fault, an index file made
+    only of zero slots is compared as empty (:func:`_without_zero_slots`)."""
     if unloadable:
         files = {p: d for p, d in files.items() if not (p.count("/") >= 2 and p.split("/")[1] in unloadable)}
     if corrupted:
@@ -1007,8 +1038,9 @@ def _comparable_files(
 def _without_zero_slots(path: str, data: bytes) -> bytes:
     """An index file of two or more slots, all zero, read as empty: no index holds two all-zero
     entries (offsets and timestamps increase), so this is padding — the zero-filled ``.index`` of
-    §5.9 caveat 3, which Kafka keeps as full and impl trims.  One zero slot can be a real entry
-    (the base offset at position 0) and is compared, as is everything else."""
+    §5.9 caveat 3, which Kafka keeps as full.  (impl trimmed it until stop 28; it now holds Kafka's
+    count too, and this allowance stays until a campaign without it shows it unneeded.)  One zero slot can be a real entry (the base offset at position 0)
+    and is compared, as is everything else."""
     size = 12 if ".timeindex" in path else 8
     return b"" if len(data) >= 2 * size and len(data) % size == 0 and not any(data) else data
 

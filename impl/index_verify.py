@@ -114,11 +114,11 @@ def soundness_problem(offset_index, time_index, log, inactive: bool) -> str | No
             return f"time index entry {i} ({timestamp}, {offset}): an earlier batch already reached {running_max}"
     if inactive and time_index.entries:
         # an empty time index is Kafka's own state after a truncation that removed the entry holding
-        # the max timestamp (§4.7 step 7 reads it back as unknown): retention then uses the mtime
+        # the max timestamp (§4.7 step 7 reads it back as unknown): retention then uses the mtime.
+        # An entry in a segment with no timestamp (all −1) is one Kafka never writes: a zeroed slot.
         segment_max = max((m for _, _, m in batches), default=-1)
         last = time_index.last_entry[0]
-        # a sole (0, base) entry reads as padding (see impl.index): −1 and 0 both mean "ancient"
-        if segment_max >= 0 and last != segment_max and not (segment_max == 0 and last == -1):
+        if last != segment_max:
             return f"time index ends at {time_index.last_entry[0]}, the segment's max timestamp is {segment_max}"
     return None
 

@@ -19,7 +19,7 @@ import contextlib
 from impl.config import LogConfig
 from impl.errors import IndexFailure, LogFormatError
 from impl.file_records import BatchScan
-from impl.index import CORRUPT, LazyIndex
+from impl.index import CORRUPT, ZERO_PADDED, LazyIndex, TimeIndex
 from impl.index_verify import ShadowIndexes, soundness_problem
 from impl.record_walk import offset_of_max_timestamp, search_for_timestamp
 from impl.storage import Storage
@@ -45,6 +45,18 @@ class LogSegmentOffsetOverflow(Exception):
 def filename_prefix(offset: int) -> str:
     """§2.1: the base offset in decimal, zero-padded to 20 digits."""
     return f"{offset:020d}" if offset >= 0 else "-" + f"{-offset:020d}"
+
+
+def _unclean(index) -> str | None:
+    """Why lookups cannot go by an index as Kafka holds it, before any proof: it is corrupt, or Kafka
+    counts its zero tail as entries (impl.index), which breaks their order.  A time index whose sole
+    slot is (0, base) may hold a real entry (a segment whose newest timestamp is 0): the proof
+    judges it against the log."""
+    if index.recognition == CORRUPT:
+        return f"{index.path}: {index.recognition_detail}"
+    if index.recognition == ZERO_PADDED and not (isinstance(index, TimeIndex) and index.entries == 1):
+        return f"{index.path}: slots {index.recognised}.. are zero padding, which Kafka counts as entries"
+    return None
 
 
 class LogSegment:
@@ -133,9 +145,7 @@ class LogSegment:
         if not self.indexes_checked:
             self.indexes_checked = True
             offsets, times = self._indexes()
-            problem = next(
-                (f"{i.path}: {i.recognition_detail}" for i in (offsets, times) if i.recognition == CORRUPT), None
-            )
+            problem = _unclean(offsets) or _unclean(times)
             view = self.view()
             self.storage.stats.add("log_bytes_read", self._size)
             problem = problem or soundness_problem(offsets, times, view, inactive=True)
@@ -198,12 +208,10 @@ class LogSegment:
         mtime.  A max timestamp still as loaded from an index that proved unsound is not trusted:
         the content's is used (KAFKA-10207, KAFKA-19200: a zeroed or padded final entry would read
         the segment's newest record as 1970 and retention would delete it early).  Kafka's count of
-        entries decides whether there was one to load: a zero tail read here as padding is a zeroed
-        final entry to Kafka, so its max was (0, base) where here it is −1 (found by the time-to-catch
-        control, stop 27: corpora/found/conforms-cddb3b239d, conforms-e7426a4ecb)."""
+        entries decides whether there was one to load: a zeroed final entry is one to Kafka (found by
+        the time-to-catch control, stop 27: corpora/found/conforms-cddb3b239d, conforms-e7426a4ecb)."""
         ts = self.max_timestamp_so_far()
-        index = self.time_index.get()
-        if self._max_ts_as_loaded and (index.entries or index.kafka_entries) and self._proven():
+        if self._max_ts_as_loaded and self.time_index.get().entries and self._proven():
             ts = self._shadow.content_max[0]
         return ts if ts >= 0 else self.storage.mtime_ms(self.log_path)
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 import struct
 import tempfile
 
+import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
 from impl.config import LogConfig
+from impl.errors import IndexFailure
 from impl.index import OffsetIndex, TimeIndex
 from impl.index_verify import ShadowIndexes, verify_offset_index, verify_time_index
 from impl.segment import LogSegment
@@ -148,3 +150,62 @@ def test_a_shadow_is_sound_and_not_bound_by_the_index_size():
     ]
     assert shadow.time_lookup(99) == (-1, 0) and shadow.time_lookup(105) == (105, 11)
     assert shadow.content_max == (109, 19)
+
+
+def _segment_on(tmp_path, log: bytes, index: bytes, timeindex: bytes, index_bytes: int) -> LogSegment:
+    write(str(tmp_path / f"{0:020d}.log"), log)
+    write(str(tmp_path / f"{0:020d}.index"), index)
+    write(str(tmp_path / f"{0:020d}.timeindex"), timeindex)
+    config = LogConfig(index_interval_bytes=INTERVAL, segment_index_bytes=index_bytes)
+    return LogSegment(OsStorage(), str(tmp_path), 0, config, 0, existing=True)  # as loaded without recovery
+
+
+def test_a_zero_padded_index_holds_kafkas_count(tmp_path):
+    """impl recognises a zero tail but holds Kafka's count of entries, zero slots included (§3.1
+    rule 4), so it decides what Kafka decides: the single-slot time index of
+    corpora/found/conforms-ed2155df18 is full and stays full through a truncation, and the roll's
+    final entry (the segment's max timestamp, above the zeroed slot's 0) is written past the mapping — KAFKA-12734's BufferOverflowException —
+    while lookups go through the shadow."""
+    log = b"".join(build_batch_v2(i, [(100 + i, None, b"x" * 300)]) for i in range(4))
+    segment = _segment_on(tmp_path, log, b"", bytes(12), 12)
+    try:
+        times = segment.time_index.get()
+        assert (times.recognition, times.recognised, times.entries) == ("zero-padded", 0, 1)
+        assert times.is_full() and segment.should_roll(10**9, 10**9, 200, 5, 10, 0)
+        assert segment.translate_offset(2).offset == 2  # the first lookup proves the indexes
+        assert "time index ends at 0, the segment's max timestamp is 103" in segment.rebuilt_because
+        assert segment.find_offset_by_timestamp(102, 0)[1] == 2
+        segment.truncate_to(3, 0)  # keeps Kafka's (0, 0) below the target; the max is read from the log
+        assert times.entries == 1 and segment.max_timestamp_and_offset() == (102, 2)
+        with pytest.raises(IndexFailure) as e:
+            segment.on_become_inactive()
+        assert e.value.kind == "BufferOverflowException"
+    finally:
+        segment.close_handlers()
+
+    good_t = rebuild_from_log(log, 0, INTERVAL, MAX)[1].file_bytes()
+    padded = good_t + bytes(12 * 5)
+    segment = _segment_on(tmp_path, log, b"", padded, MAX)
+    try:
+        times = segment.time_index.get()
+        assert times.recognised == len(good_t) // 12 and times.entries == times.recognised + 5
+        assert times.recognised_entries() == times.logical_entries()[: times.recognised]
+        assert times.logical_entries()[times.recognised :] == [(0, 0)] * 5
+        assert segment.translate_offset(3).offset == 3 and "are zero padding" in segment.rebuilt_because
+    finally:
+        segment.close_handlers()
+
+
+@pytest.mark.parametrize("newest, shadowed", [(0, False), (-1, True), (7, True)])
+def test_a_sole_zero_time_slot_is_judged_by_the_log(tmp_path, newest, shadowed):
+    """A time index whose sole slot is (0, base) may be a real entry: a segment whose newest
+    timestamp is 0.  Behind batches without timestamps, or newer ones, it is a zeroed slot and
+    lookups and retention go by the shadow."""
+    log = build_batch_v2(0, [(newest, None, b"x")])
+    segment = _segment_on(tmp_path, log, b"", bytes(12), MAX)
+    try:
+        assert segment.translate_offset(0).offset == 0
+        assert (segment.rebuilt_because is not None) is shadowed
+        assert segment.content_max_timestamp_and_offset()[0] == newest
+    finally:
+        segment.close_handlers()
