@@ -315,7 +315,7 @@ def make_index_machine(index_module=impl.index):
             self.impl.close_handler()
             self.impl = self._open()
             expected = self._reopened(image, "reopen after a process crash", written)
-            if expected:
+            if expected is not None:  # (a corrupt file was reset already)
                 self._rebuilt(expected)
 
         @rule(data=st.data())
