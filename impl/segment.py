@@ -409,7 +409,12 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         diverged, self._content_max = self._content_max is not None, None
         if self.max_timestamp_so_far() >= 0:
-            self._set_max_ts(self._read_largest_timestamp())
+            reread = self._read_largest_timestamp()
+            self._set_max_ts(reread)
+            # still the time index's last entry: as loaded, so retention asks the proof whether to
+            # trust it — a zeroed slot Kafka keeps through the truncation reads 0 (found by the
+            # time-to-catch control, stop 28: corpora/found/conforms-64ab729e1f)
+            self._max_ts_as_loaded = reread == times.last_entry
         if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):
             # Kafka loads a max not loaded yet from the time index it has just truncated: an entry
             # cut off leaves (−1, base) though the batches left carry timestamps, and rule 7 is
