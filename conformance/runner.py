@@ -367,7 +367,10 @@ class Session:
             during = None
         pending_before = _pending_count(source)
         reference = None
-        before = source.image()[0] if isinstance(during, sc.Open) else None
+        fault = step.fault if isinstance(step, sc.Crash) and step.fault is not None else Fault("process")
+        # a process crash inside a load is judged on its image too (below): every operation
+        # persists, so what differs from the image before the open is what the load did
+        before = source.image()[0] if isinstance(during, sc.Open) and fault.family == "process" else None
         if during is not None:
             for t in self.targets:
                 if t is source:
@@ -402,16 +405,13 @@ class Session:
             return
         if self.model is not None and self.model.running:
             self.tracker.observe(self.model, during, crashed=True, result=results.get(self.model.name))
-        fault = step.fault if isinstance(step, sc.Crash) and step.fault is not None else Fault("process")
         # idempotent-recovery is judged only on a settled image (nothing pending before the open):
         # otherwise the crash may also have lost what preceded the load (corpora/crash/idempotent-recovery-after-a-crash-inside-the-loader.json)
         settled = pending_before == 0
         if source.backend == "sim":  # how many operations the fault chose from (the crash image's size)
             results[source.name] = {**results[source.name], "pending": len(journal(source.raw_storage))}
         files, dirs, mtimes = source.image(fault)
-        # judged after a process crash only: every operation persists, so what differs from the
-        # image before the open is what the load did (a power loss may also lose older operations)
-        if before is not None and reference is not None and fault.family == "process":
+        if before is not None and reference is not None:  # (a power loss may also lose older operations)
             _count(verdict, IDEMPOTENT_RECOVERY)
             skipped = _recovery_skipped(before, files, reference["clean"])
             if skipped:
@@ -1039,8 +1039,8 @@ def _without_zero_slots(path: str, data: bytes) -> bytes:
     """An index file of two or more slots, all zero, read as empty: no index holds two all-zero
     entries (offsets and timestamps increase), so this is padding — the zero-filled ``.index`` of
     §5.9 caveat 3, which Kafka keeps as full.  (impl trimmed it until stop 28; it now holds Kafka's
-    count too, and this allowance stays until a campaign without it shows it unneeded.)  One zero slot can be a real entry (the base offset at position 0)
-    and is compared, as is everything else."""
+    count too, and this allowance stays until a campaign without it shows it unneeded.)  One zero
+    slot can be a real entry (the base offset at position 0) and is compared, as is everything else."""
     size = 12 if ".timeindex" in path else 8
     return b"" if len(data) >= 2 * size and len(data) % size == 0 and not any(data) else data
 
