@@ -78,7 +78,7 @@ def _index_lines(path: str, index, options: DumpOptions) -> Iterator[str]:
         yield f"Dumping {path}"
     shown = 0
     for i in range(index.entries):
-        key, value = index.kafka_slot(i)
+        key, value = index.entry(i)
         offset = key if is_offset else value
         if offset == index.base_offset and i > 0:  # Kafka's tool stops at the first zero entry
             break

@@ -770,7 +770,8 @@ def _recovery_skipped(before: dict[str, bytes], after: dict[str, bytes], clean: 
     and takes their zero tail as entries — KAFKA-10471 (§6.2, §7.6).  ``clean``: the partitions the
     uninterrupted load found clean.  None if no such partition."""
     for partition in sorted(clean):
-        if f"{partition.split('/')[0]}/{MARKER}" not in after:
+        marker = f"{partition.split('/')[0]}/{MARKER}"
+        if marker not in after:
             continue
         prefix = partition + "/"
         changed = sorted(
@@ -780,7 +781,7 @@ def _recovery_skipped(before: dict[str, bytes], after: dict[str, bytes], clean: 
         )
         if changed:
             return (
-                f"the crash inside the load left {partition.split('/')[0]}/{MARKER} over {changed[0]}, which the "
+                f"the crash inside the load left {marker} over {changed[0]}, which the "
                 "load had changed: the next start skips recovery and trusts it (KAFKA-10471)"
             )
     return None

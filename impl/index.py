@@ -315,11 +315,6 @@ class _MmapIndex:
     def file_bytes(self) -> bytes:
         return bytes(self._mm[: self._length])
 
-    def kafka_slot(self, n: int) -> tuple[int, int]:
-        """Slot ``n`` as Kafka reads it (any n < entries): (key, value) in absolute terms."""
-        a, b = self._raw(n)
-        return (self.base_offset + a, b) if self.ENTRY_SIZE == 8 else (a, self.base_offset + b)
-
 
 class OffsetIndex(_MmapIndex):
     """``.index``: (int32 relative offset, int32 position) entries (§3.2)."""

@@ -164,8 +164,8 @@ def test_a_zero_padded_index_holds_kafkas_count(tmp_path):
     """impl recognises a zero tail but holds Kafka's count of entries, zero slots included (§3.1
     rule 4), so it decides what Kafka decides: the single-slot time index of
     corpora/found/conforms-ed2155df18 is full and stays full through a truncation, and the roll's
-    final entry (the segment's max timestamp, above the zeroed slot's 0) is written past the mapping — KAFKA-12734's BufferOverflowException —
-    while lookups go through the shadow."""
+    final entry (the segment's max timestamp, above the zeroed slot's 0) is written past the
+    mapping — KAFKA-12734's BufferOverflowException — while lookups go through the shadow."""
     log = b"".join(build_batch_v2(i, [(100 + i, None, b"x" * 300)]) for i in range(4))
     segment = _segment_on(tmp_path, log, b"", bytes(12), 12)
     try:
