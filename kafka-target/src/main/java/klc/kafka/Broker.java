@@ -1,0 +1,400 @@
+package klc.kafka;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.OffsetOutOfRangeException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.record.internal.FileRecords;
+import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.Records;
+import org.apache.kafka.server.storage.log.FetchIsolation;
+import org.apache.kafka.server.util.FileLock;
+import org.apache.kafka.storage.internals.epoch.LeaderEpochFileCache;
+import org.apache.kafka.storage.internals.log.CleanerConfig;
+import org.apache.kafka.storage.internals.log.EpochEntry;
+import org.apache.kafka.storage.internals.log.FetchDataInfo;
+import org.apache.kafka.storage.internals.log.LazyIndex;
+import org.apache.kafka.storage.internals.log.LogAppendInfo;
+import org.apache.kafka.storage.internals.log.LogConfig;
+import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
+import org.apache.kafka.storage.internals.log.LogManager;
+import org.apache.kafka.storage.internals.log.LogSegment;
+import org.apache.kafka.storage.internals.log.LogStartOffsetIncrementReason;
+import org.apache.kafka.storage.internals.log.OffsetIndex;
+import org.apache.kafka.storage.internals.log.OffsetPosition;
+import org.apache.kafka.storage.internals.log.OffsetResultHolder;
+import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
+import org.apache.kafka.storage.internals.log.TimeIndex;
+import org.apache.kafka.storage.internals.log.TimestampOffset;
+import org.apache.kafka.storage.internals.log.UnifiedLog;
+import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
+
+import java.io.File;
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+
+/**
+ * One broker's log layer: Kafka's own LogManager over the scenario's data dirs, driven one
+ * step at a time. Each method is one op of the JSON-lines protocol (docs/kafka-target.md) and
+ * calls the Kafka method the scenario format names for that step (docs/scenario-format.md).
+ */
+final class Broker {
+    private static final HexFormat HEX = HexFormat.of();
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** One replica: the high watermark is the log end offset (scenario determinism contract). */
+    private static final int BROKER_EPOCH = -1;
+
+    private final File root;
+    private final List<File> dataDirs = new ArrayList<>();
+    private final Properties topicConfig = new Properties();
+    private final int recoveryThreads;
+    private final StepClock clock;
+    private final StepScheduler scheduler;
+    private final LoaderLog loaderLog;
+    private LogManager manager;
+    private LogDirFailureChannel failures;
+
+    Broker(JsonNode request, LoaderLog loaderLog) {
+        this.root = new File(request.path("root").asText());
+        for (JsonNode d : request.path("data_dirs")) {
+            dataDirs.add(new File(root, d.asText()).getAbsoluteFile());
+        }
+        int threads = 1;
+        Iterator<Map.Entry<String, JsonNode>> fields = request.path("config").fields();
+        while (fields.hasNext()) {
+            Map.Entry<String, JsonNode> e = fields.next();
+            String key = e.getKey();
+            String value = e.getValue().asText();
+            if (key.equals("num.recovery.threads.per.data.dir")) {
+                threads = e.getValue().asInt();
+            } else if (key.equals("segment.jitter.ms") && e.getValue().asLong() != 0) {
+                throw new Unsupported("segment.jitter.ms > 0: Kafka draws the jitter from java.util.Random, the scenario from its jitter_seed");
+            } else if (key.equals("segment.bytes") && e.getValue().asLong() < 1024 * 1024) {
+                // below Kafka's public minimum; its own tests set the internal config (§8)
+                topicConfig.put(LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG, value);
+            } else {
+                topicConfig.put(key, value);
+            }
+        }
+        this.recoveryThreads = threads;
+        this.clock = new StepClock(request.path("clock_ms").asLong());
+        this.scheduler = new StepScheduler(clock);
+        this.loaderLog = loaderLog;
+        new LogConfig(topicConfig); // a config Kafka refuses fails here, before any step
+    }
+
+    // --- the broker's life ------------------------------------------------------------------
+
+    ObjectNode open() throws Exception {
+        loaderLog.reset();
+        failures = new LogDirFailureChannel(dataDirs.size());
+        manager = new LogManager(
+                dataDirs, List.of(), resource -> new Properties(), new LogConfig(topicConfig),
+                new CleanerConfig(false), recoveryThreads,
+                Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, 900_000,
+                new ProducerStateManagerConfig(86_400_000, false), 600_000,
+                scheduler, new BrokerTopicStats(), failures, clock, false, 0L,
+                (config, dirs, logs, channel, time) -> {
+                    throw new IllegalStateException("the log cleaner is not started by this target");
+                });
+        manager.startup(Set.of());
+        for (UnifiedLog log : manager.allLogs()) {
+            log.updateHighWatermark(log.logEndOffset());
+        }
+        scheduler.runDue();
+        ObjectNode out = JSON.createObjectNode();
+        ArrayNode loaded = out.putArray("loaded");
+        for (File dir : dataDirs) {
+            File[] children = dir.listFiles(File::isDirectory);
+            if (children == null) {
+                continue;
+            }
+            java.util.Arrays.sort(children, Comparator.comparing(File::getName));
+            for (File child : children) {
+                TopicPartition tp = partitionOf(child);
+                if (tp == null) {
+                    continue;
+                }
+                ObjectNode entry = loaded.addObject();
+                entry.put("dir", dir.getName());
+                entry.put("partition", child.getName());
+                Optional<UnifiedLog> log = manager.getLog(tp);
+                boolean here = log.isPresent() && new File(log.get().parentDir()).equals(dir);
+                if (here) {
+                    entry.putNull("error");
+                } else {
+                    entry.put("error", manager.isLogDirOnline(dir.getAbsolutePath())
+                            ? "not loaded" : "log dir " + dir.getName() + " went offline during the load");
+                }
+                ArrayNode rec = entry.putArray("recovered");
+                loaderLog.recovered(dir, child.getName()).forEach(rec::add);
+            }
+        }
+        return out;
+    }
+
+    ObjectNode shutdown() throws IOException {
+        manager.shutdown(BROKER_EPOCH);
+        scheduler.forget();
+        ObjectNode out = JSON.createObjectNode();
+        ObjectNode dirs = out.putObject("shutdown");
+        for (File dir : dataDirs) {
+            dirs.put(dir.getName(), new File(dir, ".kafka_cleanshutdown").exists());
+        }
+        manager = null;
+        return out;
+    }
+
+    /** The process dies: nothing is flushed, trimmed or closed; only the dir locks are let go so
+     *  the next LogManager in this JVM can take them (an OS releases them with the process). */
+    ObjectNode halt() throws IOException {
+        if (manager != null) {
+            for (FileLock lock : manager.dirLocks()) {
+                lock.destroy();
+            }
+        }
+        manager = null;
+        scheduler.forget();
+        System.gc(); // the abandoned logs' channels and mappings go with their objects
+        return JSON.createObjectNode();
+    }
+
+    ObjectNode tick(long ms) {
+        clock.advance(ms);
+        scheduler.runDue();
+        return JSON.createObjectNode();
+    }
+
+    void afterStep() throws IOException {
+        if (manager == null) {
+            return;
+        }
+        scheduler.runDue();
+        for (UnifiedLog log : manager.allLogs()) {
+            log.updateHighWatermark(log.logEndOffset());
+        }
+    }
+
+    // --- steps on one partition ---------------------------------------------------------------
+
+    ObjectNode create(String topic, int partition, int dir) throws IOException {
+        TopicPartition tp = new TopicPartition(topic, partition);
+        manager.maybeUpdatePreferredLogDir(tp, dataDirs.get(dir % dataDirs.size()).getAbsolutePath());
+        manager.getOrCreateLog(tp, Optional.empty());
+        return JSON.createObjectNode();
+    }
+
+    ObjectNode append(UnifiedLog log, byte[] data, boolean leader, int leaderEpoch) throws IOException {
+        MemoryRecords records = MemoryRecords.readableRecords(ByteBuffer.wrap(data));
+        LogAppendInfo info = leader ? log.appendAsLeader(records, leaderEpoch) : log.appendAsFollower(records, leaderEpoch);
+        ObjectNode out = JSON.createObjectNode();
+        out.put("first", info.firstOffset());
+        out.put("last", info.lastOffset());
+        return out;
+    }
+
+    ObjectNode roll(UnifiedLog log) throws IOException {
+        return JSON.createObjectNode().put("base", log.roll().baseOffset());
+    }
+
+    /** A fetch bounded by {@code maxOffset} the way a follower's high watermark bounds it (§4.5). */
+    ObjectNode read(UnifiedLog log, long offset, int maxBytes, Long maxOffset, boolean minOne) throws IOException {
+        FetchIsolation isolation = FetchIsolation.LOG_END;
+        if (maxOffset != null) {
+            if (maxOffset < log.logStartOffset() || maxOffset > log.logEndOffset()) {
+                throw new OffsetOutOfRangeException("max offset " + maxOffset + " outside the log");
+            }
+            log.updateHighWatermark(maxOffset);
+            isolation = FetchIsolation.HIGH_WATERMARK;
+        }
+        try {
+            FetchDataInfo info = log.read(offset, maxBytes, isolation, minOne);
+            return JSON.createObjectNode().put("bytes", HEX.formatHex(bytesOf(info.records)));
+        } finally {
+            log.updateHighWatermark(log.logEndOffset());
+        }
+    }
+
+    ObjectNode offsetForTimestamp(UnifiedLog log, long timestamp) {
+        OffsetResultHolder holder = log.fetchOffsetByTimestamp(timestamp, Optional.empty());
+        ObjectNode out = JSON.createObjectNode();
+        if (holder.maybeOffsetsError().isPresent()) {
+            throw holder.maybeOffsetsError().get();
+        }
+        Optional<FileRecords.TimestampAndOffset> found = holder.timestampAndOffsetOpt();
+        if (found.isEmpty()) {
+            out.putNull("found");
+        } else {
+            out.putArray("found").add(found.get().timestamp).add(found.get().offset);
+        }
+        return out;
+    }
+
+    ObjectNode truncate(UnifiedLog log, long offset) {
+        boolean truncated = offset < log.logEndOffset();
+        if (offset < 0) {
+            log.truncateTo(offset); // Kafka's own refusal
+        }
+        manager.truncateTo(Map.of(log.topicPartition(), offset), false);
+        return JSON.createObjectNode().put("truncated", truncated);
+    }
+
+    ObjectNode truncateFully(UnifiedLog log, long offset) {
+        manager.truncateFullyAndStartAt(log.topicPartition(), offset, false, Optional.empty());
+        return JSON.createObjectNode();
+    }
+
+    ObjectNode deleteRecords(UnifiedLog log, long offset) {
+        log.maybeIncrementLogStartOffset(offset, LogStartOffsetIncrementReason.ClientRecordDeletion);
+        return JSON.createObjectNode().put("log_start_offset", log.logStartOffset());
+    }
+
+    /** The harness's precondition (the step's offset lies within the log), then Kafka's flush. */
+    ObjectNode flush(UnifiedLog log, Long offset) {
+        long to = offset == null ? log.logEndOffset() : offset;
+        if (to < 0 || to > log.logEndOffset()) {
+            throw new OffsetOutOfRangeException("cannot flush to " + to + ": the log ends at " + log.logEndOffset());
+        }
+        log.flushUptoOffsetExclusive(to);
+        return JSON.createObjectNode();
+    }
+
+    ObjectNode retention() throws IOException {
+        int deleted = 0;
+        for (UnifiedLog log : sortedLogs()) {
+            deleted += log.deleteOldSegments();
+        }
+        return JSON.createObjectNode().put("deleted", deleted);
+    }
+
+    ObjectNode checkpoint() {
+        manager.checkpointLogRecoveryOffsets();
+        manager.checkpointLogStartOffsets();
+        return JSON.createObjectNode();
+    }
+
+    UnifiedLog log(String topic, int partition) {
+        return manager.getLog(new TopicPartition(topic, partition))
+                .orElseThrow(() -> new UnknownTopicOrPartitionException(topic + "-" + partition + " has no log"));
+    }
+
+    // --- observations -------------------------------------------------------------------------
+
+    ObjectNode state() throws IOException {
+        ObjectNode out = JSON.createObjectNode();
+        ObjectNode parts = out.putObject("partitions");
+        for (UnifiedLog log : sortedLogs()) {
+            ObjectNode p = parts.putObject(keyOf(log));
+            p.put("log_start_offset", log.logStartOffset());
+            p.put("log_end_offset", log.logEndOffset());
+            p.put("recovery_point", log.recoveryPoint());
+            ArrayNode segments = p.putArray("segments");
+            for (LogSegment s : log.logSegments()) {
+                segments.addArray().add(s.baseOffset()).add(s.size());
+            }
+            ArrayNode epochs = p.putArray("epochs");
+            LeaderEpochFileCache cache = log.leaderEpochCache();
+            for (EpochEntry e : cache.epochEntries()) {
+                epochs.addArray().add(e.epoch()).add(e.startOffset());
+            }
+        }
+        return out;
+    }
+
+    /** The entries of every segment whose two indexes are materialised (reading an index that is
+     *  not would materialise it, which changes what Kafka does next: KAFKA-7283). */
+    ObjectNode indexEntries() throws Exception {
+        ObjectNode out = JSON.createObjectNode();
+        ObjectNode segs = out.putObject("segments");
+        for (UnifiedLog log : sortedLogs()) {
+            List<LogSegment> segments = log.logSegments();
+            for (int i = 0; i < segments.size(); i++) {
+                LogSegment s = segments.get(i);
+                if (!materialised(s, "lazyOffsetIndex") || !materialised(s, "lazyTimeIndex")) {
+                    continue;
+                }
+                ObjectNode e = segs.putObject(keyOf(log) + "/" + s.baseOffset());
+                ArrayNode offsets = e.putArray("offsets");
+                OffsetIndex oi = s.offsetIndex();
+                for (int k = 0; k < oi.entries(); k++) {
+                    OffsetPosition op = oi.entry(k);
+                    offsets.addArray().add(op.offset()).add(op.position());
+                }
+                ArrayNode times = e.putArray("times");
+                TimeIndex ti = s.timeIndex();
+                for (int k = 0; k < ti.entries(); k++) {
+                    TimestampOffset to = ti.entry(k);
+                    times.addArray().add(to.timestamp()).add(to.offset());
+                }
+                e.put("active", i == segments.size() - 1);
+                e.put("end", i + 1 < segments.size() ? segments.get(i + 1).baseOffset() : log.logEndOffset());
+            }
+        }
+        return out;
+    }
+
+    boolean running() {
+        return manager != null;
+    }
+
+    // --- helpers ------------------------------------------------------------------------------
+
+    private List<UnifiedLog> sortedLogs() {
+        List<UnifiedLog> logs = new ArrayList<>(manager.allLogs());
+        logs.sort(Comparator.comparing((UnifiedLog l) -> l.topicPartition().topic())
+                .thenComparingInt(l -> l.topicPartition().partition()));
+        return logs;
+    }
+
+    private static String keyOf(UnifiedLog log) {
+        return new File(log.parentDir()).getName() + "/" + log.dir().getName();
+    }
+
+    /** A partition dir as Kafka's loader names it; null for anything else it finds there. */
+    private static TopicPartition partitionOf(File dir) {
+        String name = dir.getName();
+        if (name.endsWith("-delete") || name.endsWith("-future") || name.endsWith("-stray")) {
+            return null;
+        }
+        try {
+            return UnifiedLog.parseTopicPartitionName(dir);
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static boolean materialised(LogSegment segment, String field) throws ReflectiveOperationException {
+        Field lazyField = LogSegment.class.getDeclaredField(field);
+        lazyField.setAccessible(true);
+        LazyIndex<?> lazy = (LazyIndex<?>) lazyField.get(segment);
+        Field wrapper = LazyIndex.class.getDeclaredField("indexWrapper");
+        wrapper.setAccessible(true);
+        return wrapper.get(lazy).getClass().getSimpleName().equals("IndexValue");
+    }
+
+    private static byte[] bytesOf(Records records) throws IOException {
+        ByteBuffer buffer = ByteBuffer.allocate(records.sizeInBytes());
+        if (records instanceof FileRecords file) {
+            file.readInto(buffer, 0);
+        } else if (records instanceof MemoryRecords memory) {
+            buffer.put(memory.buffer().duplicate());
+        } else {
+            throw new IllegalStateException("records of type " + records.getClass().getName());
+        }
+        return buffer.array();
+    }
+}

@@ -1,0 +1,99 @@
+package klc.kafka;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.utils.internals.AppInfoParser;
+import org.apache.kafka.common.utils.internals.Exit;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The kafka target's process: one JSON request per line on stdin, one JSON answer per line on
+ * stdout (docs/kafka-target.md). Answers are {@code {"ok": result}}, {@code {"refused": class,
+ * "message": text}} when Kafka threw (a refusal the scenario format names by Kafka's exception
+ * class), {@code {"unsupported": why}} for a step this target cannot express, and
+ * {@code {"harness": text}} when the request or this program is at fault.
+ */
+public final class Main {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** Kafka halts the JVM when every log dir fails; here that ends the step, not the process. */
+    static final class Halted extends RuntimeException {
+        Halted(int status, String message) {
+            super("Kafka asked the JVM to exit with status " + status + ": " + message);
+        }
+    }
+
+    private Main() { }
+
+    public static void main(String[] args) throws Exception {
+        PrintStream protocol = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        System.setOut(System.err); // nothing but answers on the protocol stream
+        Exit.setExitProcedure((status, message) -> { throw new Halted(status, message); });
+        Exit.setHaltProcedure((status, message) -> { throw new Halted(status, message); });
+        LoaderLog loaderLog = LoaderLog.install();
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        Broker broker = null;
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            ObjectNode answer = JSON.createObjectNode();
+            try {
+                JsonNode request = JSON.readTree(line);
+                String op = request.path("op").asText();
+                if (op.equals("configure")) {
+                    broker = new Broker(request, loaderLog);
+                    answer.set("ok", JSON.createObjectNode());
+                } else if (op.equals("hello")) {
+                    answer.putObject("ok").put("kafka", AppInfoParser.getVersion()).put("protocol", 1);
+                } else if (op.equals("quit")) {
+                    protocol.println("{\"ok\":{}}");
+                    return;
+                } else if (broker == null) {
+                    answer.put("harness", "the first request must be configure");
+                } else {
+                    answer.set("ok", Steps.apply(broker, op, request));
+                    broker.afterStep();
+                }
+            } catch (Unsupported e) {
+                answer.removeAll();
+                answer.put("unsupported", e.getMessage());
+            } catch (Halted e) {
+                answer.removeAll();
+                answer.put("refused", "Halted");
+                answer.put("message", e.getMessage());
+            } catch (Steps.BadRequest e) {
+                answer.removeAll();
+                answer.put("harness", e.getMessage());
+            } catch (RuntimeException | java.io.IOException e) {
+                answer.removeAll();
+                answer.put("refused", e.getClass().getSimpleName());
+                answer.put("message", String.valueOf(e.getMessage()));
+                answer.put("trace", trace(e));
+            } catch (Throwable e) {
+                answer.removeAll();
+                answer.put("harness", "the kafka target failed: " + trace(e));
+            }
+            if (answer.has("refused") || answer.has("harness")) {
+                answer.putPOJO("log", loaderLog.recent());
+            }
+            protocol.println(JSON.writeValueAsString(answer));
+        }
+    }
+
+    private static String trace(Throwable e) {
+        StringWriter out = new StringWriter();
+        e.printStackTrace(new PrintWriter(out));
+        String text = out.toString();
+        return text.length() > 4000 ? text.substring(0, 4000) : text;
+    }
+}

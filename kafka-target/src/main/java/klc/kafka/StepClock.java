@@ -1,0 +1,39 @@
+package klc.kafka;
+
+import org.apache.kafka.common.utils.Time;
+
+/**
+ * Kafka's clock, moved only by the scenario's {@code tick} steps (docs/scenario-format.md,
+ * "Determinism contract"): every time Kafka reads — segment creation, roll by time, retention,
+ * the delay of an asynchronous file deletion — comes from here.
+ */
+final class StepClock implements Time {
+    private volatile long nowMs;
+
+    StepClock(long startMs) {
+        this.nowMs = startMs;
+    }
+
+    void advance(long ms) {
+        nowMs += ms;
+    }
+
+    void set(long ms) {
+        nowMs = ms;
+    }
+
+    @Override
+    public long milliseconds() {
+        return nowMs;
+    }
+
+    @Override
+    public long nanoseconds() {
+        return nowMs * 1_000_000L;
+    }
+
+    @Override
+    public void sleep(long ms) {
+        nowMs += ms; // nothing in the log layer sleeps on the step path; if it did, time passes
+    }
+}

@@ -1,0 +1,87 @@
+package klc.kafka;
+
+import org.apache.kafka.server.util.Scheduler;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledFuture;
+
+/**
+ * Kafka's background scheduler made deterministic. A one-shot task (the post-roll flush, the
+ * leader-epoch checkpoint flush, a segment's delayed file deletion) runs once the step clock has
+ * reached its due time, at the end of the step that made it due — the determinism contract the
+ * model and impl follow. Periodic tasks (the retention, flush and checkpoint threads started by
+ * LogManager.startup) are kept and never run: each is a step of its own ({@code retention},
+ * {@code flush}, {@code checkpoint}).
+ */
+final class StepScheduler implements Scheduler {
+    private record Task(String name, Runnable body, long dueMs, long seq) { }
+
+    private final StepClock clock;
+    private final List<Task> pending = new ArrayList<>();
+    private final List<String> periodic = new ArrayList<>();
+    private long seq;
+
+    StepScheduler(StepClock clock) {
+        this.clock = clock;
+    }
+
+    @Override
+    public void startup() { }
+
+    @Override
+    public void shutdown() {
+        pending.clear(); // a broker going down drops its pending tasks (their files stay, §2.4)
+    }
+
+    @Override
+    public synchronized ScheduledFuture<?> schedule(String name, Runnable task, long delayMs, long periodMs) {
+        if (periodMs > 0) {
+            periodic.add(name);
+            return new NeverRuns();
+        }
+        pending.add(new Task(name, task, clock.milliseconds() + Math.max(0, delayMs), seq++));
+        return new NeverRuns();
+    }
+
+    @Override
+    public void resizeThreadPool(int newSize) { }
+
+    /** Runs every task due by now, oldest due time first, tasks scheduled by tasks included. */
+    void runDue() {
+        while (true) {
+            Task next;
+            synchronized (this) {
+                next = pending.stream()
+                        .filter(t -> t.dueMs <= clock.milliseconds())
+                        .min(Comparator.comparingLong(Task::dueMs).thenComparingLong(Task::seq))
+                        .orElse(null);
+                if (next == null) {
+                    return;
+                }
+                pending.remove(next);
+            }
+            next.body.run();
+        }
+    }
+
+    synchronized void forget() {
+        pending.clear();
+        periodic.clear();
+    }
+
+    /** What Kafka holds of a scheduled task: only cancellation is ever asked of it here. */
+    private static final class NeverRuns extends CompletableFuture<Void> implements ScheduledFuture<Void> {
+        @Override
+        public long getDelay(java.util.concurrent.TimeUnit unit) {
+            return Long.MAX_VALUE;
+        }
+
+        @Override
+        public int compareTo(java.util.concurrent.Delayed o) {
+            return 0;
+        }
+    }
+}

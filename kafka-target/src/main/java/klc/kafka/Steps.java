@@ -1,0 +1,75 @@
+package klc.kafka;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.storage.internals.log.UnifiedLog;
+
+import java.util.HexFormat;
+
+/** The protocol's ops, each read from its request and handed to the broker. */
+final class Steps {
+    static final class BadRequest extends RuntimeException {
+        BadRequest(String message) {
+            super(message);
+        }
+    }
+
+    private Steps() { }
+
+    static ObjectNode apply(Broker broker, String op, JsonNode r) throws Exception {
+        switch (op) {
+            case "open": return broker.open();
+            case "shutdown": return broker.shutdown();
+            case "halt": return broker.halt();
+            case "tick": return broker.tick(number(r, "ms"));
+            case "state": return broker.state();
+            case "index_entries": return broker.indexEntries();
+            default: break;
+        }
+        if (!broker.running()) {
+            throw new BadRequest(op + " while the broker is down");
+        }
+        switch (op) {
+            case "create": return broker.create(text(r, "topic"), (int) number(r, "partition"), (int) number(r, "dir"));
+            case "retention": return broker.retention();
+            case "checkpoint": return broker.checkpoint();
+            case "clean": throw new Unsupported("a log-cleaner round: this target does not run Kafka's LogCleaner yet");
+            default: break;
+        }
+        UnifiedLog log = broker.log(text(r, "topic"), (int) number(r, "partition"));
+        switch (op) {
+            case "append":
+                return broker.append(log, HexFormat.of().parseHex(text(r, "data")), r.path("leader").asBoolean(true),
+                        (int) number(r, "leader_epoch"));
+            case "roll": return broker.roll(log);
+            case "read":
+                return broker.read(log, number(r, "offset"), (int) number(r, "max_bytes"),
+                        r.path("max_offset").isNull() || r.path("max_offset").isMissingNode() ? null : number(r, "max_offset"),
+                        r.path("min_one_message").asBoolean(true));
+            case "offset_for_timestamp": return broker.offsetForTimestamp(log, number(r, "timestamp"));
+            case "truncate": return broker.truncate(log, number(r, "offset"));
+            case "truncate_fully": return broker.truncateFully(log, number(r, "offset"));
+            case "delete_records": return broker.deleteRecords(log, number(r, "offset"));
+            case "flush":
+                return broker.flush(log, r.path("offset").isNull() || r.path("offset").isMissingNode() ? null : number(r, "offset"));
+            default: throw new BadRequest("unknown op " + op);
+        }
+    }
+
+    private static long number(JsonNode r, String field) {
+        JsonNode v = r.get(field);
+        if (v == null || !v.canConvertToLong()) {
+            throw new BadRequest("field " + field + " must be an integer, got " + v);
+        }
+        return v.asLong();
+    }
+
+    private static String text(JsonNode r, String field) {
+        JsonNode v = r.get(field);
+        if (v == null || !v.isTextual()) {
+            throw new BadRequest("field " + field + " must be a string, got " + v);
+        }
+        return v.asText();
+    }
+}
