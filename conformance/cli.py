@@ -70,26 +70,40 @@ def dump(
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str))
 @click.option(
     "--target",
-    type=click.Choice(["both", "model", "impl"]),
+    type=click.Choice(["both", "model", "impl", "kafka"]),
     default="both",
     show_default=True,
-    help="both: model against impl (checks conforms); or one of them alone.",
+    help="both: model against impl (checks conforms); kafka: model against Apache Kafka's own log layer "
+    "(docs/kafka-target.md); model or impl alone.",
 )
 @click.option("--backend", type=click.Choice(["sim", "os"]), default="sim", show_default=True, help="impl's storage.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON verdict per scenario, with every step's results.")
 @click.option(
     "--mutant", metavar="NAME", help="Run impl with this mutant (tests/mutants) in place of the module it edits."
 )
-def replay(scenarios: tuple[str, ...], target: str, backend: str, as_json: bool, mutant: str | None) -> None:
+@click.option(
+    "--kafka-classpath",
+    metavar="PATH",
+    help="With --target kafka: judge these jars (your own Kafka build) instead of the pinned release; "
+    "they go before the pinned ones on the JVM's classpath.",
+)
+def replay(
+    scenarios: tuple[str, ...], target: str, backend: str, as_json: bool, mutant: str | None, kafka_classpath: str | None
+) -> None:
     """Run scenario files (docs/scenario-format.md) through the runner and check every property.
 
-    Exit status: 0 all passed, 1 a property was violated, 2 a file is not a valid scenario.
+    Exit status: 0 all passed, 1 a property was violated, 2 a file is not a valid scenario or the
+    kafka target could not run, 3 a target could not express a step (nothing violated, not judged).
     """
     import contextlib
 
     from conformance.mutants import MutantError, mutant_stack
 
-    targets = ("model", "impl") if target == "both" else (target,)
+    targets = {"both": ("model", "impl"), "kafka": ("model", "kafka")}.get(target, (target,))
+    if kafka_classpath:
+        if target != "kafka":
+            raise click.BadParameter("goes with --target kafka", param_hint="--kafka-classpath")
+        os.environ["KLC_KAFKA_CLASSPATH"] = _kafka_classpath(kafka_classpath)
     stack = contextlib.ExitStack()
     try:
         stack.enter_context(mutant_stack(mutant))
@@ -99,9 +113,23 @@ def replay(scenarios: tuple[str, ...], target: str, backend: str, as_json: bool,
         _replay(scenarios, targets, backend, as_json)
 
 
+def _kafka_classpath(user: str) -> str:
+    """The user's jars first, then the target's own build (its adapter and the pinned release)."""
+    from conformance.kafka_jvm import KafkaTargetError, build
+
+    missing = [p for p in user.split(os.pathsep) if p and not os.path.exists(p.rstrip("*"))]
+    if missing:
+        raise click.BadParameter(f"{missing[0]}: no such file or directory", param_hint="--kafka-classpath")
+    try:
+        return os.pathsep.join([user, build()])
+    except KafkaTargetError as e:
+        raise click.ClickException(str(e)) from None
+
+
 def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, as_json: bool) -> None:
     import json
 
+    from conformance.kafka_jvm import KafkaTargetError
     from conformance.runner import run
     from conformance.scenario import Scenario, ScenarioError
 
@@ -115,9 +143,15 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
             )
             worst = 2
             continue
-        verdict = run(scenario, targets, backend)
+        try:
+            verdict = run(scenario, targets, backend)
+        except KafkaTargetError as e:
+            click.echo(f"klc replay: {path}: {e}", err=True)
+            sys.exit(2)
         if as_json:
             click.echo(json.dumps({"scenario": path} | verdict.to_json()))
+        elif verdict.unsupported:
+            click.echo(f"UNSUPPORTED {path}: {verdict.unsupported}")
         elif verdict.ok:
             checked = ", ".join(f"{k} {v}" for k, v in sorted(verdict.checked.items()))
             click.echo(
@@ -125,8 +159,10 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
             )
         else:
             click.echo(f"FAIL {path}: {verdict.violations[0]}")
-        if not verdict.ok:
-            worst = max(worst, 1)
+        if verdict.violations:
+            worst = 2 if worst == 2 else 1
+        elif verdict.unsupported and worst == 0:
+            worst = 3
     sys.exit(worst)
 
 

@@ -49,7 +49,8 @@ from conformance.properties import (
     ISOLATED,
     PREFIX,
 )
-from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, digest, is_index_file, make_target
+from conformance.kafka_target import KafkaTarget, Unsupported
+from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, digest, is_index_file
 from conformance.tracing import PowerLoss
 from model.checkpoints import parse_epochs, parse_offsets
 from model.file_records import iterate_file
@@ -104,15 +105,17 @@ class Verdict:
     violations: list[Violation] = attrs.Factory(list)
     checked: dict[str, int] = attrs.Factory(dict)  # property → times checked
     load_stats: list[dict] = attrs.Factory(list)
+    unsupported: str | None = None  # a step a target could not express: the scenario was not judged
 
     @property
     def ok(self) -> bool:
-        return not self.violations
+        return not self.violations and self.unsupported is None
 
     def to_json(self) -> dict:
         return {
             "targets": self.targets,
             "ok": self.ok,
+            "unsupported": self.unsupported,
             "steps": len(self.results),
             "checked": self.checked,
             "violations": [attrs.asdict(v) for v in self.violations],
@@ -233,13 +236,32 @@ def trimmed_index_problem(path: str, data: bytes, zero_slots: bool = True) -> st
 # --- the runner -------------------------------------------------------------------------------------
 
 
+def make_target(kind: str, scenario: sc.Scenario, backend: str = "sim"):
+    """A target by name: ``model``, ``impl`` (on ``backend``), or ``kafka`` (Kafka's own jars)."""
+    if kind == "model":
+        return ModelTarget(scenario)
+    if kind == "impl":
+        return ImplTarget(scenario, backend)
+    if kind == "kafka":
+        return KafkaTarget(scenario)
+    raise ValueError(f"unknown target {kind!r} (model, impl or kafka)")
+
+
 class Session:
     """Targets started on a scenario's header; :meth:`step` runs one step and returns the new
     violations.  ``steps`` is the scenario so far (what a failing state machine prints)."""
 
     def __init__(self, scenario: sc.Scenario, targets=("model", "impl"), backend: str = "sim", faults=None):
         self.header = attrs.evolve(scenario, steps=())
-        self.targets = [make_target(t, scenario, backend) for t in targets]
+        self.targets = []
+        self.verdict = Verdict(scenario, list(targets))
+        self.broken = False
+        try:
+            for t in targets:
+                self.targets.append(make_target(t, scenario, backend))
+        except Unsupported as e:
+            self.verdict.unsupported = f"before any step: {e}"
+            self.broken = True
         if faults is None:
             faults = any(isinstance(s, FAULT_STEPS + DISK_STEPS) for s in scenario.steps)
         self.source = next((t for t in self.targets if isinstance(t, ImplTarget) and t.backend == "sim"), None)
@@ -247,10 +269,9 @@ class Session:
             self.source = ImplTarget(scenario, "sim")
             self.targets.append(self.source)
         self.model = next((t for t in self.targets if isinstance(t, ModelTarget)), None)
-        self.verdict = Verdict(scenario, [t.name for t in self.targets])
+        self.verdict.targets = [t.name for t in self.targets]
         self.steps: list[sc.Step] = []
         self._shutdown_at = None
-        self.broken = False
         self.tracker = RecoveryTracker()
         self.unloadable: set[str] = set()  # partitions the last open left out: their files are not compared
         self.shutdown_dirs: dict[str, bool] = {}  # data dir → whether the last shutdown wrote its marker
@@ -282,6 +303,10 @@ class Session:
             mark = len(t.trace) if t.trace is not None else 0
             try:
                 results[t.name] = t.apply(step)
+            except Unsupported as e:  # not judged: reported, never passed (DESIGN.md "Targets")
+                verdict.unsupported = f"step {index} ({_describe(step)}): {e}"
+                self.broken = True
+                return verdict.violations[before:]
             except Exception as e:  # an operation neither target should refuse blew up
                 witness = f"{t.name} raised {_where(e)} during {_describe(step)}"
                 prop = BAD_INPUT if isinstance(step, sc.Open) and self.tracker.faulted else CONFORMS

@@ -151,12 +151,15 @@ class _Target:
         for s in step.steps:
             if isinstance(s, sc.Read) and (s.topic, s.partition) in writers:
                 try:
-                    end = self.manager.log(s.topic, s.partition).log_end_offset
+                    end = self.log_end_offset(s.topic, s.partition)
                 except self.refusals():
                     continue  # no such partition: every thread is refused alike
                 if max(s.offset, s.max_offset) > end:
                     return {"error": "RaceDependsOnSchedule"}
         return {"race": self._run_race(step)}
+
+    def log_end_offset(self, topic: str, partition: int) -> int:
+        return self.manager.log(topic, partition).log_end_offset
 
     def _run_race(self, step: sc.Race) -> list[dict]:
         """The model has no threads: one step after another (they commute, so any order will do)."""
@@ -564,11 +567,3 @@ class ImplTarget(_Target):
             self.raw_storage.close_all()
         if self.backend == "os" and self._tmp:
             shutil.rmtree(self.root, ignore_errors=True)
-
-
-def make_target(kind: str, scenario: sc.Scenario, backend: str = "sim") -> _Target:
-    if kind == "model":
-        return ModelTarget(scenario)
-    if kind == "impl":
-        return ImplTarget(scenario, backend)
-    raise ValueError(f"unknown target {kind!r} (model or impl)")

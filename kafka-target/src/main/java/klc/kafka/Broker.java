@@ -173,8 +173,12 @@ final class Broker {
         return JSON.createObjectNode();
     }
 
-    ObjectNode tick(long ms) {
-        clock.advance(ms);
+    void clockAt(long nowMs) {
+        clock.set(nowMs);
+    }
+
+    /** Time has passed (the request's now_ms): the tasks now due run, as Kafka's scheduler runs them. */
+    ObjectNode tick() {
         scheduler.runDue();
         return JSON.createObjectNode();
     }

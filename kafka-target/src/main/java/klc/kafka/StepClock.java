@@ -14,10 +14,6 @@ final class StepClock implements Time {
         this.nowMs = startMs;
     }
 
-    void advance(long ms) {
-        nowMs += ms;
-    }
-
     void set(long ms) {
         nowMs = ms;
     }

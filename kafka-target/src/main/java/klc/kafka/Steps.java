@@ -18,11 +18,14 @@ final class Steps {
     private Steps() { }
 
     static ObjectNode apply(Broker broker, String op, JsonNode r) throws Exception {
+        if (r.has("now_ms")) {
+            broker.clockAt(number(r, "now_ms")); // the scenario's clock, moved only by tick steps
+        }
         switch (op) {
             case "open": return broker.open();
             case "shutdown": return broker.shutdown();
             case "halt": return broker.halt();
-            case "tick": return broker.tick(number(r, "ms"));
+            case "tick": return broker.tick();
             case "state": return broker.state();
             case "index_entries": return broker.indexEntries();
             default: break;

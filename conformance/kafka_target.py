@@ -1,0 +1,199 @@
+"""Apache Kafka's own log layer as a target (DESIGN.md "Targets"; docs/kafka-target.md).
+
+The steps go as JSON lines to the JVM of ``kafka-target/``, which applies them to Kafka's
+``LogManager`` and ``UnifiedLog`` over real files in this target's root.  The files are Kafka's:
+``files()``, the segments' bytes and crash images are read and written here, on disk, exactly as
+the impl target on the os backend does.  A process crash is the JVM forgetting its LogManager
+without closing anything; a crash image is materialised into the root before the next ``open``.
+
+What is not compared (each a departure listed in docs/kafka-target.md): the data dirs' ``.lock``
+files (held by a live process, not log state), and producer-state snapshots (``.snapshot``), which
+Kafka writes at every roll and shutdown and the model does not have yet.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import attrs
+
+from conformance import scenario as sc
+from conformance.kafka_jvm import KafkaTargetError, shared
+from conformance.targets import _partition_state, _Target
+
+NOT_COMPARED = (".lock", ".snapshot")
+
+
+class KafkaRefusal(Exception):
+    """Kafka threw: ``kind`` is its exception class, as the scenario format names refusals."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
+class Unsupported(Exception):
+    """A step or setting this target cannot express: the scenario is not judged on it."""
+
+
+class KafkaTarget(_Target):
+    @staticmethod
+    def refusals():
+        return (KafkaRefusal,)
+
+    def __init__(self, scenario: sc.Scenario, classpath: str | None = None):
+        super().__init__(scenario)
+        self.jvm = shared(classpath or os.environ.get("KLC_KAFKA_CLASSPATH") or None)
+        self.name = "kafka"
+        self.version = self.jvm.version
+        self.root = tempfile.mkdtemp(prefix="klc-kafka-")
+        for d in self.dir_names:
+            os.makedirs(os.path.join(self.root, d))
+        self.manager = None
+        self.stamped: dict[str, int] = {}  # path → the mtime (ns) last given to it
+        self._call(
+            "configure",
+            root=self.root,
+            data_dirs=self.dir_names,
+            config=scenario.config,
+            clock_ms=self.clock(),
+        )
+
+    def _call(self, op: str, **fields) -> dict:
+        answer = self.jvm.request({"op": op, "now_ms": self.clock(), **fields})
+        if "unsupported" in answer:
+            raise Unsupported(f"kafka {self.version}: {answer['unsupported']}")
+        if "refused" in answer:
+            raise KafkaRefusal(answer["refused"], answer.get("message", ""))
+        self._stamp()
+        return answer["ok"]
+
+    def _stamp(self) -> None:
+        """Files Kafka wrote get the scenario clock as modification time, as impl's os backend
+        gives them (time retention falls back to a segment's mtime, spec §4.8)."""
+        now_ns = self.clock() * 1_000_000
+        for path in self._walk():
+            mtime = os.stat(path).st_mtime_ns
+            if self.stamped.get(path) != mtime:
+                os.utime(path, ns=(now_ns, now_ns))
+                self.stamped[path] = now_ns
+
+    def _walk(self):
+        for dirpath, _dirs, names in os.walk(self.root):
+            for name in names:
+                yield os.path.join(dirpath, name)
+
+    # --- the broker's life --------------------------------------------------------------------
+
+    def _open(self) -> list[dict]:
+        return self._call("open")["loaded"]
+
+    def _shutdown(self):
+        return self._call("shutdown")["shutdown"]
+
+    def _tick(self):
+        self._call("tick")
+
+    def halt(self) -> None:
+        if self.running:
+            self._call("halt")
+        super().halt()
+
+    def restore(self, files, directories, mtimes):
+        """Start over from a disk image: the JVM lets go of the old broker, the root is rewritten."""
+        self.halt()
+        shutil.rmtree(self.root, ignore_errors=True)
+        os.makedirs(self.root)
+        for d in [*self.dir_names, *directories]:
+            os.makedirs(os.path.join(self.root, d), exist_ok=True)
+        for p, data in files.items():
+            with open(os.path.join(self.root, p), "wb") as f:
+                f.write(data)
+        self.stamped = {}
+        for p in files:
+            ms = mtimes.get(p, self.clock())
+            full = os.path.join(self.root, p)
+            os.utime(full, ns=(ms * 1_000_000, ms * 1_000_000))
+            self.stamped[full] = ms * 1_000_000
+
+    # --- steps ----------------------------------------------------------------------------------
+
+    def _apply(self, step):
+        fields = {f.name: getattr(step, f.name) for f in attrs.fields(type(step)) if f.name != "batches"}
+        if isinstance(step, sc.Append):
+            fields["data"] = sc.append_bytes(step).hex()
+        return self._call(step.op, **fields)
+
+    def log_end_offset(self, topic: str, partition: int) -> int:
+        key = next((k for k in self._call("state")["partitions"] if k.split("/", 1)[1] == f"{topic}-{partition}"), None)
+        if key is None:
+            raise KafkaRefusal("UnknownTopicOrPartitionException", f"{topic}-{partition} has no log")
+        return self._call("state")["partitions"][key]["log_end_offset"]
+
+    def _segment_bytes(self):
+        out = {}
+        if not self.running:
+            return out
+        for key, p in self._call("state")["partitions"].items():
+            out[key] = [self._log_bytes(key, base, size) for base, size in p["segments"]]
+        return out
+
+    def _log_bytes(self, key: str, base: int, size: int) -> bytes:
+        with open(os.path.join(self.root, key, f"{base:020d}.log"), "rb") as f:
+            return f.read(size)
+
+    # --- observations -------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        if not self.running:
+            return {"running": False}
+        parts = {}
+        for key, p in self._call("state")["partitions"].items():
+            segs = [(base, size, self._log_bytes(key, base, size)) for base, size in p["segments"]]
+            parts[key] = _partition_state(
+                p["log_start_offset"], p["log_end_offset"], p["recovery_point"], segs, p["epochs"]
+            )
+        return {"running": True, "partitions": parts}
+
+    def files(self, indexes: bool = True) -> dict[str, bytes]:
+        out = {}
+        for full in self._walk():
+            if full.endswith(NOT_COMPARED):
+                continue
+            with open(full, "rb") as f:
+                out[os.path.relpath(full, self.root)] = f.read()
+        return out
+
+    def index_entries(self) -> dict:
+        if not self.running:
+            return {}
+        sizes = {
+            f"{key}/{base}": size
+            for key, p in self._call("state")["partitions"].items()
+            for base, size in p["segments"]
+        }
+        out = {}
+        for key, e in self._call("index_entries")["segments"].items():
+            partition, base = key.rsplit("/", 1)
+            out[key] = (
+                [tuple(x) for x in e["offsets"]],
+                [tuple(x) for x in e["times"]],
+                self._log_bytes(partition, int(base), sizes[key]),
+                e["active"],
+                e["end"],
+            )
+        return out
+
+    def close(self) -> None:
+        try:
+            if self.running and self.jvm.alive():
+                self._call("halt")
+        except (KafkaTargetError, KafkaRefusal):
+            pass
+        self.running = False
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+__all__ = ["KafkaRefusal", "KafkaTarget", "KafkaTargetError", "Unsupported"]
