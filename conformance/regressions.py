@@ -7,7 +7,8 @@
 * ``corpora/found/<signature>/`` — what fuzzing campaigns found (:mod:`conformance.campaign.corpus`).
 
 A case's ``expect`` (scenario files; ``expected.json`` for ``found/``) holds ``verdicts``: target →
-``pass`` or ``fail: <property>``, for ``impl``, ``model`` and ``mutant:NAME`` targets, measured when
+``pass``, ``fail: <property>`` or (``kafka`` only) ``unsupported``, for ``impl``, ``model``, ``kafka``
+and ``mutant:NAME`` targets, measured when
 the case was written; and ``witnesses``: target → the one-line witness of the first violation.
 ``klc check`` replays every case on impl; ``tests/test_regressions.py`` checks every recorded verdict.
 """
@@ -91,9 +92,19 @@ def cases(root: str = CORPORA, group: str | None = None) -> list[Case]:
     return out
 
 
+@attrs.frozen
+class NotJudged:
+    """A target could not express a step of the case (the runner's ``Verdict.unsupported``)."""
+
+    why: str
+
+    def __str__(self) -> str:
+        return f"unsupported: {self.why}"
+
+
 def replay_scenario(scenario: sc.Scenario, target: str, backend: str = "sim"):
-    """The first violation ``scenario`` gets on ``target`` (``impl``, ``model``, ``mutant:NAME``);
-    None if it passes."""
+    """The first violation ``scenario`` gets on ``target`` (``impl``, ``model``, ``kafka``,
+    ``mutant:NAME``); :class:`NotJudged` if a target could not run a step; None if it passes."""
     from conformance.campaign.tasks import parse_target
     from conformance.mutants import mutant_stack
     from conformance.runner import run
@@ -101,7 +112,9 @@ def replay_scenario(scenario: sc.Scenario, target: str, backend: str = "sim"):
     targets, mutant = parse_target(target)
     with mutant_stack(mutant):
         verdict = run(scenario, targets, backend)
-    return verdict.violations[0] if verdict.violations else None
+    if verdict.violations:
+        return verdict.violations[0]
+    return NotJudged(verdict.unsupported) if verdict.unsupported else None
 
 
 def replay(case: Case, target: str, backend: str = "sim"):
@@ -109,6 +122,8 @@ def replay(case: Case, target: str, backend: str = "sim"):
 
 
 def verdict_of(violation) -> str:
+    if isinstance(violation, NotJudged):
+        return "unsupported"
     return "pass" if violation is None else f"fail: {violation.prop}"
 
 

@@ -44,7 +44,7 @@ FAULT_PROFILES: dict[str, tuple[str, ...]] = {
     "corruption": ("corrupt", "process"),
 }
 
-TARGETS_HELP = "impl, model or mutant:NAME"
+TARGETS_HELP = "impl, model, kafka or mutant:NAME"
 
 # the results table, in order (docs/campaign.md)
 COLUMNS = (
@@ -96,11 +96,13 @@ class Task:
 
 def parse_target(target: str) -> tuple[tuple[str, ...], str | None]:
     """``impl`` → model against impl; ``model`` → the model alone (impl only makes the crash images);
-    ``mutant:NAME`` → model against the mutant.  Returns (runner targets, mutant name)."""
+    ``kafka`` → model against Kafka's jars; ``mutant:NAME`` → model against the mutant.  Returns (runner targets, mutant name)."""
     if target == "impl":
         return ("model", "impl"), None
     if target == "model":
         return ("model",), None
+    if target == "kafka":  # model against Apache Kafka's own log layer (docs/kafka-target.md)
+        return ("model", "kafka"), None
     if target.startswith("mutant:") and len(target) > len("mutant:"):
         from conformance.mutants import get
 

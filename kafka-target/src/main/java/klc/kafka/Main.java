@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.common.utils.internals.AppInfoParser;
 import org.apache.kafka.common.utils.internals.Exit;
+import org.apache.kafka.storage.internals.log.RecordValidationException;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -75,9 +76,11 @@ public final class Main {
                 answer.removeAll();
                 answer.put("harness", e.getMessage());
             } catch (RuntimeException | java.io.IOException e) {
+                // the broker answers a RecordValidationException with the exception it wraps
+                Throwable refusal = e instanceof RecordValidationException v ? v.invalidException() : e;
                 answer.removeAll();
-                answer.put("refused", e.getClass().getSimpleName());
-                answer.put("message", String.valueOf(e.getMessage()));
+                answer.put("refused", refusal.getClass().getSimpleName());
+                answer.put("message", String.valueOf(refusal.getMessage()));
                 answer.put("trace", trace(e));
             } catch (Throwable e) {
                 answer.removeAll();

@@ -1,0 +1,144 @@
+"""The kafka target (docs/kafka-target.md): Apache Kafka's own log layer behind the one target
+protocol, and every way it can fail to run said in one line, never as a pass.  The corpus cases'
+verdicts on Kafka are checked by tests/test_regressions.py."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from conformance import kafka_jvm
+from conformance import scenario as sc
+from conformance.cli import main
+from conformance.kafka_target import KafkaTarget
+from conformance.regressions import CORPORA
+from conformance.runner import run
+
+ROLL_CASE = os.path.join(CORPORA, "log", "roll-on-segment-bytes.json")
+
+
+def _scenario(steps, **config) -> sc.Scenario:
+    return sc.Scenario.from_json({"format": "klc-scenario", "version": 1, "config": config, "steps": steps})
+
+
+def _append(*values, key="k"):
+    return {"op": "append", "batches": [{"records": [{"timestamp": 1700000000000, "key": key, "value": v} for v in values]}]}
+
+
+def test_the_target_runs_the_pinned_release():
+    with open(os.path.join(kafka_jvm.PROJECT, "pom.xml"), encoding="utf-8") as f:
+        pinned = re.search(r"<kafka.version>([^<]+)</kafka.version>", f.read()).group(1)
+    assert kafka_jvm.shared().version == pinned
+
+
+def test_kafka_and_the_model_agree_on_appends_a_roll_and_a_restart():
+    verdict = run(
+        _scenario([{"op": "create"}, _append("a", "b"), {"op": "roll"}, _append("c"), {"op": "shutdown"}, {"op": "open"}]),
+        ("model", "kafka"),
+    )
+    assert verdict.ok, verdict.violations
+    assert verdict.checked["conforms"] >= 6 and verdict.checked["clean-restart"] >= 2
+    appended = [r["kafka"] for r in verdict.results if "first" in r.get("kafka", {})]
+    assert appended == [{"first": 0, "last": 1}, {"first": 2, "last": 2}]
+
+
+def test_conforms_fails_where_kafka_refuses_what_the_model_accepts():
+    """A v2 produce request holds one batch (Kafka's LogValidator): two batches in one leader
+    append are refused by Kafka and taken by the model — the suite must say so."""
+    two = {"op": "append", "batches": [{"records": [{"timestamp": 1700000000000, "value": "a"}]}] * 2}
+    verdict = run(_scenario([{"op": "create"}, two]), ("model", "kafka"))
+    assert [v.prop for v in verdict.violations] == ["conforms"]
+    assert verdict.results[1]["kafka"] == {"error": "InvalidRecordException"}
+
+
+def test_a_crash_image_is_loaded_by_kafka():
+    steps = [{"op": "create"}, _append("a"), {"op": "flush"}, _append("b"), {"op": "crash", "fault": {"family": "process"}}, {"op": "open"}]
+    verdict = run(_scenario(steps), ("model", "kafka"))
+    assert verdict.ok, verdict.violations
+    assert "impl/sim" in verdict.targets  # the crash image's source
+    loaded = verdict.results[-1]["kafka"]["loaded"]
+    assert loaded == [{"dir": "d0", "partition": "t-0", "error": None, "recovered": [0]}]
+
+
+def test_a_setting_kafka_cannot_take_is_unsupported_not_passed():
+    verdict = run(_scenario([{"op": "create"}], **{"segment.jitter.ms": 10}), ("model", "kafka"))
+    assert not verdict.ok and not verdict.violations
+    assert "segment.jitter.ms" in verdict.unsupported
+
+
+def test_a_step_the_target_cannot_run_is_unsupported_not_passed():
+    verdict = run(_scenario([{"op": "create"}, _append("a"), {"op": "clean"}], **{"cleanup.policy": "compact"}), ("model", "kafka"))
+    assert not verdict.ok and not verdict.violations
+    assert verdict.unsupported.startswith("step 2 (clean t-0)")
+
+
+def test_klc_replay_on_kafka_and_its_exit_statuses(tmp_path):
+    runner = CliRunner()
+    ok = runner.invoke(main, ["replay", "--target", "kafka", ROLL_CASE])
+    assert ok.exit_code == 0 and "model vs kafka" in ok.output, ok.output
+    jitter = tmp_path / "jitter.json"
+    jitter.write_text(_scenario([{"op": "create"}], **{"segment.jitter.ms": 10}).dumps())
+    unsupported = runner.invoke(main, ["replay", "--target", "kafka", str(jitter)])
+    assert unsupported.exit_code == 3 and unsupported.output.startswith("UNSUPPORTED"), unsupported.output
+    missing = runner.invoke(main, ["replay", "--target", "kafka", "--kafka-classpath", str(tmp_path / "no.jar"), ROLL_CASE])
+    assert missing.exit_code == 2 and "no.jar: no such file" in missing.output
+    wrong = runner.invoke(main, ["replay", "--kafka-classpath", str(jitter), ROLL_CASE])
+    assert wrong.exit_code == 2 and "goes with --target kafka" in wrong.output
+
+
+def test_a_jvm_that_dies_mid_scenario_is_a_harness_error():
+    target = KafkaTarget(_scenario([]))
+    target.apply(sc.Open())
+    target.jvm.process.kill()
+    target.jvm.process.wait()
+    with pytest.raises(kafka_jvm.KafkaTargetError, match="JVM has exited|JVM died|stopped reading"):
+        target.apply(sc.Create())
+    target.close()
+    assert not os.path.exists(target.root)
+    assert kafka_jvm.shared().alive()  # the next target starts a fresh one
+
+
+def test_a_jvm_that_stops_answering_is_stopped(monkeypatch):
+    jvm = kafka_jvm.Jvm(kafka_jvm.build())
+    monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 0.0)
+    with pytest.raises(kafka_jvm.KafkaTargetError, match="no answer to 'hello' within 0 s; the JVM was stopped"):
+        jvm.request({"op": "hello"})
+    assert not jvm.alive()
+
+
+def test_a_classpath_without_the_target_names_the_jvm_failure(tmp_path):
+    with pytest.raises(kafka_jvm.KafkaTargetError, match=r"JVM (died|has exited).*ClassNotFoundException|klc\.kafka\.Main"):
+        kafka_jvm.Jvm(str(tmp_path / "empty.jar"))
+
+
+def test_a_malformed_request_is_a_harness_error():
+    fresh = kafka_jvm.Jvm(kafka_jvm.shared().classpath)
+    try:
+        with pytest.raises(kafka_jvm.KafkaTargetError, match="the first request must be configure"):
+            fresh.request({"op": "create"})
+    finally:
+        fresh.stop()
+
+
+def test_no_java_or_maven_is_one_clear_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(kafka_jvm.KafkaTargetError, match="'java' is not on PATH"):
+        kafka_jvm.Jvm("x.jar")
+    project = tmp_path / "kafka-target"
+    (project / "src").mkdir(parents=True)
+    (project / "pom.xml").write_text("<project/>")
+    with pytest.raises(kafka_jvm.KafkaTargetError, match="is not on PATH"):
+        kafka_jvm.build(project)
+
+
+def test_a_failed_build_names_maven_s_complaint(tmp_path):
+    project = tmp_path / "kafka-target"
+    (project / "src").mkdir(parents=True)
+    (project / "pom.xml").write_text("<project>not a pom</project>")
+    with pytest.raises(kafka_jvm.KafkaTargetError, match="the Maven build of .* failed"):
+        kafka_jvm.build(project)
+    with pytest.raises(kafka_jvm.KafkaTargetError, match="no Maven project"):
+        kafka_jvm.build(tmp_path / "nowhere")
