@@ -25,6 +25,9 @@ PROJECT = Path(__file__).resolve().parent.parent / "kafka-target"
 JAR = "kafka-target-1.jar"
 ANSWER_TIMEOUT_S = float(os.environ.get("KLC_KAFKA_TIMEOUT", "120"))
 BUILD_TIMEOUT_S = 900
+# small heap work, short-lived: the serial collector and the C1 compiler start fastest; the target
+# attaches Byte Buddy to itself to see LogSegment.recover (docs/kafka-target.md)
+JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djdk.attach.allowAttachSelf=true")
 
 
 class KafkaTargetError(RuntimeError):
@@ -38,8 +41,12 @@ def _newest_source(project: Path) -> float:
 
 
 def _built(project: Path) -> bool:
+    """The jar is newer than every source and every jar its classpath names is in the local
+    Maven repository (a fresh machine has a classpath file only if someone copied it there)."""
     jar, classpath = project / "target" / JAR, project / "target" / "classpath.txt"
-    return jar.is_file() and classpath.is_file() and jar.stat().st_mtime >= _newest_source(project)
+    if not (jar.is_file() and classpath.is_file() and jar.stat().st_mtime >= _newest_source(project)):
+        return False
+    return all(os.path.isfile(p) for p in classpath.read_text().strip().split(os.pathsep) if p)
 
 
 def build(project: Path = PROJECT) -> str:
@@ -83,7 +90,7 @@ class Jvm:
             raise KafkaTargetError("kafka target: 'java' is not on PATH (the target needs Java 17+)")
         self.classpath = classpath
         self.process = subprocess.Popen(
-            [java, "-Xss4m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", classpath, "klc.kafka.Main"],
+            [java, *JVM_OPTIONS, "-cp", classpath, "klc.kafka.Main"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
