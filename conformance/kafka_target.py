@@ -21,7 +21,7 @@ import attrs
 
 from conformance import scenario as sc
 from conformance.kafka_jvm import KafkaTargetError, shared
-from conformance.targets import _partition_state, _Target
+from conformance.targets import _partition_state, _Target, appended
 
 NOT_COMPARED = (".lock",)
 PRODUCER_SNAPSHOT = ".snapshot"  # also as <offset>.snapshot.deleted
@@ -124,11 +124,14 @@ class KafkaTarget(_Target):
     def _apply(self, step):
         fields = {f.name: getattr(step, f.name) for f in attrs.fields(type(step)) if f.name != "batches"}
         if isinstance(step, sc.Append):
-            fields["data"] = sc.append_bytes(step).hex()
             if not step.leader and step.batches:
                 # a follower's current leader epoch is at least every fetched batch's; Kafka 4.x
                 # leaves out batches stamped above the epoch appendAsFollower is given
                 fields["leader_epoch"] = max(b.leader_epoch for b in step.batches)
+            return appended(
+                (r["first"], r["last"])
+                for r in (self._call("append", **fields, data=data.hex()) for data in sc.append_requests(step))
+            )
         return self._call(step.op, **fields)
 
     def log_end_offset(self, topic: str, partition: int) -> int:
@@ -142,11 +145,12 @@ class KafkaTarget(_Target):
         if not self.running:
             return out
         for key, p in self._call("state")["partitions"].items():
-            out[key] = [self._log_bytes(key, base, size) for base, size in p["segments"]]
+            out[key] = [self._log_bytes(key, name, size) for _base, size, name in p["segments"]]
         return out
 
-    def _log_bytes(self, key: str, base: int, size: int) -> bytes:
-        with open(os.path.join(self.root, key, f"{base:020d}.log"), "rb") as f:
+    def _log_bytes(self, key: str, name: str, size: int) -> bytes:
+        """The first ``size`` bytes of the segment file ``name`` (as Kafka named it) of ``key``."""
+        with open(os.path.join(self.root, key, name), "rb") as f:
             return f.read(size)
 
     # --- observations -------------------------------------------------------------------------
@@ -156,7 +160,7 @@ class KafkaTarget(_Target):
             return {"running": False}
         parts = {}
         for key, p in self._call("state")["partitions"].items():
-            segs = [(base, size, self._log_bytes(key, base, size)) for base, size in p["segments"]]
+            segs = [(base, size, self._log_bytes(key, name, size)) for base, size, name in p["segments"]]
             parts[key] = _partition_state(
                 p["log_start_offset"], p["log_end_offset"], p["recovery_point"], segs, p["epochs"]
             )
@@ -174,10 +178,10 @@ class KafkaTarget(_Target):
     def index_entries(self) -> dict:
         if not self.running:
             return {}
-        sizes = {
-            f"{key}/{base}": size
+        files = {
+            f"{key}/{base}": (name, size)
             for key, p in self._call("state")["partitions"].items()
-            for base, size in p["segments"]
+            for base, size, name in p["segments"]
         }
         out = {}
         for key, e in self._call("index_entries")["segments"].items():
@@ -185,7 +189,7 @@ class KafkaTarget(_Target):
             out[key] = (
                 [tuple(x) for x in e["offsets"]],
                 [tuple(x) for x in e["times"]],
-                self._log_bytes(partition, int(base), sizes[key]),
+                self._log_bytes(partition, *files[key]),
                 e["active"],
                 e["end"],
             )

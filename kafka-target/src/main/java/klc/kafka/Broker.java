@@ -64,11 +64,10 @@ final class Broker {
     private final int recoveryThreads;
     private final StepClock clock;
     private final StepScheduler scheduler;
-    private final LoaderLog loaderLog;
     private LogManager manager;
     private LogDirFailureChannel failures;
 
-    Broker(JsonNode request, LoaderLog loaderLog) {
+    Broker(JsonNode request) {
         this.root = new File(request.path("root").asText());
         for (JsonNode d : request.path("data_dirs")) {
             dataDirs.add(new File(root, d.asText()).getAbsoluteFile());
@@ -93,14 +92,13 @@ final class Broker {
         this.recoveryThreads = threads;
         this.clock = new StepClock(request.path("clock_ms").asLong());
         this.scheduler = new StepScheduler(clock);
-        this.loaderLog = loaderLog;
         new LogConfig(topicConfig); // a config Kafka refuses fails here, before any step
     }
 
     // --- the broker's life ------------------------------------------------------------------
 
     ObjectNode open() throws Exception {
-        loaderLog.reset();
+        Recoveries.reset();
         failures = new LogDirFailureChannel(dataDirs.size());
         manager = new LogManager(
                 dataDirs, List.of(), resource -> new Properties(), new LogConfig(topicConfig),
@@ -141,7 +139,7 @@ final class Broker {
                             ? "not loaded" : "log dir " + dir.getName() + " went offline during the load");
                 }
                 ArrayNode rec = entry.putArray("recovered");
-                loaderLog.recovered(dir, child.getName()).forEach(rec::add);
+                Recoveries.of(dir, child.getName()).forEach(rec::add);
             }
         }
         return out;
@@ -179,7 +177,7 @@ final class Broker {
 
     /** Time has passed (the request's now_ms): the tasks now due run, as Kafka's scheduler runs them. */
     ObjectNode tick() {
-        scheduler.runDue();
+        scheduler.tick();
         return JSON.createObjectNode();
     }
 
@@ -308,7 +306,7 @@ final class Broker {
             p.put("recovery_point", log.recoveryPoint());
             ArrayNode segments = p.putArray("segments");
             for (LogSegment s : log.logSegments()) {
-                segments.addArray().add(s.baseOffset()).add(s.size());
+                segments.addArray().add(s.baseOffset()).add(s.size()).add(s.log().file().getName());
             }
             ArrayNode epochs = p.putArray("epochs");
             LeaderEpochFileCache cache = log.leaderEpochCache();

@@ -39,7 +39,8 @@ public final class Main {
         System.setOut(System.err); // nothing but answers on the protocol stream
         Exit.setExitProcedure((status, message) -> { throw new Halted(status, message); });
         Exit.setHaltProcedure((status, message) -> { throw new Halted(status, message); });
-        LoaderLog loaderLog = LoaderLog.install();
+        KafkaLog kafkaLog = KafkaLog.install();
+        Recoveries.install();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         Broker broker = null;
         String line;
@@ -52,7 +53,7 @@ public final class Main {
                 JsonNode request = JSON.readTree(line);
                 String op = request.path("op").asText();
                 if (op.equals("configure")) {
-                    broker = new Broker(request, loaderLog);
+                    broker = new Broker(request);
                     answer.set("ok", JSON.createObjectNode());
                 } else if (op.equals("hello")) {
                     answer.putObject("ok").put("kafka", AppInfoParser.getVersion()).put("protocol", 1);
@@ -87,7 +88,7 @@ public final class Main {
                 answer.put("harness", "the kafka target failed: " + trace(e));
             }
             if (answer.has("refused") || answer.has("harness")) {
-                answer.putPOJO("log", loaderLog.recent());
+                answer.putPOJO("log", kafkaLog.recent());
             }
             protocol.println(JSON.writeValueAsString(answer));
         }

@@ -9,16 +9,18 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledFuture;
 
 /**
- * Kafka's background scheduler made deterministic. A one-shot task (the post-roll flush, the
- * leader-epoch checkpoint flush, a segment's delayed file deletion) runs once the step clock has
- * reached its due time, at the end of the step that made it due — the determinism contract the
- * model and impl follow. Periodic tasks (the retention, flush and checkpoint threads started by
- * LogManager.startup) are kept and never run: each is a step of its own ({@code retention},
- * {@code flush}, {@code checkpoint}).
+ * Kafka's background scheduler made deterministic, as the scenario format's determinism contract
+ * says (docs/scenario-format.md): a one-shot task (the post-roll flush, the leader-epoch checkpoint
+ * flush, the producer-state flush) runs at the end of the step that made it due; a segment's
+ * delayed file deletion ({@code delete-file}, {@code file.delete.delay.ms}) runs at the first
+ * {@code tick} at or after its due time, so its {@code .deleted} files are there until then.
+ * Periodic tasks (the retention, flush and checkpoint threads that LogManager.startup schedules)
+ * are kept and never run: each is a step of its own.
  */
 final class StepScheduler implements Scheduler {
     private record Task(String name, Runnable body, long dueMs, long seq) { }
 
+    private static final String DELETE_FILE = "delete-file"; // LocalLog's asynchronous segment deletion
     private final StepClock clock;
     private final List<Task> pending = new ArrayList<>();
     private final List<String> periodic = new ArrayList<>();
@@ -49,13 +51,23 @@ final class StepScheduler implements Scheduler {
     @Override
     public void resizeThreadPool(int newSize) { }
 
-    /** Runs every task due by now, oldest due time first, tasks scheduled by tasks included. */
+    /** The tasks a step ends with: every one due by now but the file deletions. */
     void runDue() {
+        runDue(false);
+    }
+
+    /** A tick: every task due by now, file deletions included. */
+    void tick() {
+        runDue(true);
+    }
+
+    /** Runs the due tasks, oldest due time first, tasks scheduled by tasks included. */
+    private void runDue(boolean deletions) {
         while (true) {
             Task next;
             synchronized (this) {
                 next = pending.stream()
-                        .filter(t -> t.dueMs <= clock.milliseconds())
+                        .filter(t -> t.dueMs <= clock.milliseconds() && (deletions || !t.name.equals(DELETE_FILE)))
                         .min(Comparator.comparingLong(Task::dueMs).thenComparingLong(Task::seq))
                         .orElse(null);
                 if (next == null) {
