@@ -140,13 +140,17 @@ class LogMachine(RuleBasedStateMachine):
             epoch = self.epochs[tp] = max(epoch, self.epochs.get(tp, 0))
         return epoch
 
-    def _records(self, data, n_max=4):
+    def _records(self, data, n_max=4, leader=True):
+        """Records a producer (or, ``leader=False``, a leader being replicated) sends.  A compacted
+        topic's leader refuses a keyless record (§4.14), so a produce request to one carries keys."""
         n = data.draw(st.integers(1, n_max), label="records")
         lag = data.draw(st.sampled_from([0, 0, 5_000, 3 * DAY, 30 * DAY]), label="lag")
+        compacted = "compact" in self.session.header.config.get("cleanup.policy", "delete")
+        key = keys if leader and compacted else maybe_key
         return tuple(
             sc.Rec(
                 max(0, self.clock - lag + data.draw(st.integers(-200, 200))),
-                data.draw(maybe_key),
+                data.draw(key),
                 data.draw(maybe_text),
             )
             for _ in range(n)
@@ -171,7 +175,7 @@ class LogMachine(RuleBasedStateMachine):
         base = self.leo.get(tp, 0) + gap
         batches = []
         for _ in range(data.draw(st.integers(1, 2), label="batches")):
-            records = self._records(data)
+            records = self._records(data, leader=False)
             batches.append(sc.BatchSpec(records, "none", base, epoch))
             base += len(records)
         result = self._do(sc.Append(tp[0], tp[1], tuple(batches), False, 0))

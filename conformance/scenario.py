@@ -579,6 +579,15 @@ def append_bytes(step: Append) -> bytes:
     return out
 
 
+def append_requests(step: Append) -> list[bytes]:
+    """What reaches ``UnifiedLog.append``, in order: as leader, one produce request per batch
+    (Kafka's LogValidator takes one v2 batch per request, spec §4.14); as follower, one fetch
+    response holding every batch."""
+    if not step.leader or len(step.batches) <= 1:
+        return [append_bytes(step)]
+    return [append_bytes(attrs.evolve(step, batches=(b,))) for b in step.batches]
+
+
 def _utf8(s: str | None) -> bytes | None:
     return None if s is None else s.encode("utf-8")
 

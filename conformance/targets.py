@@ -64,6 +64,13 @@ def digest(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()[:16]
 
 
+def appended(ranges) -> dict:
+    """An ``append`` step's result from its requests' (first, last) offsets, taken in order: the
+    first request's first offset and the last one's last.  A refusal stops the step there."""
+    ranges = list(ranges)
+    return {"first": ranges[0][0], "last": ranges[-1][1]}
+
+
 class NotRunning(Exception):
     pass
 
@@ -231,8 +238,7 @@ class ModelTarget(_Target):
             return {}
         log = m.log(step.topic, step.partition)
         if isinstance(step, sc.Append):
-            first, last = log.append(sc.append_bytes(step), step.leader, step.leader_epoch)
-            return {"first": first, "last": last}
+            return appended(log.append(data, step.leader, step.leader_epoch) for data in sc.append_requests(step))
         if isinstance(step, sc.Roll):
             return {"base": log.roll().base}
         if isinstance(step, sc.Read):
@@ -493,8 +499,10 @@ class ImplTarget(_Target):
             return {}
         log = m.log(step.topic, step.partition)
         if isinstance(step, sc.Append):
-            r = log.append(sc.append_bytes(step), step.leader, step.leader_epoch)
-            return {"first": r.first_offset, "last": r.last_offset}
+            return appended(
+                (r.first_offset, r.last_offset)
+                for r in (log.append(data, step.leader, step.leader_epoch) for data in sc.append_requests(step))
+            )
         if isinstance(step, sc.Roll):
             return {"base": log.roll().base_offset}
         if isinstance(step, sc.Read):

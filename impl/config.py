@@ -36,6 +36,8 @@ _KEYS = {
     "preallocate": ("preallocate", False, None),
     "cleanup.policy": ("cleanup_policy", "delete", None),
     "delete.retention.ms": ("delete_retention_ms", 86400000, 0),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", LONG_MAX, 0),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", 3600000, 0),
     "num.recovery.threads.per.data.dir": ("num_recovery_threads_per_data_dir", 1, 1),
 }
 
@@ -55,6 +57,8 @@ class LogConfig:
     preallocate: bool = False
     cleanup_policy: str = "delete"
     delete_retention_ms: int = 86400000  # how long the cleaner keeps a tombstone (KIP-534 delete horizon)
+    message_timestamp_before_max_ms: int = LONG_MAX  # LogValidator's bounds on a CreateTime (§4.14)
+    message_timestamp_after_max_ms: int = 3600000
     num_recovery_threads_per_data_dir: int = 1  # broker config: partitions of one dir loaded in parallel
 
     @classmethod

@@ -19,7 +19,9 @@ import attrs
 
 from impl.config import LogConfig
 from impl.file_records import CORRUPT, BatchScan
+from impl.errors import LogFormatError
 from impl.leader_epoch import LeaderEpochCache
+from impl.record_walk import timestamps_and_keys
 from impl.segment import DELETED_SUFFIX, LogSegment, filename_prefix
 from impl.split import replace_segments
 from impl.storage import Storage
@@ -252,13 +254,13 @@ class PartitionLog:
         for h in headers:
             if h.magic < 2:
                 raise LogError("UnsupportedForMessageFormatException", f"batch at {h.position} has magic {h.magic}")
-            if leader and h.offset != 0:
-                raise LogError("InvalidRecordException", f"baseOffset of batch at {h.position} should be 0")
             if h.size > self.config.max_message_bytes:
                 raise LogError("RecordTooLargeException", f"batch of {h.size} bytes at {h.position}")
             if last >= h.last_offset:
                 monotonic = False
             last = h.last_offset
+        if leader:
+            self._validate_produce_request(data, headers)
         max_ts, shallow = -1, -1
         if leader:
             next_offset = self.log_end_offset
@@ -296,6 +298,25 @@ class PartitionLog:
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
         return AppendResult(first, last)
+
+    def _validate_produce_request(self, data, headers) -> None:
+        """LogValidator (§4.14): one v2 batch per produce request, base offset 0; on a compacted
+        topic no keyless record; every CreateTime within the configured distance of the clock,
+        a timestamp error taking precedence."""
+        if len(headers) > 1:
+            raise LogError("InvalidRecordException", f"a produce request holds one v2 batch, not {len(headers)}")
+        h = headers[0]
+        if h.offset != 0:
+            raise LogError("InvalidRecordException", f"baseOffset of the batch is {h.offset}, not 0")
+        try:
+            records = timestamps_and_keys(data, h)
+        except LogFormatError as e:
+            raise LogError("CorruptRecordException", str(e)) from None
+        now, cfg = self.clock(), self.config
+        if any(now - ts > cfg.message_timestamp_before_max_ms or ts - now > cfg.message_timestamp_after_max_ms for ts, _ in records):
+            raise LogError("InvalidTimestampException", f"a record's timestamp is too far from {now}")
+        if cfg.compact_enabled and not all(has_key for _, has_key in records):
+            raise LogError("InvalidRecordException", "a compacted topic takes no record without a key")
 
     def _maybe_roll(self, size: int, first: int, last: int, max_ts: int) -> LogSegment:
         segment = self.active_segment

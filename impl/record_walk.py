@@ -249,6 +249,13 @@ def record_fields(buf, header, limit: int = LIMIT):
     return _walk(buf, header, limit, True)
 
 
+def timestamps_and_keys(buf, header, limit: int = LIMIT) -> list[tuple[int, bool]]:
+    """(timestamp, whether it has a key) of every record of the v2 batch ``header``: what Kafka's
+    LogValidator checks of a produce request's records (spec §4.14)."""
+    data, out = record_fields(buf, header, limit)
+    return [(ts, _varint(data, key_at)[0] >= 0) for _offset, ts, key_at, *_ in out]
+
+
 def search_for_timestamp(buf, target_ts: int, start_position: int, starting_offset: int) -> tuple[int, int] | None:
     """FileRecords.searchForTimestamp: among the batches from ``start_position`` whose max timestamp
     is ≥ target, the first record with timestamp ≥ target and offset ≥ starting_offset, as

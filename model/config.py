@@ -24,6 +24,8 @@ DEFAULTS = {
     "max.message.bytes": 1048588,
     "preallocate": False,
     "cleanup.policy": "delete",
+    "message.timestamp.before.max.ms": LONG_MAX,
+    "message.timestamp.after.max.ms": 3600000,  # 4.0 on (KIP-937); before, Long.MAX
     "num.recovery.threads.per.data.dir": 1,
 }
 MINIMUMS = {
@@ -37,6 +39,8 @@ MINIMUMS = {
     "file.delete.delay.ms": 0,
     "delete.retention.ms": 0,
     "max.message.bytes": 0,
+    "message.timestamp.before.max.ms": 0,
+    "message.timestamp.after.max.ms": 0,
     "num.recovery.threads.per.data.dir": 1,
 }
 POLICIES = ("delete", "compact", "compact,delete", "delete,compact")

@@ -378,10 +378,10 @@ class Log:
         for h in headers:
             if h.magic < 2:
                 raise LogError("UnsupportedForMessageFormatException", f"batch at {h.position} has magic {h.magic}")
-            if leader and h.offset != 0:
-                raise LogError("InvalidRecordException", f"baseOffset of batch at {h.position} should be 0")
             if h.size > self.config.max_message_bytes:
                 raise LogError("RecordTooLargeException", f"batch of {h.size} bytes at {h.position}")
+        if leader:
+            self._validate_produce_request(scan.batches)
         if leader:
             offset = self.log_end_offset
             for h in headers:
@@ -414,6 +414,27 @@ class Log:
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
         return first, last
+
+    def _validate_produce_request(self, batches) -> None:
+        """Kafka's LogValidator on a leader append (§4.14): a v2 produce request holds one batch,
+        whose base offset is 0; on a compacted topic every record has a key; a CreateTime lies
+        within message.timestamp.before.max.ms before and .after.max.ms after the broker's clock.
+        Any timestamp error makes the refusal an InvalidTimestampException."""
+        if len(batches) > 1:
+            raise LogError("InvalidRecordException", f"a produce request holds one v2 batch, this one {len(batches)}")
+        batch = batches[0]
+        if batch.header().offset != 0:
+            raise LogError("InvalidRecordException", f"baseOffset of the batch is {batch.header().offset}, not 0")
+        now = self.clock()
+        late = early = keyless = False
+        for r in batch.records():
+            keyless |= r.key is None and "compact" in self.config.cleanup_policy
+            early |= now - r.timestamp > self.config.message_timestamp_before_max_ms
+            late |= r.timestamp - now > self.config.message_timestamp_after_max_ms
+        if early or late:
+            raise LogError("InvalidTimestampException", f"a record's timestamp is too far {'behind' if early else 'ahead of'} {now}")
+        if keyless:
+            raise LogError("InvalidRecordException", "a compacted topic takes no record without a key")
 
     # §4.3 step 3–4
     def roll(self, expected: int | None = None) -> Segment:

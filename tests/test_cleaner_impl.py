@@ -164,6 +164,12 @@ class Env:
         for b in batches:
             self.log.append(b, leader=False)
 
+    def replicate(self, *batches: bytes) -> None:
+        """Batches built at base 0 placed at the log end as replication brings them: how a keyless
+        record or a malformed batch reaches a compacted log, whose leader refuses both (§4.14)."""
+        for b in batches:
+            self.follower(struct.pack(">q", self.log.log_end_offset) + b[8:])
+
     def files(self) -> list[str]:
         return sorted(self.storage.list_dir(self.dir))
 
@@ -214,8 +220,10 @@ def test_fully_kept_batches_are_copied_byte_for_byte(backend, tmp_path):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_partly_filtered_batch_keeps_its_base_offset_and_last_offset_delta(backend, tmp_path):
     env = Env(backend, tmp_path)
-    # offsets 0 (a), 1 (no key), 2 (b): the keyless record and the old b go; a later b stays
-    env.append(batch(0, [(T0 + 1, b"a", b"1"), (T0 + 2, None, b"x"), (T0 + 3, b"b", b"2")]), kv(b"b", b"3", T0 + 9))
+    # offsets 0 (a), 1 (no key), 2 (b): the keyless record and the old b go; a later b stays.  A
+    # compacted topic's leader refuses a keyless record (§4.14): it comes by replication
+    env.replicate(batch(0, [(T0 + 1, b"a", b"1"), (T0 + 2, None, b"x"), (T0 + 3, b"b", b"2")]))
+    env.append(kv(b"b", b"3", T0 + 9))
     env.log.roll()
     env.log.clean()
     rebuilt, last = env.segment_batches(0)
@@ -230,7 +238,8 @@ def test_a_partly_filtered_batch_keeps_its_base_offset_and_last_offset_delta(bac
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_keyless_records_are_dropped(backend, tmp_path):
     env = Env(backend, tmp_path)
-    env.append(kv(None, b"x"), kv(None, b"y"), kv(b"k", b"v"))
+    env.replicate(kv(None, b"x"), kv(None, b"y"))
+    env.append(kv(b"k", b"v"))
     env.log.roll()
     env.log.clean()
     assert env.records(0) == [(2, b"k", b"v")]
@@ -277,7 +286,8 @@ def test_tombstone_gets_the_delete_horizon_then_goes(backend, tmp_path):
 def test_the_rounds_last_batch_is_kept_even_when_emptied(backend, tmp_path):
     """checkBatchRetention: a batch whose next offset is the round's upper bound is RETAIN_EMPTY."""
     env = Env(backend, tmp_path)
-    env.append(kv(b"a", b"1"), kv(None, b"x", T0 + 7))
+    env.append(kv(b"a", b"1"))
+    env.replicate(kv(None, b"x", T0 + 7))
     env.log.roll()
     env.log.clean()
     a, empty = env.segment_batches(0)
@@ -427,7 +437,8 @@ def test_a_malformed_source_batch_is_a_declared_error_naming_file_and_position(b
     env = Env(backend, tmp_path)
     good = kv(b"a", b"1")
     bad = batch(0, [(T0, b"b", b"2")], count=2)  # claims two records: InvalidRecordException
-    env.append(good, bad)
+    env.append(good)
+    env.replicate(bad)
     env.log.roll()
     with pytest.raises(LogFormatError) as e:
         env.log.clean()
@@ -444,7 +455,7 @@ def test_a_failure_while_cleaning_deletes_the_cleaned_files_and_keeps_earlier_gr
     env.append(kv(b"a", b"1"), kv(b"a", b"2"))  # segment 0: cleaned fine
     # segment 2: a record timestamped −5 in a batch that must be rebuilt (its keyless record goes):
     # the builder refuses it (IllegalArgumentException) after the .cleaned segment was created
-    env.append(batch(0, [(T0, None, b"x"), (-5, b"c", b"3")]))
+    env.replicate(batch(0, [(T0, None, b"x"), (-5, b"c", b"3")]))
     env.log.roll()
     assert [s.base_offset for s in env.log.segments] == [0, 2, 4]
     with pytest.raises(LogFormatError) as e:

@@ -30,8 +30,12 @@ def make_log(now: int = 1000, **config) -> Log:
 
 
 def append(log: Log, *entries, **fields) -> None:
-    """One batch of ``(timestamp, key, value)`` records appended as leader."""
-    log.append(build_batch_v2(0, entries, **fields), True, 0)
+    """One batch of ``(timestamp, key, value)`` records appended as leader — or, when a record has
+    no key, as replication brings it: a compacted topic's leader refuses it (§4.14)."""
+    if all(key is not None for _, key, _ in entries):
+        log.append(build_batch_v2(0, entries, **fields), True, 0)
+    else:
+        log.append(build_batch_v2(log.log_end_offset, entries, partition_leader_epoch=0, **fields), False, 0)
 
 
 def content(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:

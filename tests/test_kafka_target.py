@@ -45,13 +45,33 @@ def test_kafka_and_the_model_agree_on_appends_a_roll_and_a_restart():
     assert appended == [{"first": 0, "last": 1}, {"first": 2, "last": 2}]
 
 
-def test_conforms_fails_where_kafka_refuses_what_the_model_accepts():
-    """A v2 produce request holds one batch (Kafka's LogValidator): two batches in one leader
-    append are refused by Kafka and taken by the model — the suite must say so."""
-    two = {"op": "append", "batches": [{"records": [{"timestamp": 1700000000000, "value": "a"}]}] * 2}
-    verdict = run(_scenario([{"op": "create"}, two]), ("model", "kafka"))
-    assert [v.prop for v in verdict.violations] == ["conforms"]
-    assert verdict.results[1]["kafka"] == {"error": "InvalidRecordException"}
+def test_conforms_fails_where_kafka_and_the_model_disagree():
+    """An open disagreement (corpora/README.md): Kafka's refused create leaves its segment file,
+    the model's leaves nothing.  The suite must say so, on Kafka's own files."""
+    verdict = run(_scenario([{"op": "create"}], **{"segment.index.bytes": 8}), ("model", "kafka"))
+    assert verdict.results[0] == {"model": {"error": "IllegalArgumentException"}, "kafka": {"error": "IllegalArgumentException"}}
+    assert [str(v) for v in verdict.violations] == [
+        "conforms violated at step 0: after create t-0: file d0/t-0/00000000000000000000.log: only in kafka"
+    ]
+
+
+def test_kafka_refuses_what_a_produce_request_may_not_hold_as_the_model_does():
+    """LogValidator (§4.14): a keyless record on a compacted topic, a CreateTime more than an hour
+    ahead; an append of two batches is two produce requests."""
+    now = 1700000000000
+    steps = [
+        {"op": "create"},
+        _append("a", key=None),
+        {"op": "append", "batches": [{"records": [{"timestamp": now + 3_600_001, "key": "k", "value": "v"}]}]},
+        {"op": "append", "batches": [{"records": [{"timestamp": now + 3_600_000, "key": "k", "value": "v"}]}] * 2},
+    ]
+    verdict = run(_scenario(steps, **{"cleanup.policy": "compact"}), ("model", "kafka"))
+    assert verdict.ok, verdict.violations
+    assert [r["kafka"] for r in verdict.results[1:]] == [
+        {"error": "InvalidRecordException"},
+        {"error": "InvalidTimestampException"},
+        {"first": 0, "last": 1},
+    ]
 
 
 def test_a_crash_image_is_loaded_by_kafka():

@@ -133,6 +133,22 @@ INDEX_MUTANTS = (
 
 LOG_MUTANTS = (
     Mutant(
+        name="compacted-topic-takes-keyless-records",
+        module="impl.log",
+        old="if cfg.compact_enabled and not all(has_key for _, has_key in records):",
+        new="if False:",
+        description="a leader append of a keyless record to a compacted topic is taken; Kafka's LogValidator refuses it (§4.14)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="future-timestamps-taken",
+        module="impl.log",
+        old="or ts - now > cfg.message_timestamp_after_max_ms",
+        new="or False",
+        description="a CreateTime more than message.timestamp.after.max.ms ahead of the broker's clock is taken; Kafka 4.x refuses it (§4.14)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="roll-one-batch-late",
         module="impl.segment",
         old="self._size > max_segment_bytes - size",
