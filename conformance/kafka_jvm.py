@@ -77,8 +77,8 @@ def _run_maven(project: Path) -> None:
         if done.returncode == 0 and _built(project):
             return
         last = (done.stdout + done.stderr).strip().splitlines()
-    tail = " | ".join(line for line in last[-6:] if line.strip())
-    raise KafkaTargetError(f"kafka target: the Maven build of {project} failed: {tail}")
+    errors = [line.strip() for line in last if "ERROR" in line and ("/" in line or ":" in line)][:3] or last[-3:]
+    raise KafkaTargetError(f"kafka target: the Maven build of {project} failed: {' | '.join(errors)}")
 
 
 class Jvm:

@@ -53,6 +53,7 @@ class KafkaTarget(_Target):
         for d in self.dir_names:
             os.makedirs(os.path.join(self.root, d))
         self.manager = None
+        self.started = False
         self.stamped: dict[str, int] = {}  # path → the mtime (ns) last given to it
         self._call(
             "configure",
@@ -89,7 +90,15 @@ class KafkaTarget(_Target):
     # --- the broker's life --------------------------------------------------------------------
 
     def _open(self) -> list[dict]:
-        return self._call("open")["loaded"]
+        answer = self._call("open")
+        self.started = answer["started"]
+        return answer["loaded"]
+
+    def apply(self, step: sc.Step) -> dict:
+        result = super().apply(step)
+        if isinstance(step, sc.Open) and self.running and not self.started:
+            self.running = False  # Kafka's startup failed: the broker is down (docs/kafka-target.md)
+        return result
 
     def _shutdown(self):
         return self._call("shutdown")["shutdown"]

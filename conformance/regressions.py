@@ -4,6 +4,8 @@
 * ``corpora/log/``, ``corpora/crash/`` — the log layer's and crash recovery's cases;
 * ``corpora/KAFKA-*/`` and the other named folders — the historical Kafka bugs (spec §7), each case
   failing on the mutant that reproduces the old behaviour;
+* ``corpora/kafka-findings/<name>/`` — bugs of Kafka itself, shown on the release named in its
+  README; every target, the model included, reaches them (:mod:`conformance.kafka_findings`);
 * ``corpora/found/<signature>/`` — what fuzzing campaigns found (:mod:`conformance.campaign.corpus`).
 
 A case's ``expect`` (scenario files; ``expected.json`` for ``found/``) holds ``verdicts``: target →
@@ -26,6 +28,7 @@ from conformance import scenario as sc
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPORA = os.path.join(CHECKOUT, "corpora")
 FOUND = "found"
+KAFKA_FINDINGS = "kafka-findings"  # Kafka bugs the suite found (conformance.kafka_findings)
 
 
 @attrs.frozen
@@ -87,6 +90,8 @@ def cases(root: str = CORPORA, group: str | None = None) -> list[Case]:
         folder = os.path.join(root, g)
         if g == FOUND:
             out += [_found(os.path.dirname(p)) for p in sorted(glob.glob(os.path.join(folder, "*", "expected.json")))]
+        elif g == KAFKA_FINDINGS:  # one folder a finding: its scenario and a README
+            out += [_named(p, g) for p in sorted(glob.glob(os.path.join(folder, "*", "scenario.json")))]
         else:
             out += [_named(p, g) for p in sorted(glob.glob(os.path.join(folder, "*.json")))]
     return out
@@ -94,12 +99,14 @@ def cases(root: str = CORPORA, group: str | None = None) -> list[Case]:
 
 @attrs.frozen
 class NotJudged:
-    """A target could not express a step of the case (the runner's ``Verdict.unsupported``)."""
+    """The case was not judged to its end: a target could not express a step (the runner's
+    ``Verdict.unsupported``), or it reached a known Kafka bug (``Verdict.known``)."""
 
     why: str
+    kind: str = "unsupported"
 
     def __str__(self) -> str:
-        return f"unsupported: {self.why}"
+        return f"{self.kind}: {self.why}"
 
 
 def replay_scenario(scenario: sc.Scenario, target: str, backend: str = "sim"):
@@ -114,6 +121,8 @@ def replay_scenario(scenario: sc.Scenario, target: str, backend: str = "sim"):
         verdict = run(scenario, targets, backend)
     if verdict.violations:
         return verdict.violations[0]
+    if verdict.known:
+        return NotJudged(verdict.known, "known")
     return NotJudged(verdict.unsupported) if verdict.unsupported else None
 
 
@@ -123,7 +132,7 @@ def replay(case: Case, target: str, backend: str = "sim"):
 
 def verdict_of(violation) -> str:
     if isinstance(violation, NotJudged):
-        return "unsupported"
+        return violation.kind if violation.kind == "unsupported" else f"known: {violation.why.split()[0]}"
     return "pass" if violation is None else f"fail: {violation.prop}"
 
 

@@ -528,7 +528,7 @@ def _clean_into(source: LogSegment, dest: LogSegment, f: _Filter, max_message: i
             read += chunk.bytes_read
             position += chunk.bytes_read
             if chunk.out:
-                dest.append(chunk.max_offset, chunk.max_timestamp, chunk.shallow, bytes(chunk.out))
+                dest.append(chunk.max_offset, bytes(chunk.out))
             if chunk.bytes_read == 0:
                 try:
                     capacity = _grow(capacity, max_message, view, position, chunk_end, size, source.log_path)

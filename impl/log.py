@@ -261,7 +261,6 @@ class PartitionLog:
             last = h.last_offset
         if leader:
             self._validate_produce_request(data, headers)
-        max_ts, shallow = -1, -1
         if leader:
             next_offset = self.log_end_offset
             for h in headers:
@@ -270,8 +269,6 @@ class PartitionLog:
                 data[h.position : h.position + 8] = base.to_bytes(8, "big", signed=True)
                 data[h.position + 12 : h.position + 16] = leader_epoch.to_bytes(4, "big", signed=True)
                 next_offset = last_offset + 1
-                if h.max_timestamp > max_ts:
-                    max_ts, shallow = h.max_timestamp, last_offset
             headers = list(BatchScan(data))
         else:
             if not monotonic:
@@ -281,16 +278,14 @@ class PartitionLog:
                     "UnexpectedAppendOffsetException",
                     f"first offset {headers[0].offset} is less than the next offset {self.log_end_offset}",
                 )
-            for h in headers:
-                if h.max_timestamp > max_ts:
-                    max_ts, shallow = h.max_timestamp, h.last_offset
+        max_ts = max(-1, *(h.max_timestamp for h in headers))
         first, last = headers[0].offset, headers[-1].last_offset
         for h in headers:
             self.epoch_cache.assign(h.partition_leader_epoch, h.offset)
         if len(data) > self.config.segment_bytes:
             raise LogError("RecordBatchTooLargeException", f"{len(data)} bytes exceed segment.bytes")
         segment = self._maybe_roll(len(data), first, last, max_ts)
-        segment.append(last, max_ts, shallow, data)
+        segment.append(last, data)
         # the batch is in the segment, the log end offset not yet moved: a fetch running now must not
         # see it (LogOffsetMetadata; the race step stops an append here)
         sync_point("UnifiedLog.append:written")

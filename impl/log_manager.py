@@ -399,13 +399,19 @@ class LogManager:
                 outcome[d] = f"{d} is offline"
                 continue
             try:
+                failed = None
                 for _, log in self.logs_in(d):
                     log.flush(log.log_end_offset, inclusive=True)
-                    log.close()
+                    try:
+                        log.close()
+                    except IndexFailure as e:  # a close job of its own fails; the others run (§6.3)
+                        failed = failed or e
+                if failed:
+                    raise failed
                 self.checkpoint_recovery_points(d)
                 self.checkpoint_log_start_offsets(d)
             except (OSError, IndexFailure, LogFormatError, LogError) as e:
-                outcome[d] = f"shutdown of {d} failed: {e}"
+                outcome[d] = f"shutdown of {d} failed: {e}"  # no checkpoints, no marker
                 continue
             if state.had_clean_shutdown or state.load_completed:
                 try:

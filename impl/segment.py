@@ -220,28 +220,35 @@ class LogSegment:
 
     # --- append and roll (§4.2, §4.3) --------------------------------------------------------------
 
-    def append(self, largest_offset: int, largest_timestamp: int, shallow_offset_of_max: int, data) -> None:
+    def append(self, largest_offset: int, data) -> None:
+        """§4.2 as Kafka 4.x runs it: one write, then batch by batch the max timestamp (with the
+        batch's last offset) and, past index.interval.bytes, an index entry (its last offset, its
+        position).  The rolling timestamp is the first batch's max timestamp."""
         if not data:
             return
         position = self._size
+        headers = list(BatchScan(data, check_crc=False))
         if position == 0:
-            self.rolling_based_timestamp = largest_timestamp
+            self.rolling_based_timestamp = headers[0].max_timestamp
         if not self.can_convert_to_relative_offset(largest_offset):
             raise LogSegmentOffsetOverflow(self, largest_offset)
         self._log.write_at(position, data)
         self._size += len(data)
-        if self._content_max is not None and largest_timestamp > self._content_max[0]:
-            self._content_max = None  # this batch holds Kafka's max and the content's now
-        if largest_timestamp > self.max_timestamp_so_far():
-            self._set_max_ts((largest_timestamp, shallow_offset_of_max))
-        if self._shadow is not None:
-            self._shadow.appended(largest_timestamp, shallow_offset_of_max)
-        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
-            offsets, times = self._indexes()
-            offsets.append(largest_offset, position)
-            times.maybe_append(*self.max_timestamp_and_offset())
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += len(data)
+        for h in headers:
+            ts, last = h.max_timestamp, h.last_offset
+            if self._content_max is not None and ts > self._content_max[0]:
+                self._content_max = None  # this batch holds Kafka's max and the content's now
+            if ts > self.max_timestamp_so_far():
+                self._set_max_ts((ts, last))
+            if self._shadow is not None:
+                self._shadow.appended(ts, last)
+            if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+                offsets, times = self._indexes()
+                offsets.append(last, position)
+                times.maybe_append(*self.max_timestamp_and_offset())
+                self.bytes_since_last_index_entry = 0
+            position += h.size
+            self.bytes_since_last_index_entry += h.size
 
     def _load_first_batch_timestamp(self) -> None:
         if self.rolling_based_timestamp is None:
@@ -471,9 +478,11 @@ class LogSegment:
 
     def close(self) -> None:
         if self._max_ts is not None:
+            # a max timestamp below a stale last entry makes the append throw (IndexFailure), and
+            # Kafka 4.x lets it (§4.9): the segment stays untrimmed, the dir's shutdown fails
             try:
                 self.time_index.get().maybe_append(*self._max_ts, skip_full_check=True)
-            except (IndexFailure, LogFormatError):
+            except LogFormatError:
                 pass
         # Better than Kafka (KAFKA-10471's mechanism, still open after its fix): the trims are made
         # durable before the caller can write the clean-shutdown marker, so no power loss can leave

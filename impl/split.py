@@ -113,12 +113,8 @@ def _append_from_file(seg: LogSegment, view, batches: list[BatchHeader], start: 
         if j == i:
             break
         capacity = max(capacity, size)
-        max_ts = shallow = None
-        for b in batches[i:j]:
-            if max_ts is None or b.max_timestamp > max_ts:
-                max_ts, shallow = b.max_timestamp, b.last_offset
         first = batches[i].position
-        seg.append(batches[j - 1].last_offset, max_ts, shallow, bytes(view[first : first + size]))
+        seg.append(batches[j - 1].last_offset, bytes(view[first : first + size]))
         i = j
     return i - start
 

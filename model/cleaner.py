@@ -515,8 +515,8 @@ class _Split(Exception):
 
 def clean_into(rnd: _Round, log: Log, source: Segment, dest: Segment, retain_legacy_deletes: bool) -> None:
     """``Cleaner.cleanInto``: read ``source`` chunk by chunk, filter each read, append what it kept
-    to ``dest`` as one segment append (``LogSegment.append`` with the read's max offset, max
-    timestamp and its offset) — so the cleaned segment's index entries follow the reads.  A read
+    to ``dest`` as one segment append (``LogSegment.append`` with the read's max offset), whose
+    index entries follow the kept batches (§4.2).  A read
     holding no whole batch grows the buffers (:func:`_grow_buffers_or_fail`)."""
     data = bytes(source.log)
     position, capacity = 0, IO_BUFFER_SIZE
@@ -525,7 +525,7 @@ def clean_into(rnd: _Round, log: Log, source: Segment, dest: Segment, retain_leg
             chunk = _filter_chunk(rnd, data, position, capacity, retain_legacy_deletes)
             if chunk.out:
                 try:
-                    dest.append(chunk.max_offset, chunk.max_timestamp, chunk.shallow_offset, bytes(chunk.out), rnd.now)
+                    dest.append(chunk.max_offset, bytes(chunk.out), rnd.now)
                 except LogError as e:
                     if e.kind == OVERFLOW:
                         raise _Split(source) from None

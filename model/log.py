@@ -125,21 +125,29 @@ class Segment:
         return max((b.header().max_timestamp for b in self.batches()), default=-1)
 
     # §4.2
-    def append(self, last_offset: int, max_timestamp: int, shallow_offset: int, data: bytes, now_ms: int) -> None:
+    def append(self, last_offset: int, data: bytes, now_ms: int) -> None:
+        """§4.2 as Kafka 4.x runs it (LogSegment.append(largestOffset, records)): the write is one,
+        the max timestamp and the index entries advance batch by batch — each batch's max
+        timestamp with its last offset, an entry (its last offset, its position) whenever more
+        than index.interval.bytes went by since the last one.  The rolling timestamp is the first
+        batch's max timestamp (Kafka loads it from the file's first batch when it needs it)."""
         position = self.size
+        headers = [b.header() for b in iterate_file(data).batches]
         if position == 0:
-            self.rolling_based_timestamp = max_timestamp
+            self.rolling_based_timestamp = headers[0].max_timestamp
         if not self.fits(last_offset):
             raise LogError("LogSegmentOffsetOverflowException", f"offset {last_offset} in segment {self.base}")
         self.log += data
         self.mtime_ms = now_ms
-        if max_timestamp > self.max_timestamp()[0]:
-            self.max_ts = (max_timestamp, shallow_offset)
-        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
-            self.offset_index.append(last_offset, position)
-            self.time_index.maybe_append(*self.max_timestamp())
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += len(data)
+        for h in headers:
+            if h.max_timestamp > self.max_timestamp()[0]:
+                self.max_ts = (h.max_timestamp, h.last_offset)
+            if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+                self.offset_index.append(h.last_offset, position)
+                self.time_index.maybe_append(*self.max_timestamp())
+                self.bytes_since_last_index_entry = 0
+            position += h.size
+            self.bytes_since_last_index_entry += h.size
 
     # §4.3
     def should_roll(self, max_ts_in_messages: int, last_offset: int, size: int, now_ms: int) -> bool:
@@ -236,14 +244,11 @@ class Segment:
     # §4.9 close: the final time-index entry and trimmed indexes
     def close(self) -> None:
         """§4.9 rule 2: the final time-index entry (if the max timestamp was ever loaded), then the
-        trims.  Kafka swallows the append's exception with a warning: a max timestamp whose offset
-        lies below a stale last entry (a clean load trusts the index, KAFKA-7283) is simply not
-        written (found by the time-to-catch control, stop 21: corpora/found/conforms-1791be67af)."""
+        trims.  A max timestamp whose offset lies below a stale last entry (a clean load trusts the
+        index, KAFKA-7283) makes the append throw, and Kafka 4.x lets it: the segment stays
+        untrimmed and its dir's shutdown fails (LogManager.shutdown; 3.x swallowed it)."""
         if self.max_ts is not None:
-            try:
-                self.time_index.maybe_append(*self.max_ts, skip_full_check=True)
-            except IndexFailure:
-                pass
+            self.time_index.maybe_append(*self.max_ts, skip_full_check=True)
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
 
@@ -398,10 +403,7 @@ class Log:
                 raise LogError(
                     "UnexpectedAppendOffsetException", f"first offset {headers[0].offset} < {self.log_end_offset}"
                 )
-        max_ts, shallow = -1, -1
-        for h in headers:
-            if h.max_timestamp > max_ts:
-                max_ts, shallow = h.max_timestamp, h.last_offset
+        max_ts = max(-1, *(h.max_timestamp for h in headers))
         first, last = headers[0].offset, headers[-1].last_offset
         for h in headers:
             self.assign_epoch(h.partition_leader_epoch, h.offset)
@@ -409,7 +411,7 @@ class Log:
             raise LogError("RecordBatchTooLargeException", f"{len(data)} bytes exceed segment.bytes")
         if self.active.should_roll(max_ts, last, len(data), self.clock()):
             self.roll(first)
-        self.active.append(last, max_ts, shallow, bytes(data), self.clock())
+        self.active.append(last, bytes(data), self.clock())
         self.set_log_end_offset(last + 1)
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)

@@ -233,9 +233,16 @@ class LogManager:
         for p in self.partitions.values():  # delayed deletions are dropped; their files stay
             p.log.delete_tasks = []
         for d in self.data_dirs:
+            failed = None  # each log is flushed and closed by a job of its own (§6.3)
             for _, log in self.logs_in(d):
                 log.flush(log.log_end_offset, inclusive=True)
-                log.close()
+                try:
+                    log.close()
+                except IndexFailure as e:
+                    failed = failed or f"closing {log.name} failed: {e}"
+            if failed:  # a failed job costs the dir its checkpoints and its marker
+                outcome[d] = failed
+                continue
             self.checkpoint_recovery_points(d)
             self.checkpoint_log_start_offsets(d)
             if self.had_marker.get(d) or self.load_completed.get(d, True):

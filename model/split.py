@@ -111,11 +111,6 @@ def _append_from_file(seg: Segment, batches: list[Batch], start: int, now_ms: in
         if not chunk:
             break
         capacity = max(capacity, size)
-        max_ts, shallow = None, None
-        for b in chunk:
-            h = b.header()
-            if max_ts is None or h.max_timestamp > max_ts:
-                max_ts, shallow = h.max_timestamp, h.last_offset
-        seg.append(chunk[-1].header().last_offset, max_ts, shallow, b"".join(b.raw for b in chunk), now_ms)
+        seg.append(chunk[-1].header().last_offset, b"".join(b.raw for b in chunk), now_ms)
         i += len(chunk)
     return i - start

@@ -14,6 +14,7 @@ from conformance import kafka_jvm
 from conformance import scenario as sc
 from conformance.cli import main
 from conformance.kafka_target import KafkaTarget
+from conformance import regressions
 from conformance.regressions import CORPORA
 from conformance.runner import run
 
@@ -162,3 +163,23 @@ def test_a_failed_build_names_maven_s_complaint(tmp_path):
         kafka_jvm.build(project)
     with pytest.raises(kafka_jvm.KafkaTargetError, match="no Maven project"):
         kafka_jvm.build(tmp_path / "nowhere")
+
+
+def test_full_index_mid_append_on_kafka():
+    """corpora/kafka-findings/full-index-mid-append: Kafka 4.4.0 keeps a refused append's batches,
+    wedges the log, and reads them back after a restart."""
+    case = next(c for c in regressions.cases() if c.group == regressions.KAFKA_FINDINGS)
+    create, follower, leader, shutdown, open_, read = case.scenario.steps
+    target = KafkaTarget(case.scenario)
+    target.apply(sc.Open())
+    target.apply(create)
+    assert target.apply(follower) == {"error": "IllegalArgumentException"}
+    refused = target.state()["partitions"]["d0/t-0"]
+    assert refused["log_end_offset"] == 0 and refused["segments"][0][:2] == [0, 140]  # the bytes stay
+    assert target.index_entries()["d0/t-0/0"][0] == [(1, 70)]  # an entry past the log end
+    assert target.apply(leader) == {"error": "KafkaException"}  # every later append: the log is wedged
+    target.apply(shutdown)
+    target.apply(open_)
+    assert target.state()["partitions"]["d0/t-0"]["log_end_offset"] == 2  # the refused batches are the log
+    assert bytes.fromhex(target.apply(read)["bytes"]) == target._log_bytes("d0/t-0", "00000000000000000000.log", 140)
+    target.close()

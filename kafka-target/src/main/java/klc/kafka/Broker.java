@@ -109,12 +109,21 @@ final class Broker {
                 (config, dirs, logs, channel, time) -> {
                     throw new IllegalStateException("the log cleaner is not started by this target");
                 });
-        manager.startup(Set.of());
-        for (UnifiedLog log : manager.allLogs()) {
-            log.updateHighWatermark(log.logEndOffset());
+        String failed = null;
+        try {
+            manager.startup(Set.of());
+            for (UnifiedLog log : manager.allLogs()) {
+                log.updateHighWatermark(log.logEndOffset());
+            }
+            scheduler.runDue();
+        } catch (Exception e) {
+            // the broker does not start (Kafka's failure policy: an exception out of the load
+            // ends the startup); it stays down with its files as the load left them
+            failed = "the broker's startup failed: " + e.getClass().getSimpleName() + ": " + e.getMessage();
+            halt();
         }
-        scheduler.runDue();
         ObjectNode out = JSON.createObjectNode();
+        out.put("started", failed == null);
         ArrayNode loaded = out.putArray("loaded");
         for (File dir : dataDirs) {
             File[] children = dir.listFiles(File::isDirectory);
@@ -130,10 +139,12 @@ final class Broker {
                 ObjectNode entry = loaded.addObject();
                 entry.put("dir", dir.getName());
                 entry.put("partition", child.getName());
-                Optional<UnifiedLog> log = manager.getLog(tp);
+                Optional<UnifiedLog> log = failed == null ? manager.getLog(tp) : Optional.empty();
                 boolean here = log.isPresent() && new File(log.get().parentDir()).equals(dir);
                 if (here) {
                     entry.putNull("error");
+                } else if (failed != null) {
+                    entry.put("error", failed);
                 } else {
                     entry.put("error", manager.isLogDirOnline(dir.getAbsolutePath())
                             ? "not loaded" : "log dir " + dir.getName() + " went offline during the load");

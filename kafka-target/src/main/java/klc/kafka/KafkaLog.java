@@ -46,6 +46,9 @@ final class KafkaLog extends AbstractAppender {
     @Override
     public synchronized void append(LogEvent event) {
         String line = event.getLevel() + " " + event.getLoggerName() + ": " + event.getMessage().getFormattedMessage();
+        for (Throwable t = event.getThrown(); t != null; t = t.getCause() == t ? null : t.getCause()) {
+            line += " | " + t.getClass().getSimpleName() + ": " + t.getMessage();
+        }
         if (ECHO) {
             System.err.println(line);
         }
