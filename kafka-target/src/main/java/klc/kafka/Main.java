@@ -63,8 +63,11 @@ public final class Main {
                 } else if (broker == null) {
                     answer.put("harness", "the first request must be configure");
                 } else {
-                    answer.set("ok", Steps.apply(broker, op, request));
-                    broker.afterStep();
+                    try {
+                        answer.set("ok", Steps.apply(broker, op, request));
+                    } finally {
+                        broker.afterStep(); // Kafka's scheduler runs whether the step was refused or not
+                    }
                 }
             } catch (Unsupported e) {
                 answer.removeAll();

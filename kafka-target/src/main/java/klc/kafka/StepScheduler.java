@@ -10,10 +10,12 @@ import java.util.concurrent.ScheduledFuture;
 
 /**
  * Kafka's background scheduler made deterministic, as the scenario format's determinism contract
- * says (docs/scenario-format.md): a one-shot task (the post-roll flush, the leader-epoch checkpoint
- * flush, the producer-state flush) runs at the end of the step that made it due; a segment's
- * delayed file deletion ({@code delete-file}, {@code file.delete.delay.ms}) runs at the first
- * {@code tick} at or after its due time, so its {@code .deleted} files are there until then.
+ * says (docs/scenario-format.md): a one-shot task with no delay (the post-roll flush, the
+ * leader-epoch checkpoint flush, the producer-state flush) runs at once, as if the scheduler's
+ * thread took it before the caller went on (the model's reading: a roll inside an append flushes
+ * before the append writes); one with a delay runs at the end of the step in which it fell due; a
+ * segment's delayed file deletion ({@code delete-file}, {@code file.delete.delay.ms}) runs at the
+ * first {@code tick} at or after its due time, so its {@code .deleted} files are there until then.
  * Periodic tasks (the retention, flush and checkpoint threads that LogManager.startup schedules)
  * are kept and never run: each is a step of its own.
  */
@@ -42,6 +44,10 @@ final class StepScheduler implements Scheduler {
     public synchronized ScheduledFuture<?> schedule(String name, Runnable task, long delayMs, long periodMs) {
         if (periodMs > 0) {
             periodic.add(name);
+            return new NeverRuns();
+        }
+        if (delayMs <= 0 && !name.equals(DELETE_FILE)) {
+            run(task);
             return new NeverRuns();
         }
         pending.add(new Task(name, task, clock.milliseconds() + Math.max(0, delayMs), seq++));
@@ -75,7 +81,16 @@ final class StepScheduler implements Scheduler {
                 }
                 pending.remove(next);
             }
-            next.body.run();
+            run(next.body);
+        }
+    }
+
+    /** As Kafka's scheduler runs a task: an exception is logged, not thrown at whoever scheduled it. */
+    private static void run(Runnable task) {
+        try {
+            task.run();
+        } catch (RuntimeException e) {
+            org.slf4j.LoggerFactory.getLogger(StepScheduler.class).error("Uncaught exception in a scheduled task", e);
         }
     }
 
