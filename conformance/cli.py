@@ -257,7 +257,12 @@ def check(budget_seconds: float, as_json: bool) -> None:
     show_default=True,
     help="Fault profile: which fault kinds tasks may enable (all, power-loss, torn-writes, metadata, io-errors, corruption).",
 )
-@click.option("--target", default="impl", show_default=True, help="impl (against the model), model, or mutant:NAME.")
+@click.option(
+    "--target",
+    default="impl",
+    show_default=True,
+    help="impl (against the model), kafka (the model against Kafka's own log layer, docs/kafka-target.md), model, or mutant:NAME.",
+)
 @click.option(
     "--out",
     default="campaign-out",
