@@ -169,15 +169,20 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
     sys.exit(worst)
 
 
-def _config_option(values: tuple[str, ...]):
-    from impl.config import ConfigError, LogConfig
-
+def _config_items(values: tuple[str, ...]) -> dict:
     parsed = {}
     for item in values:
         key, sep, raw = item.partition("=")
         if not sep:
             raise click.BadParameter(f"{item!r} is not key=value", param_hint="--config")
         parsed[key] = raw == "true" if raw in ("true", "false") else int(raw) if raw.lstrip("-").isdigit() else raw
+    return parsed
+
+
+def _config_option(values: tuple[str, ...]):
+    from impl.config import ConfigError, LogConfig
+
+    parsed = _config_items(values)
     try:
         return LogConfig.from_dict(parsed)
     except ConfigError as e:
@@ -188,7 +193,17 @@ def _config_option(values: tuple[str, ...]):
 @click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="The whole report as one JSON object.")
 @click.option("--config", "config_items", multiple=True, metavar="KEY=VALUE", help="A topic config (repeatable).")
-def load(dirs: tuple[str, ...], as_json: bool, config_items: tuple[str, ...]) -> None:
+@click.option(
+    "--target",
+    type=click.Choice(["impl", "kafka"]),
+    default="impl",
+    show_default=True,
+    help="kafka: what Apache Kafka's own loader (the pinned release, or --kafka-classpath) does on restart.",
+)
+@click.option("--kafka-classpath", metavar="PATH", help="With --target kafka: your own Kafka build's jars.")
+def load(
+    dirs: tuple[str, ...], as_json: bool, config_items: tuple[str, ...], target: str, kafka_classpath: str | None
+) -> None:
     """Load broker data dirs as a broker would and report every partition: log start and end
     offsets, recovery point, segments, what recovery did, and any error.
 
@@ -196,9 +211,21 @@ def load(dirs: tuple[str, ...], as_json: bool, config_items: tuple[str, ...]) ->
     """
     import json
 
-    from conformance.load_report import format_text, load_dirs
+    from conformance.load_report import format_text, load_dirs, load_dirs_on_kafka
 
-    report = load_dirs(list(dirs), _config_option(config_items))
+    config = _config_option(config_items)
+    if target == "kafka":
+        from conformance.kafka_jvm import KafkaTargetError, shared
+
+        try:
+            classpath = _kafka_classpath(kafka_classpath) if kafka_classpath else None
+            report = load_dirs_on_kafka(list(dirs), _config_items(config_items), shared(classpath))
+        except KafkaTargetError as e:
+            raise click.ClickException(str(e)) from None
+    elif kafka_classpath:
+        raise click.BadParameter("goes with --target kafka", param_hint="--kafka-classpath")
+    else:
+        report = load_dirs(list(dirs), config)
     if as_json:
         click.echo(json.dumps(report, indent=1))
     else:

@@ -183,3 +183,18 @@ def test_full_index_mid_append_on_kafka():
     assert target.state()["partitions"]["d0/t-0"]["log_end_offset"] == 2  # the refused batches are the log
     assert bytes.fromhex(target.apply(read)["bytes"]) == target._log_bytes("d0/t-0", "00000000000000000000.log", 140)
     target.close()
+
+
+def test_klc_load_on_kafka_reports_a_missing_dir_and_refuses_a_stray_classpath(tmp_path):
+    runner = CliRunner()
+    missing = runner.invoke(main, ["load", "--target", "kafka", str(tmp_path / "nope")])
+    assert missing.exit_code == 1 and "nope: not a directory" in missing.output
+    stray = runner.invoke(main, ["load", "--kafka-classpath", str(tmp_path), str(tmp_path)])
+    assert stray.exit_code == 2 and "goes with --target kafka" in stray.output
+    (tmp_path / "d" / "t-0").mkdir(parents=True)
+    (tmp_path / "d" / "t-0" / "00000000000000000000.log").write_bytes(b"\0" * 100)  # a zeroed tail only
+    report = runner.invoke(main, ["load", "--target", "kafka", str(tmp_path / "d")])
+    assert report.exit_code == 0, report.output
+    assert report.output.splitlines()[0] == "as Apache Kafka 4.4.0 loads it (the kafka target)"
+    assert "t-0: log start 0, log end 0, recovery point 0, segments 0(0 B, 0 batches)" in report.output
+    assert "recovered segments [0, 0], 100 bytes truncated" in report.output

@@ -90,10 +90,31 @@ def _expected(data_dir: Path) -> dict[str, dict]:
     return out
 
 
-def _load(*dirs: Path) -> dict:
-    result = CliRunner().invoke(main, ["load", "--json", *map(str, dirs)])
+def _load(*dirs: Path, target: str = "impl") -> dict:
+    result = CliRunner().invoke(main, ["load", "--json", "--target", target, *map(str, dirs)])
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
+
+
+@pytest.mark.parametrize("name", ["itu-clean", "itu-live", "msc"])
+def test_kafkas_own_load_reports_what_the_files_say(data_dirs, name):
+    """``klc load --target kafka``: Kafka 4.4.0's own loader on a private copy — what a broker of
+    that release does with this dir on restart — reports what the files say, as impl's does."""
+    data_dir = data_dirs[name]
+    before = _tree_digest(data_dir)
+    report = _load(data_dir, target="kafka")
+    assert _tree_digest(data_dir) == before, "klc load --target kafka modified the data dir"
+    assert report["kafka"] == "4.4.0"
+    expected = _expected(data_dir)
+    got = {p["name"]: p for p in report["partitions"]}
+    assert set(got) == set(expected)
+    for part, want in expected.items():
+        assert got[part]["error"] is None, got[part]
+        assert {k: got[part][k] for k in want} == want, part
+        assert got[part]["truncated_bytes"] == 0
+    clean = (data_dir / ".kafka_cleanshutdown").exists()
+    assert report["dirs"][0]["clean_shutdown"] == clean
+    assert all(not p["recovered_segments"] for p in report["partitions"]) == clean
 
 
 @pytest.mark.parametrize("name", ["itu-clean", "itu-live", "msc"])

@@ -377,10 +377,12 @@ final class Broker {
         return new File(log.parentDir()).getName() + "/" + log.dir().getName();
     }
 
-    /** A partition dir as Kafka's loader names it; null for anything else it finds there. */
+    /** A partition dir as Kafka's loader names it; null for anything else it finds there, and for
+     *  KRaft's metadata log, which LogManager leaves to the raft layer. */
     private static TopicPartition partitionOf(File dir) {
         String name = dir.getName();
-        if (name.endsWith("-delete") || name.endsWith("-future") || name.endsWith("-stray")) {
+        if (name.endsWith("-delete") || name.endsWith("-future") || name.endsWith("-stray")
+                || name.startsWith("__cluster_metadata-")) {
             return null;
         }
         try {
