@@ -96,33 +96,12 @@ def _load(*dirs: Path, target: str = "impl") -> dict:
     return json.loads(result.output)
 
 
-@pytest.mark.parametrize("name", ["itu-clean", "itu-live", "msc"])
-def test_kafkas_own_load_reports_what_the_files_say(data_dirs, name):
-    """``klc load --target kafka``: Kafka 4.4.0's own loader on a private copy — what a broker of
-    that release does with this dir on restart — reports what the files say, as impl's does."""
-    data_dir = data_dirs[name]
+def _load_as_the_files_say(data_dir: Path, target: str) -> tuple[dict, bool]:
+    """``klc load`` on ``target``: the dir left unchanged, every partition as its files say;
+    the report, and whether the dir had a clean shutdown."""
     before = _tree_digest(data_dir)
-    report = _load(data_dir, target="kafka")
-    assert _tree_digest(data_dir) == before, "klc load --target kafka modified the data dir"
-    assert report["kafka"] == "4.4.0"
-    expected = _expected(data_dir)
-    got = {p["name"]: p for p in report["partitions"]}
-    assert set(got) == set(expected)
-    for part, want in expected.items():
-        assert got[part]["error"] is None, got[part]
-        assert {k: got[part][k] for k in want} == want, part
-        assert got[part]["truncated_bytes"] == 0
-    clean = (data_dir / ".kafka_cleanshutdown").exists()
-    assert report["dirs"][0]["clean_shutdown"] == clean
-    assert all(not p["recovered_segments"] for p in report["partitions"]) == clean
-
-
-@pytest.mark.parametrize("name", ["itu-clean", "itu-live", "msc"])
-def test_load_reports_what_the_files_say_and_leaves_the_dir_alone(data_dirs, name):
-    data_dir = data_dirs[name]
-    before = _tree_digest(data_dir)
-    report = _load(data_dir)
-    assert _tree_digest(data_dir) == before, "klc load modified the data dir"
+    report = _load(data_dir, target=target)
+    assert _tree_digest(data_dir) == before, f"klc load --target {target} modified the data dir"
     expected = _expected(data_dir)
     got = {p["name"]: p for p in report["partitions"]}
     assert set(got) == set(expected)
@@ -132,6 +111,21 @@ def test_load_reports_what_the_files_say_and_leaves_the_dir_alone(data_dirs, nam
         assert got[part]["truncated_bytes"] == 0  # these logs have no torn tail
     clean = (data_dir / ".kafka_cleanshutdown").exists()
     assert report["dirs"][0]["clean_shutdown"] is clean
+    return report, clean
+
+
+@pytest.mark.parametrize("name", ["itu-clean", "itu-live", "msc"])
+def test_kafkas_own_load_reports_what_the_files_say(data_dirs, name):
+    """``klc load --target kafka``: Kafka 4.4.0's own loader on a private copy — what a broker of
+    that release does with this dir on restart — reports what the files say, as impl's does."""
+    report, clean = _load_as_the_files_say(data_dirs[name], "kafka")
+    assert report["kafka"] == "4.4.0"
+    assert all(not p["recovered_segments"] for p in report["partitions"]) == clean
+
+
+@pytest.mark.parametrize("name", ["itu-clean", "itu-live", "msc"])
+def test_load_reports_what_the_files_say_and_leaves_the_dir_alone(data_dirs, name):
+    report, clean = _load_as_the_files_say(data_dirs[name], "impl")
     if clean:  # nothing recovered; of the logs only the active segments' tails after their last index entry
         assert all(not p["recovered_segments"] for p in report["partitions"])
         assert report["load"]["log_bytes_read"] <= sum(p["segments"][-1]["size"] for p in report["partitions"])
