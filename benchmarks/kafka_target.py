@@ -34,8 +34,10 @@ def main() -> None:
     model_s = timings[("model",)][0]
     print(f"JVM start to first answer: {start_s:.2f} s")
     for targets, (secs, steps) in timings.items():
-        print(f"{' vs '.join(targets):15} {len(scenarios)} scenarios, {steps} steps: {secs:.2f} s, "
-              f"{steps / secs:.0f} steps/s, {secs / model_s:.2f}x the model alone")
+        print(
+            f"{' vs '.join(targets):15} {len(scenarios)} scenarios, {steps} steps: {secs:.2f} s, "
+            f"{steps / secs:.0f} steps/s, {secs / model_s:.2f}x the model alone"
+        )
 
 
 if __name__ == "__main__":

@@ -88,7 +88,12 @@ def dump(
     "they go before the pinned ones on the JVM's classpath.",
 )
 def replay(
-    scenarios: tuple[str, ...], target: str, backend: str, as_json: bool, mutant: str | None, kafka_classpath: str | None
+    scenarios: tuple[str, ...],
+    target: str,
+    backend: str,
+    as_json: bool,
+    mutant: str | None,
+    kafka_classpath: str | None,
 ) -> None:
     """Run scenario files (docs/scenario-format.md) through the runner and check every property.
 

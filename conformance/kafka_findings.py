@@ -46,8 +46,9 @@ FULL_INDEX_MID_APPEND = Finding(
     prop=INDEX_AGREES,
     summary="an append of several batches runs out of index slots after writing its bytes: refused, "
     "its batches stay in the .log past the log end offset and its index entries name them",
-    matches=lambda step, results, violation: violation.prop == INDEX_AGREES
-    and _append_refused_by_every_target(step, results, "IllegalArgumentException"),
+    matches=lambda step, results, violation: (
+        violation.prop == INDEX_AGREES and _append_refused_by_every_target(step, results, "IllegalArgumentException")
+    ),
 )
 
 FINDINGS = (FULL_INDEX_MID_APPEND,)

@@ -48,7 +48,17 @@ def load_dirs_on_kafka(dirs: list[str], config: dict, jvm) -> dict:
             for n in files
             if n.endswith(".log")
         }
-        _ok(jvm.request({"op": "configure", "root": work, "data_dirs": list(names), "config": config, "clock_ms": int(time.time() * 1000)}))
+        _ok(
+            jvm.request(
+                {
+                    "op": "configure",
+                    "root": work,
+                    "data_dirs": list(names),
+                    "config": config,
+                    "clock_ms": int(time.time() * 1000),
+                }
+            )
+        )
         started = time.perf_counter()
         opened = _ok(jvm.request({"op": "open"}))
         seconds = time.perf_counter() - started

@@ -40,6 +40,7 @@ import attrs
 from conformance import kafka_findings
 from conformance import scenario as sc
 from conformance.crash_images import Fault, FaultError, corrupt, journal
+from conformance.kafka_target import KafkaTarget, Unsupported
 from conformance.properties import (
     BAD_INPUT,
     CLEAN_RESTART,
@@ -50,7 +51,6 @@ from conformance.properties import (
     ISOLATED,
     PREFIX,
 )
-from conformance.kafka_target import KafkaTarget, Unsupported
 from conformance.targets import INDEX_SUFFIXES, ImplTarget, ModelTarget, digest, is_index_file
 from conformance.tracing import PowerLoss
 from model.checkpoints import parse_epochs, parse_offsets

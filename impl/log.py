@@ -18,8 +18,8 @@ from collections.abc import Callable
 import attrs
 
 from impl.config import LogConfig
-from impl.file_records import CORRUPT, BatchScan
 from impl.errors import LogFormatError
+from impl.file_records import CORRUPT, BatchScan
 from impl.leader_epoch import LeaderEpochCache
 from impl.record_walk import timestamps_and_keys
 from impl.segment import DELETED_SUFFIX, LogSegment, filename_prefix
@@ -308,7 +308,10 @@ class PartitionLog:
         except LogFormatError as e:
             raise LogError("CorruptRecordException", str(e)) from None
         now, cfg = self.clock(), self.config
-        if any(now - ts > cfg.message_timestamp_before_max_ms or ts - now > cfg.message_timestamp_after_max_ms for ts, _ in records):
+        if any(
+            now - ts > cfg.message_timestamp_before_max_ms or ts - now > cfg.message_timestamp_after_max_ms
+            for ts, _ in records
+        ):
             raise LogError("InvalidTimestampException", f"a record's timestamp is too far from {now}")
         if cfg.compact_enabled and not all(has_key for _, has_key in records):
             raise LogError("InvalidRecordException", "a compacted topic takes no record without a key")

@@ -22,7 +22,6 @@ from collections.abc import Callable
 import attrs
 
 from model.config import Config
-from model.errors import IndexFailure
 from model.file_records import CORRUPT, framed_batches, iterate_file
 from model.indexes import OffsetIndex, TimeIndex
 from model.names import filename_prefix
@@ -434,7 +433,10 @@ class Log:
             early |= now - r.timestamp > self.config.message_timestamp_before_max_ms
             late |= r.timestamp - now > self.config.message_timestamp_after_max_ms
         if early or late:
-            raise LogError("InvalidTimestampException", f"a record's timestamp is too far {'behind' if early else 'ahead of'} {now}")
+            raise LogError(
+                "InvalidTimestampException",
+                f"a record's timestamp is too far {'behind' if early else 'ahead of'} {now}",
+            )
         if keyless:
             raise LogError("InvalidRecordException", "a compacted topic takes no record without a key")
 

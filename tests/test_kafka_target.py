@@ -10,11 +10,10 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from conformance import kafka_jvm
+from conformance import kafka_jvm, regressions
 from conformance import scenario as sc
 from conformance.cli import main
 from conformance.kafka_target import KafkaTarget
-from conformance import regressions
 from conformance.regressions import CORPORA
 from conformance.runner import run
 
@@ -26,7 +25,10 @@ def _scenario(steps, **config) -> sc.Scenario:
 
 
 def _append(*values, key="k"):
-    return {"op": "append", "batches": [{"records": [{"timestamp": 1700000000000, "key": key, "value": v} for v in values]}]}
+    return {
+        "op": "append",
+        "batches": [{"records": [{"timestamp": 1700000000000, "key": key, "value": v} for v in values]}],
+    }
 
 
 def test_the_target_runs_the_pinned_release():
@@ -37,7 +39,9 @@ def test_the_target_runs_the_pinned_release():
 
 def test_kafka_and_the_model_agree_on_appends_a_roll_and_a_restart():
     verdict = run(
-        _scenario([{"op": "create"}, _append("a", "b"), {"op": "roll"}, _append("c"), {"op": "shutdown"}, {"op": "open"}]),
+        _scenario(
+            [{"op": "create"}, _append("a", "b"), {"op": "roll"}, _append("c"), {"op": "shutdown"}, {"op": "open"}]
+        ),
         ("model", "kafka"),
     )
     assert verdict.ok, verdict.violations
@@ -50,7 +54,10 @@ def test_conforms_fails_where_kafka_and_the_model_disagree():
     """An open disagreement (corpora/README.md): Kafka's refused create leaves its segment file,
     the model's leaves nothing.  The suite must say so, on Kafka's own files."""
     verdict = run(_scenario([{"op": "create"}], **{"segment.index.bytes": 8}), ("model", "kafka"))
-    assert verdict.results[0] == {"model": {"error": "IllegalArgumentException"}, "kafka": {"error": "IllegalArgumentException"}}
+    assert verdict.results[0] == {
+        "model": {"error": "IllegalArgumentException"},
+        "kafka": {"error": "IllegalArgumentException"},
+    }
     assert [str(v) for v in verdict.violations] == [
         "conforms violated at step 0: after create t-0: file d0/t-0/00000000000000000000.log: only in kafka"
     ]
@@ -76,7 +83,14 @@ def test_kafka_refuses_what_a_produce_request_may_not_hold_as_the_model_does():
 
 
 def test_a_crash_image_is_loaded_by_kafka():
-    steps = [{"op": "create"}, _append("a"), {"op": "flush"}, _append("b"), {"op": "crash", "fault": {"family": "process"}}, {"op": "open"}]
+    steps = [
+        {"op": "create"},
+        _append("a"),
+        {"op": "flush"},
+        _append("b"),
+        {"op": "crash", "fault": {"family": "process"}},
+        {"op": "open"},
+    ]
     verdict = run(_scenario(steps), ("model", "kafka"))
     assert verdict.ok, verdict.violations
     assert "impl/sim" in verdict.targets  # the crash image's source
@@ -91,7 +105,10 @@ def test_a_setting_kafka_cannot_take_is_unsupported_not_passed():
 
 
 def test_a_step_the_target_cannot_run_is_unsupported_not_passed():
-    verdict = run(_scenario([{"op": "create"}, _append("a"), {"op": "clean"}], **{"cleanup.policy": "compact"}), ("model", "kafka"))
+    verdict = run(
+        _scenario([{"op": "create"}, _append("a"), {"op": "clean"}], **{"cleanup.policy": "compact"}),
+        ("model", "kafka"),
+    )
     assert not verdict.ok and not verdict.violations
     assert verdict.unsupported.startswith("step 2 (clean t-0)")
 
@@ -104,7 +121,9 @@ def test_klc_replay_on_kafka_and_its_exit_statuses(tmp_path):
     jitter.write_text(_scenario([{"op": "create"}], **{"segment.jitter.ms": 10}).dumps())
     unsupported = runner.invoke(main, ["replay", "--target", "kafka", str(jitter)])
     assert unsupported.exit_code == 3 and unsupported.output.startswith("UNSUPPORTED"), unsupported.output
-    missing = runner.invoke(main, ["replay", "--target", "kafka", "--kafka-classpath", str(tmp_path / "no.jar"), ROLL_CASE])
+    missing = runner.invoke(
+        main, ["replay", "--target", "kafka", "--kafka-classpath", str(tmp_path / "no.jar"), ROLL_CASE]
+    )
     assert missing.exit_code == 2 and "no.jar: no such file" in missing.output
     wrong = runner.invoke(main, ["replay", "--kafka-classpath", str(jitter), ROLL_CASE])
     assert wrong.exit_code == 2 and "goes with --target kafka" in wrong.output
@@ -131,7 +150,9 @@ def test_a_jvm_that_stops_answering_is_stopped(monkeypatch):
 
 
 def test_a_classpath_without_the_target_names_the_jvm_failure(tmp_path):
-    with pytest.raises(kafka_jvm.KafkaTargetError, match=r"JVM (died|has exited).*ClassNotFoundException|klc\.kafka\.Main"):
+    with pytest.raises(
+        kafka_jvm.KafkaTargetError, match=r"JVM (died|has exited).*ClassNotFoundException|klc\.kafka\.Main"
+    ):
         kafka_jvm.Jvm(str(tmp_path / "empty.jar"))
 
 

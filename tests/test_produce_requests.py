@@ -33,7 +33,11 @@ def _batch(ts: int, key: str | None = "k") -> bytes:
         ({}, _batch(NOW + 3_600_001), "InvalidTimestampException"),
         ({"message.timestamp.after.max.ms": 0}, _batch(NOW + 1), "InvalidTimestampException"),
         ({"message.timestamp.before.max.ms": 10}, _batch(NOW - 11), "InvalidTimestampException"),
-        ({"cleanup.policy": "compact"}, _batch(NOW + 3_600_001, key=None), "InvalidTimestampException"),  # timestamps first
+        (
+            {"cleanup.policy": "compact"},
+            _batch(NOW + 3_600_001, key=None),
+            "InvalidTimestampException",
+        ),  # timestamps first
     ],
 )
 def test_model_and_impl_refuse_the_request_alike(config, data, kind):
@@ -58,7 +62,13 @@ def test_the_bounds_themselves_are_taken(ts):
 def test_a_follower_append_is_not_validated():
     """Replication takes what the leader wrote: several batches, keyless records on a compacted topic."""
     session, model_log, impl_log = _logs(**{"cleanup.policy": "compact"})
-    step = sc.Append(batches=(sc.BatchSpec((sc.Rec(NOW, None, "v"),), base_offset=0), sc.BatchSpec((sc.Rec(NOW + 7_200_000, None, "w"),), base_offset=1)), leader=False)
+    step = sc.Append(
+        batches=(
+            sc.BatchSpec((sc.Rec(NOW, None, "v"),), base_offset=0),
+            sc.BatchSpec((sc.Rec(NOW + 7_200_000, None, "w"),), base_offset=1),
+        ),
+        leader=False,
+    )
     data = sc.append_bytes(step)
     assert model_log.append(data, False, 0) == (0, 1)
     assert impl_log.append(data, False, 0).last_offset == 1

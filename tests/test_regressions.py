@@ -49,7 +49,9 @@ def test_every_named_case_passes_on_impl_and_model():
 
 def test_every_historical_bug_has_a_case_caught_by_its_mutant():
     """Each historical-bug folder holds at least one case, and some case there fails on a mutant."""
-    historical = {g for g in regressions.groups() if g not in ("log", "crash", regressions.FOUND, regressions.KAFKA_FINDINGS)}
+    historical = {
+        g for g in regressions.groups() if g not in ("log", "crash", regressions.FOUND, regressions.KAFKA_FINDINGS)
+    }
     for group in sorted(historical):
         group_cases = [c for c in NAMED if c.group == group]
         assert group_cases, f"corpora/{group} has no scenario file"
