@@ -25,7 +25,6 @@ final class StepScheduler implements Scheduler {
     private static final String DELETE_FILE = "delete-file"; // LocalLog's asynchronous segment deletion
     private final StepClock clock;
     private final List<Task> pending = new ArrayList<>();
-    private final List<String> periodic = new ArrayList<>();
     private long seq;
 
     StepScheduler(StepClock clock) {
@@ -43,8 +42,7 @@ final class StepScheduler implements Scheduler {
     @Override
     public synchronized ScheduledFuture<?> schedule(String name, Runnable task, long delayMs, long periodMs) {
         if (periodMs > 0) {
-            periodic.add(name);
-            return new NeverRuns();
+            return new NeverRuns(); // a background thread's loop: each is a step of its own
         }
         if (delayMs <= 0 && !name.equals(DELETE_FILE)) {
             run(task);
@@ -96,7 +94,6 @@ final class StepScheduler implements Scheduler {
 
     synchronized void forget() {
         pending.clear();
-        periodic.clear();
     }
 
     /** What Kafka holds of a scheduled task: only cancellation is ever asked of it here. */
