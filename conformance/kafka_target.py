@@ -69,13 +69,17 @@ class KafkaTarget(_Target):
         self.manager = None
         self.started = False
         self.stamped: dict[str, int] = {}  # path → the mtime (ns) last given to it
-        self._call(
-            "configure",
-            root=self.root,
-            data_dirs=self.dir_names,
-            config=scenario.config,
-            clock_ms=self.clock(),
-        )
+        try:
+            self._call(
+                "configure",
+                root=self.root,
+                data_dirs=self.dir_names,
+                config=scenario.config,
+                clock_ms=self.clock(),
+            )
+        except BaseException:  # unsupported, refused or the JVM gone: no target, no directory left
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
 
     def _call(self, op: str, **fields) -> dict:
         answer = self.jvm.request({"op": op, "now_ms": self.clock(), **fields})

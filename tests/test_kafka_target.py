@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from conformance import kafka_jvm, regressions
 from conformance import scenario as sc
 from conformance.cli import main
-from conformance.kafka_target import KafkaTarget
+from conformance.kafka_target import KafkaTarget, Unsupported
 from conformance.regressions import CORPORA
 from conformance.runner import run
 
@@ -219,3 +219,10 @@ def test_klc_load_on_kafka_reports_a_missing_dir_and_refuses_a_stray_classpath(t
     assert report.output.splitlines()[0] == "as Apache Kafka 4.4.0 loads it (the kafka target)"
     assert "t-0: log start 0, log end 0, recovery point 0, segments 0(0 B, 0 batches)" in report.output
     assert "recovered segments [0, 0], 100 bytes truncated" in report.output
+
+
+def test_a_target_that_cannot_start_leaves_no_directory(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    with pytest.raises(Unsupported, match="segment.jitter.ms"):
+        KafkaTarget(_scenario([], **{"segment.jitter.ms": 10}))
+    assert list(tmp_path.iterdir()) == []
