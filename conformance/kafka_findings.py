@@ -24,9 +24,9 @@ FOLDER = "kafka-findings"
 class Finding:
     name: str  # its folder under corpora/kafka-findings/
     release: str  # the Kafka release it was shown on
-    prop: str  # the property it breaks
+    prop: str  # the property it breaks: the first violation it shows
     summary: str
-    matches: Callable[[sc.Step, dict, object], bool]
+    step_shape: Callable[[sc.Step, dict], bool]  # the step and every target's result that reach it
 
 
 def _append_refused_by_every_target(step: sc.Step, results: dict, kind: str) -> bool:
@@ -46,9 +46,7 @@ FULL_INDEX_MID_APPEND = Finding(
     prop=INDEX_AGREES,
     summary="an append of several batches runs out of index slots after writing its bytes: refused, "
     "its batches stay in the .log past the log end offset and its index entries name them",
-    matches=lambda step, results, violation: (
-        violation.prop == INDEX_AGREES and _append_refused_by_every_target(step, results, "IllegalArgumentException")
-    ),
+    step_shape=lambda step, results: _append_refused_by_every_target(step, results, "IllegalArgumentException"),
 )
 
 FINDINGS = (FULL_INDEX_MID_APPEND,)
@@ -56,4 +54,4 @@ FINDINGS = (FULL_INDEX_MID_APPEND,)
 
 def known(step: sc.Step, results: dict, violation) -> Finding | None:
     """The known finding ``violation`` (the first of ``step``) is, if any."""
-    return next((f for f in FINDINGS if f.matches(step, results, violation)), None)
+    return next((f for f in FINDINGS if violation.prop == f.prop and f.step_shape(step, results)), None)

@@ -162,10 +162,11 @@ class KafkaTarget(_Target):
         return self._call(step.op, **fields)
 
     def log_end_offset(self, topic: str, partition: int) -> int:
-        key = next((k for k in self._call("state")["partitions"] if k.split("/", 1)[1] == f"{topic}-{partition}"), None)
+        partitions = self._call("state")["partitions"]
+        key = next((k for k in partitions if k.split("/", 1)[1] == f"{topic}-{partition}"), None)
         if key is None:
             raise KafkaRefusal("UnknownTopicOrPartitionException", f"{topic}-{partition} has no log")
-        return self._call("state")["partitions"][key]["log_end_offset"]
+        return partitions[key]["log_end_offset"]
 
     def _segment_bytes(self):
         out = {}

@@ -9,8 +9,8 @@
 * ``corpora/found/<signature>/`` — what fuzzing campaigns found (:mod:`conformance.campaign.corpus`).
 
 A case's ``expect`` (scenario files; ``expected.json`` for ``found/``) holds ``verdicts``: target →
-``pass``, ``fail: <property>`` or (``kafka`` only) ``unsupported``, for ``impl``, ``model``, ``kafka``
-and ``mutant:NAME`` targets, measured when
+``pass``, ``fail: <property>``, ``known: <finding>`` (a Kafka bug every target reaches) or (``kafka``
+only) ``unsupported``, for ``impl``, ``model``, ``kafka`` and ``mutant:NAME`` targets, measured when
 the case was written; and ``witnesses``: target → the one-line witness of the first violation.
 ``klc check`` replays every case on impl; ``tests/test_regressions.py`` checks every recorded verdict.
 """
@@ -23,12 +23,13 @@ import os
 
 import attrs
 
+from conformance import kafka_findings
 from conformance import scenario as sc
 
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPORA = os.path.join(CHECKOUT, "corpora")
 FOUND = "found"
-KAFKA_FINDINGS = "kafka-findings"  # Kafka bugs the suite found (conformance.kafka_findings)
+KAFKA_FINDINGS = kafka_findings.FOLDER  # Kafka bugs the suite found
 
 
 @attrs.frozen
