@@ -10,10 +10,10 @@ import glob
 import os
 import time
 
-from conformance import kafka_jvm
 from conformance.regressions import CORPORA
 from conformance.runner import run
 from conformance.scenario import Scenario
+from conformance.targets import kafka_jvm
 
 
 def main() -> None:

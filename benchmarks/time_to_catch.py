@@ -189,8 +189,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     names = [CONTROL_NAME, *(args.only or sorted(ALL_MUTANTS))]
     unknown = [n for n in names[1:] if n not in ALL_MUTANTS]
-    if unknown or args.seeds < 1 or args.budget <= 0 or args.jobs < 1 or (args.examples is not None and args.examples < 1):
-        parser.error(f"unknown mutants: {', '.join(unknown)}" if unknown else "--seeds, --budget, --examples, --jobs must be > 0")
+    if (
+        unknown
+        or args.seeds < 1
+        or args.budget <= 0
+        or args.jobs < 1
+        or (args.examples is not None and args.examples < 1)
+    ):
+        parser.error(
+            f"unknown mutants: {', '.join(unknown)}" if unknown else "--seeds, --budget, --examples, --jobs must be > 0"
+        )
     rows = []
     with ProcessPoolExecutor(args.jobs) as pool:
         # two seeds first; a mutant missed by both is a gap already, so its other seeds are skipped
@@ -212,7 +220,18 @@ def main(argv=None) -> int:
     print(table(summary, args.budget))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump({"seeds": args.seeds, "budget": args.budget, "examples": args.examples, "rows": rows, "summary": summary, "discounted": discounted}, f, indent=1)
+            json.dump(
+                {
+                    "seeds": args.seeds,
+                    "budget": args.budget,
+                    "examples": args.examples,
+                    "rows": rows,
+                    "summary": summary,
+                    "discounted": discounted,
+                },
+                f,
+                indent=1,
+            )
     return 0
 
 

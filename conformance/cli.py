@@ -121,7 +121,7 @@ def replay(
 
 def _kafka_classpath(user: str) -> str:
     """The user's jars first, then the target's own build (its adapter and the pinned release)."""
-    from conformance.kafka_jvm import KafkaTargetError, build
+    from conformance.targets.kafka_jvm import KafkaTargetError, build
 
     missing = [p for p in user.split(os.pathsep) if p and not os.path.exists(p.rstrip("*"))]
     if missing:
@@ -135,9 +135,9 @@ def _kafka_classpath(user: str) -> str:
 def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, as_json: bool) -> None:
     import json
 
-    from conformance.kafka_jvm import KafkaTargetError
     from conformance.runner import run
     from conformance.scenario import Scenario, ScenarioError
+    from conformance.targets.kafka_jvm import KafkaTargetError
 
     worst = 0
     for path in scenarios:
@@ -220,7 +220,7 @@ def load(
 
     config = _config_option(config_items)
     if target == "kafka":
-        from conformance.kafka_jvm import KafkaTargetError, shared
+        from conformance.targets.kafka_jvm import KafkaTargetError, shared
 
         try:
             classpath = _kafka_classpath(kafka_classpath) if kafka_classpath else None

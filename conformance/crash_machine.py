@@ -5,9 +5,9 @@ corruption, checking every DESIGN.md property after every ``open`` (spec §5, §
   any operation, a graceful shutdown, or the loader itself — at its k-th storage operation.  A
   truncation or a cleaning round may draw one more power loss of its own (``IN_RULE_CRASHES``):
   inside it, or right after a truncation, from every crash family.
-* Most cases start from a partition with history (``HISTORIES``: rolled segments, flushed and
-  checkpointed, an unflushed append on top), so truncations, retention and cleaning rounds that
-  remove or replace several segments happen within the first steps.
+* Most cases start from a partition with history (the weights table's ``history``: rolled
+  segments, flushed and checkpointed, an unflushed append on top), so truncations, retention and
+  cleaning rounds that remove or replace several segments happen within the first steps.
 * A stopped broker comes back: after ``down_rules`` steps while it is down (a corruption, a legacy
   segment, a crash inside the loader, a tick), the next operation is preceded by an ``open``.
 * Swarm testing (Groce et al.): each case enables a random subset of the fault families, so some
@@ -15,7 +15,10 @@ corruption, checking every DESIGN.md property after every ``open`` (spec §5, §
   a fault may interrupt.
 * Where a crash falls: a dry run of the interrupted step on a replay of the case so far lists its
   storage operations, and the crash point favours its renames and other name or extent changes;
-  a crash image between steps favours losing or keeping exactly those pending operations.
+  a crash image between steps favours losing or keeping exactly those pending operations
+  (:mod:`conformance.fault_strategies`).
+* The compound rules — a truncation, a cleaning round — are named sequences of stages, each drawn
+  with its weight from :mod:`conformance.weights`, which holds every probability the machine uses.
 * ``event()`` names every loader branch the model took (§5.2–§5.6 rule numbers, from
   :class:`model.log_manager.LoadOutcome`), so the statistics show which ones CI reaches;
   ``target()`` steers toward many pending operations at a crash, deep crash points (the storage
@@ -28,321 +31,80 @@ Every case is a scenario: a failure prints it as JSON, replayable with ``klc rep
 from __future__ import annotations
 
 import math
-import struct
+from collections.abc import Callable
 
+import attrs
 from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from conformance import scenario as sc
-from conformance.crash_images import CORRUPTIONS, FAMILIES, FILLS, UNITS, Fault, journal
+from conformance.crash_images import CORRUPTIONS, FAMILIES, journal
+from conformance.fault_strategies import (
+    INT32_MAX,
+    LEGACY_TOPIC,
+    crash_points,
+    damage,
+    damaged_files,
+    faults,
+    field_changes,
+    is_text_checkpoint,
+    legacy_segments,
+)
 from conformance.log_machine import DAY, LogMachine, configs
-from conformance.runner import DISK_STEPS, FAULT_STEPS, Session
+from conformance.runner import Session
 from conformance.sim_storage import Create, Rename, Truncate, Unlink
-from conformance.strategies import batch_ends, damage_site, final_entry
-from model.file_records import iterate_file
+from conformance.strategies import final_entry
+from conformance.weights import chance, choices, coin, coins
 from model.names import NameError_, filename_prefix, parse_topic_partition
 
 MAX_CRASHES = 3
 # power losses a truncation or a cleaning round draws for itself (during it, or right after a
-# truncation), beside the rules' MAX_CRASHES: drawn from the same budget, they left fewer crashes for
-# the loader, where splits and swaps are interrupted (stop 24: both swap-completion rows lost); with
-# a budget of their own the swap rows came back on seeds 0–1 (stop 25)
+# truncation), beside the rules' MAX_CRASHES: the loader's crashes — where splits and swaps are
+# interrupted (§5.5, §5.9) — are not spent on them
 IN_RULE_CRASHES = 1
 # the operations a crash or an I/O error may interrupt while the broker runs (the loader when it is
 # down); each case enables a random subset, so some cases interrupt only cleaning rounds or only
-# truncations — where a rename order matters — instead of one in eleven (swarm testing again)
+# truncations, where a rename order matters (swarm testing again)
 INTERRUPTIBLE = (
     "append", "roll", "truncate", "truncate_fully", "delete_records", "flush",
     "retention", "checkpoint", "shutdown", "tick", "clean",
 )  # fmt: skip
 FAULT_KINDS = FAMILIES + ("fail_io", "corrupt")
-LEGACY_TOPIC = "legacy"  # inject_legacy_segment's partitions: never created by a create step
-INT32_MAX = 2**31 - 1
-
-
-@st.composite
-def legacy_segments(draw, partition: int):
-    """An ``inject_legacy_segment`` step (spec §7.9): 1–6 v0/v1 messages, plain or in compressed
-    wrappers, whose offset gaps are small or land around 2^31 so that a segment holds relative
-    offsets just below, at or above the largest an index can store (KAFKA-4451, KAFKA-5413)."""
-    magic = draw(st.sampled_from([0, 1]), label="magic")
-    codec = draw(st.sampled_from(["none", "none", "gzip", "snappy", "lz4"]), label="codec")
-    indexes = draw(st.booleans(), label="indexes")
-    first = draw(st.sampled_from([0, 0, 7, 2**31, 2**32 + 5]), label="first offset")
-    messages, offset = [], first - 1
-    for _ in range(draw(st.integers(1, 6), label="messages")):
-        gap = draw(
-            st.integers(1, 3)
-            | st.integers(INT32_MAX - 3, INT32_MAX + 3)
-            | st.integers(INT32_MAX // 2 - 2, INT32_MAX // 2 + 2),
-            label="gap",
-        )
-        records = draw(st.integers(1, 3), label="records") if codec != "none" else 1
-        offset += gap + records - 1
-        messages.append(sc.LegacyMessage(offset, records))
-    # a file base below the first offset (what a cleaned segment has) only with its indexes: without
-    # them a clean load splits a segment the map does not hold yet and leaves the original in place
-    # next to the split ones (docs/swap-files.md, "a split at a clean load")
-    below = draw(st.sampled_from([0, 0, 1, 5]), label="base below first") if indexes else 0
-    base = max(0, messages[0].first - below)
-    return sc.InjectLegacySegment(
-        LEGACY_TOPIC, partition, 0, base, tuple(messages), magic, codec, indexes, 1_600_000_000_000
-    )
-
-
-def faults(families, pending: int, marks: tuple[int, ...] = (), cuts: tuple[int, ...] = ()):
-    """A crash image description from ``families``, its op numbers around ``pending``; ``marks``
-    are the pending operations that change a name or an extent (create, rename, unlink, truncate):
-    half the op numbers fall on or right after one of them, where ordering bugs live (a truncation's
-    unsynced renames or cut: the exhaustive sweep's findings, out of the machine's reach when every
-    op number was as likely).  ``cuts``, those of the marks that shorten a ``.log``: a loss of one
-    name or extent change is one of them a third of the time, and half the faults (when the
-    families include reorderings) lose exactly one of them."""
-    n = max(pending, 1) + 8
-    ops = st.integers(0, n)
-    if marks:
-        ops = st.sampled_from(marks) | ops
-        keep = st.sampled_from(marks).flatmap(lambda i: st.sampled_from([i, i + 1])) | st.integers(0, n)
-    else:
-        keep = ops
-    lose = st.lists(ops, max_size=4).map(lambda xs: tuple(sorted(set(xs))))
-    if marks:
-        # half the time exactly one name or extent change lost, the others kept: the crash states
-        # of one reordering (ALICE), where a truncation's unsynced cut under a catch-up's new
-        # segment, or one of its unsynced renames, comes back (§4.7; the exhaustive sweep's
-        # "every single lost operation"); a list of up to four drawn ops seldom lost just one mark
-        lose = st.sampled_from(marks).map(lambda i: (i,)) | lose
-    if cuts:
-        # a segment's cut lost and what came after it kept: a truncation's cut of a segment below
-        # the recovery point, which Kafka never fsyncs, under the catch-up's new segment (§4.7,
-        # §4.10; corpora/crash/truncate-cut-durable-before-the-recovery-point.json).  Among the
-        # other marks — the catch-up's roll creates and resizes three files — it was one in six or
-        # more, and the machine missed that row on every seed within 60 s (stop 25)
-        lose = st.sampled_from(cuts).map(lambda i: (i,)) | lose
-    by_family = {
-        "process": st.just(Fault("process")),
-        "prefix": st.builds(Fault, st.just("prefix"), keep=keep),
-        "reorder": st.builds(Fault, st.just("reorder"), lose=lose),
-        "torn": st.builds(
-            Fault,
-            st.just("torn"),
-            op=ops,
-            unit=st.sampled_from(UNITS),
-            cut=st.integers(0, 8),
-            fill=st.sampled_from(FILLS),
-            seed=st.integers(0, 7),
-        ),
-        "size_ahead": st.builds(Fault, st.just("size_ahead"), op=ops),
-        "metadata": st.builds(Fault, st.just("metadata"), lose=lose, data=st.booleans()),
-    }
-    chosen = [by_family[f] for f in FAMILIES if f in families]
-    # with name or extent changes pending, the families that lose some of them and keep others (a
-    # cut lost under a catch-up's new batches, one rename of several kept) twice as likely: drawn
-    # evenly, a power loss after a truncation and a catch-up lost nothing selectively in 11 of 13
-    # distinct cases a minute (a probe at stop 24: process crashes, torn writes, prefixes)
-    chosen += [by_family[f] for f in ("reorder", "metadata") if f in families and marks]
-    if cuts and "reorder" in families:
-        # a pending cut of a .log is the rarest crash state and the one Kafka gets wrong (truncateTo
-        # never fsyncs it, §4.7): half the power losses with one pending lose exactly it.  Among the
-        # families and the other marks it was lost alone in about one power loss in twelve, and
-        # truncate-cut-unsynced went unfound within 60 s on every seed (stops 25–26)
-        lose_a_cut = st.builds(Fault, st.just("reorder"), lose=st.sampled_from(cuts).map(lambda i: (i,)))
-        return st.one_of(lose_a_cut, st.one_of(chosen))
-    return st.one_of(chosen)
-
-
-# (segments, settled) before the first drawn step: one in six from an empty partition, the others
-# from a log of one to four rolled segments.  The empty partition was in two of seven entries, and
-# 47% of cases started empty (Hypothesis's mutations of a case keep its history), 17% with two leader
-# epochs or more — what a damaged epoch checkpoint needs (§6.5; a probe at stop 25, seed 0, 150 cases)
-HISTORIES = ((3, True), (4, True), (2, True), (3, False), (1, False), (0, False))
+# (segments, settled) before the first drawn step: an empty partition, or a log of one to four rolled
+# segments (the weights table's "history")
+HISTORIES = choices("history")
 # steps a stopped broker refuses (the targets answer NotRunning): all but a tick, an open and what
 # the runner does to the disk; an ``open`` is inserted before them while the broker is down
 NEEDS_BROKER = frozenset(
-    op for op, cls in sc.STEPS.items() if not issubclass(cls, (sc.Tick, sc.Open, *FAULT_STEPS, *DISK_STEPS))
+    op for op, cls in sc.STEPS.items() if cls.runs_as not in ("fault", "disk") and cls not in (sc.Tick, sc.Open)
 )
 # what a restarted broker's replicas do first (CrashMachine.open)
-AFTER_OPEN = ("nothing", "follower truncation", "follower catch-up")
+AFTER_OPEN = choices("after open")
 MARKED = (Create, Rename, Unlink, Truncate)  # journal entries a crash image may keep or lose by name
-TURNS = ("rename", "unlink", "truncate", "create", "fsync_dir")  # a step's operations worth crashing at
 
 
-def _at_op(data, counted: list[str] | None = None) -> int:
-    """The storage operation a fault interrupts.  ``counted``, when a dry run of the step gave it,
-    lists the step's operations: then the crash falls anywhere in the step or on or right after one
-    of its renames, unlinks, truncations, creations or directory syncs — a split at load or a
-    cleaning round renames .cleaned → .swap → final around operation 50 to 150, and each rename is a
-    different crash state (§5.9; the swap mutants were out of reach with a blind draw).  Without a
-    dry run: most steps make fewer than 30 operations, a split or a round up to 160."""
-    if counted:
-        around = lambda ops: st.sampled_from(ops).flatmap(lambda i: st.sampled_from([i, i + 1]))  # noqa: E731
-        choices = [st.integers(0, len(counted))]
-        for kinds in (TURNS, ("rename",)):  # renames twice: each is a crash state of its own (ALICE)
-            ops = [i for i, what in enumerate(counted) if what in kinds]
-            if ops:
-                choices.append(around(ops))
-        return data.draw(st.one_of(choices), label="at_op")
-    return data.draw(st.integers(0, 30) | st.integers(31, 160), label="at_op")
+def _always(machine, taken) -> bool:
+    return True
 
 
-def _is_text_checkpoint(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return "." not in name or name.endswith("checkpoint")
+def _never(machine, taken) -> bool:
+    return False
 
 
-def _recovery_points(files: dict[str, bytes]) -> dict[str, int]:
-    """Partition directory → the recovery point its data directory's checkpoint holds (what the
-    next unclean load recovers from, §5.6), for the entries that parse."""
-    out = {}
-    for path, content in files.items():
-        data_dir, _, name = path.rpartition("/")
-        if name != "recovery-point-offset-checkpoint":
-            continue
-        for line in content.decode("ascii", "replace").splitlines()[2:]:
-            fields = line.split(" ")
-            if len(fields) == 3 and fields[1].isdigit() and fields[2].lstrip("-").isdigit():
-                out[f"{data_dir}/{fields[0]}-{fields[1]}"] = int(fields[2])
-    return out
+@attrs.frozen
+class Stage:
+    """One stage of a compound rule.  Stages are reached in order; one whose ``when`` does not
+    hold is passed over without a draw; one whose ``forced`` holds is taken without a draw; the
+    others are taken with their ``chance`` (a row of :mod:`conformance.weights`; None: always).  A
+    taken stage runs the machine's method ``run(tp, data)``, and one that returns True ends the
+    rule.  ``when`` and ``forced`` see the machine and the labels of the stages taken so far."""
 
-
-def _recovered_logs(logs: list[str], files: dict[str, bytes]) -> list[str]:
-    """The ``.log`` files an unclean load would recover: in each partition, the segment holding the
-    recovery point and every one after it (§5.6 step 1a) — the only ones whose damage a recovery
-    reads (the one torn in the middle of the unflushed ones deletes those after it, §5.6 step 1b)."""
-    points, by_dir = _recovery_points(files), {}
-    for p in logs:
-        by_dir.setdefault(p.rsplit("/", 1)[0], []).append(p)
-    out = []
-    for d, paths in by_dir.items():
-        names = ((p.rsplit("/", 1)[1].split(".")[0], p) for p in paths)
-        bases = sorted((int(n), p) for n, p in names if n.isdigit())  # not a negative base's (§5.5)
-        point = points.get(d, 0)
-        floor = max((b for b, _ in bases if b <= point), default=None)
-        out += [p for b, p in bases if floor is None or b >= floor]
-    return sorted(out)
-
-
-def _indexed_batches(files: dict[str, bytes], path: str) -> tuple[int, ...]:
-    """Positions in the ``.log`` at ``path`` of the batches its indexes' entries name: the offset
-    index's positions, the batch holding each time index entry's offset (§3.1, §3.2).  Entries are
-    read as Kafka lists them, up to the first zero slot (preallocated padding)."""
-    stem, content = path[: -len("log")], files[path]
-    try:
-        base = int(path.rsplit("/", 1)[1].split(".")[0])
-    except ValueError:
-        return ()
-    positions = set()
-    offsets = files.get(stem + "index", b"")
-    for i in range(0, len(offsets) - 7, 8):
-        relative, position = struct.unpack_from(">ii", offsets, i)
-        if i and relative == 0 and position == 0:
-            break
-        positions.add(position)
-    named = set()
-    times = files.get(stem + "timeindex", b"")
-    for i in range(0, len(times) - 11, 12):
-        timestamp, relative = struct.unpack_from(">qi", times, i)
-        if timestamp == 0 and relative == 0:
-            break
-        named.add(base + relative)
-    out = []
-    for b in iterate_file(content, validate=False).batches:
-        try:
-            first, last = b.header().offset, b.header().last_offset
-        except Exception:  # noqa: BLE001 — a batch too damaged to name offsets: named by position only
-            first, last = 0, -1
-        if b.position in positions or any(first <= o <= last for o in named):
-            out.append(b.position)
-    return tuple(out)
-
-
-def _damaged_file(files: dict[str, bytes]):
-    """Each of these equally likely: an inactive segment's .log that an unclean load recovers; a
-    partition's active segment's .log (twice: every load reads it); its .index or .timeindex (what
-    a clean load trusts unread, KAFKA-7283: the offset index's last entry starts the tail it scans,
-    the time index's last entry is the max timestamp, a full one rolls the next append — §4.3
-    rule 4); the other segments' .index or .timeindex (three times: what no load proves before a
-    lookup or a retention uses it, KAFKA-10207); a text checkpoint (recovery point, log start,
-    leader epochs...); a partition's leader-epoch checkpoint; an injected legacy segment's .log;
-    any kind of file (.index, .timeindex, a snapshot...), each kind as likely as the others."""
-    by_kind: dict[str, list[str]] = {}
-    for p in files:
-        by_kind.setdefault(p.rsplit("/", 1)[-1].split(".", 1)[-1], []).append(p)
-    kinds = sorted(by_kind, key=lambda k: (k != "log", k != "index", k != "timeindex", k))
-    any_file = st.sampled_from(kinds).flatmap(lambda k: st.sampled_from(by_kind[k]))
-    texts = sorted(p for p in files if _is_text_checkpoint(p))
-    logs = sorted(by_kind.get("log", ()))
-    # each partition's active segment: what a clean load reads the tail of (§4.5 rule 3) and an
-    # unclean one recovers (with those above the recovery point, §5.6) — the others a load never reads
-    active = sorted({p.rsplit("/", 1)[0]: p for p in logs}.values())
-    beside = (p[: -len("log")] + suffix for p in active for suffix in ("index", "timeindex"))
-    active_indexes = sorted(p for p in beside if p in files)
-    # the active segment's .log twice: the segment every load reads — a clean one its tail, an
-    # unclean one all of it (with those above the recovery point).  Of the other segments, those an
-    # unclean load recovers (at and past the recovery point): damage below it is read by no load,
-    # and a torn segment in the middle of the unflushed ones is what deletes those after it (§5.6
-    # step 1b); the active one when there is no other
-    recovered = _recovered_logs(logs, files)
-    recovered = [p for p in recovered if p not in active] or recovered or logs
-    choices = [st.sampled_from(recovered), st.sampled_from(active), st.sampled_from(active)] if logs else []
-    choices += [st.sampled_from(active_indexes)] if active_indexes else []
-    # the other segments' indexes: what a load that does not recover them (a clean one, or an
-    # unclean one below the recovery point) leaves unproven — Kafka trusts the final time entry as
-    # the segment's max timestamp for retention and the entries for lookups (KAFKA-10207, §7.8);
-    # reached only as "any file of any kind" before (stop 25: 5 damaged inactive indexes in 150
-    # cases with this choice once; with it twice, 7 hits in 400 cases at stop 26, and the after-open
-    # retention check after two of them): three times
-    inactive_indexes = sorted(
-        p for p in files if p.endswith((".index", ".timeindex")) and p not in active_indexes
-        and p.rsplit(".", 1)[0] + ".log" in files
-    )
-    choices += [st.sampled_from(inactive_indexes)] * 3 if inactive_indexes else []
-    choices += [st.sampled_from(texts)] if texts else []
-    # a partition's own checkpoint (the leader-epoch cache a load rebuilds from it, §6.5) as likely as
-    # the .logs: among all text checkpoints — two per data directory — it was one damage in fifteen,
-    # and no damaged one had two entries in a probe at stop 23 (60 s, seed 0)
-    epochs = [p for p in texts if p.count("/") == 2]
-    # one with two entries or more when there is one: a single entry cannot go out of order (a probe
-    # at stop 24: 41 damaged epoch checkpoints a minute, two with several entries)
-    several = [p for p in epochs if files[p].count(b"\n") >= 4]
-    choices += [st.sampled_from(several or epochs)] if epochs else []
-    # a legacy segment copied in while the broker was down (KAFKA-6264's upgrade path): without its
-    # indexes every load recovers it, a clean one too, so its damage — a message offset's sign bit —
-    # reaches a split at load whichever way the broker went down (§5.5); most damaged .logs otherwise
-    # follow a graceful shutdown, whose clean load recovers none (a probe at stop 23: 12 of 14)
-    legacy = [p for p in logs if p.split("/")[1].startswith(f"{LEGACY_TOPIC}-")]
-    choices += [st.sampled_from(legacy)] if legacy else []
-    return st.one_of(*choices, any_file)
-
-
-@st.composite
-def _field_change(draw, path: str, content: bytes, text: bool) -> tuple[int, int]:
-    """One field of a file changed by one bit, as a grammar-aware fuzzer mutates: (offset, bit).
-
-    * a text checkpoint: a digit of an entry (past the version and count lines) with one of its
-      low three bits flipped, so it stays a digit and the file still parses — a recovery point or
-      log start moved, a leader epoch no longer above the one before it (§6.5, LeaderEpochFileCache's
-      constructor assigns entry by entry);
-    * a .log (a legacy segment copied in): a batch's base offset, outside the CRC, its sign bit
-      (bit 7 of the batch's first byte) or the bit below it flipped — negative, or 2^62 up past the
-      segment's relative range: a recovery keeps the batch and splits the segment there, a segment
-      named by a negative offset
-      (§5.5, LogFileUtils.filenamePrefixFromOffset).
-
-    The generic damage reaches these too, seldom: probes at stop 23 saw one or two such changes per
-    minute of the crash machine, and neither mutant that needs one was found on both seeds."""
-    if text:
-        digits = [i for i, c in enumerate(content) if 0x30 <= c <= 0x39]
-        head = content.split(b"\n", 2)
-        entries = [i for i in digits if len(head) == 3 and i >= len(head[0]) + len(head[1]) + 2]
-        sites, bits = entries or digits or [0], st.integers(0, 2)
-    else:
-        # not the last batch's when there are others: a negative next offset fails hasOverflow
-        # (§4.5 rule 4) and the load refuses the split, which the generic damage reaches too
-        starts = batch_ends(content)[:-1] or [0]
-        sites, bits = starts[:-1] or starts, st.sampled_from([7, 6])
-    return draw(st.sampled_from(sites), label="field"), draw(bits, label="bit")
+    label: str  # the draw's label in a failing case, and the name ``taken`` holds
+    run: str
+    chance: str | None = None
+    when: Callable[[CrashMachine, set[str]], bool] = _always
+    forced: Callable[[CrashMachine, set[str]], bool] = _never
 
 
 class CrashMachine(LogMachine):
@@ -350,18 +112,15 @@ class CrashMachine(LogMachine):
     # While the broker is down only what needs it down may be drawn (a corruption, a legacy segment,
     # a crash or an I/O error inside the loader, a tick, ``open``) — for ``down_rules`` steps; then
     # the operations of a running broker may be drawn again, and the first one opens it first.
-    # Hypothesis's swarm disables each rule in about half the cases, ``open`` included: without this,
-    # such a case spent everything after its first crash or shutdown ticking a stopped broker
-    # (measured over 30 s, seed 0: 39% of cases ended down and 13% of all steps ticked a stopped
-    # broker; 20% and 4.5% with 6).  Not fewer than 6: those stuck cases were also where a loader
-    # was crashed again and again — the way to a split's interrupted renames (with 2: a third fewer
-    # crashes inside the loader, and fewer .swap files renamed at load).
+    # Hypothesis's swarm disables each rule in about half the cases, ``open`` included: without this
+    # such a case ticks a stopped broker to its end.  Not fewer than 6: the steps while it is down are
+    # where a loader is crashed again and again, the way to a split's interrupted renames (§5.5, §5.9).
     down_rules = 6
-    # the max-timestamp search (−3) a third of the lookups, not a sixth: after a load no segment's
-    # max timestamp is loaded, −3 is the lookup that loads them all (``maxBy(_.maxTimestampSoFar)``,
-    # §4.1), and after a truncation it is where Kafka's lazily loaded max and the content's part
-    # (§4.7 rule 7; corpora/crash/max-timestamp-*.json)
-    special_timestamps = (-3, -3, -2, -1)
+    # the max-timestamp search (−3) weighted above the other special timestamps: after a load no
+    # segment's max timestamp is loaded, and −3 is the lookup that loads them all
+    # (``maxBy(_.maxTimestampSoFar)``, §4.1); after a truncation it is where Kafka's lazily loaded
+    # max and the content's part (§4.7 rule 7; corpora/crash/max-timestamp-*.json)
+    special_timestamps = choices("special timestamp (crash machine)")
     # Fault rates: a campaign task narrows these per task (conformance/campaign/tasks.py); the swarm
     # each case draws is cut down to ``swarm_kinds`` (all of them if nothing is left).
     max_crashes = MAX_CRASHES
@@ -389,14 +148,13 @@ class CrashMachine(LogMachine):
         swarm=st.sets(st.sampled_from(FAULT_KINDS), min_size=1),
         interruptible=st.sets(st.sampled_from(INTERRUPTIBLE), min_size=1),
         history=st.sampled_from(HISTORIES),
-        compacted=st.booleans(),
+        compacted=coins("start: compacted"),
         data=st.data(),
     )
     def start(self, config, data_dirs, seed, swarm, interruptible, history, compacted, data):
-        # half the cases compacted whatever the drawn config says (three quarters in all, most of
-        # them with time and size retention too): a cleaning round is the step whose interrupted
-        # renames leave .cleaned and .swap files to the next load (§5.2, §5.9), and a third of the
-        # clean steps were refused NotCompacted (a probe at stop 25: 129 of 311 in 200 cases)
+        # a compacted case whatever the drawn config says (most of them with time and size retention
+        # too): a cleaning round is the step whose interrupted renames leave .cleaned and .swap files
+        # to the next load (§5.2, §5.9), and a clean step on a log that is not compacted is refused
         if compacted:
             config = {**config, "cleanup.policy": "compact,delete"}
         header = sc.Scenario((), self.expressible(config), data_dirs, 1_700_000_000_000, seed)
@@ -415,19 +173,14 @@ class CrashMachine(LogMachine):
         """The partition as a broker that has run for a while has it: ``segments`` appends each
         followed by a roll, then, if ``settled``, flushed and checkpointed (the recovery point at
         the active segment) with one more, unflushed, append — the exhaustive sweep's ``settled``
-        prelude.  A case that starts from one empty segment reaches a truncation or retention that
-        removes two segments, a torn middle segment or a cleaning group of several segments only
-        after many steps, and a crash came after one or two appends in most cases (stop 20's probe:
-        73% of crashes found at most one segment per partition).
+        prelude.  From one empty segment, a truncation or retention that removes two segments, a
+        torn middle segment or a cleaning group of several segments comes only after many steps.
 
-        Half the segments after the first begin a leader epoch of their own, as on a broker that
-        has seen leader elections: the leader-epoch checkpoint then has several entries, which a
-        damaged digit can leave no longer increasing (§6.5; with epoch 0 throughout, a probe at
-        stop 23 counted 23 damaged epoch checkpoints per 60 s and none with two entries).  Not every
-        segment: a truncation that changes the epoch cache writes its checkpoint, whose directory
-        fsync makes the truncation's renames durable before a power loss between steps can lose
-        them (§6.5, atomic write step 4) — with an epoch per segment, a truncation removing several segments
-        always did (stop 24)."""
+        Some segments after the first begin a leader epoch of their own, as on a broker that has
+        seen leader elections: the leader-epoch checkpoint then has several entries, which a
+        damaged digit can leave no longer increasing (§6.5).  Not every segment: a truncation that
+        changes the epoch cache writes its checkpoint, whose directory fsync makes the truncation's
+        renames durable before a power loss between steps can lose them (§6.5, atomic write step 4)."""
         for i in range(segments):
             self._history_append(data, tp, i)
             self.roll(tp)
@@ -438,8 +191,8 @@ class CrashMachine(LogMachine):
         event(f"history: {segments} segments" + (", settled" if settled else ""))
 
     def _history_append(self, data, tp, i: int) -> None:
-        """The history's ``i``-th append, by a new leader half the time after the first."""
-        if i and data.draw(st.booleans(), label="new leader"):
+        """The history's ``i``-th append, after the first by a new leader at times."""
+        if i and coin(data.draw, "history: a new leader at an append", label="new leader"):
             self.epochs[tp] = self.epochs.get(tp, 0) + 1
         self.append(tp, data, 0, "none")
 
@@ -455,89 +208,111 @@ class CrashMachine(LogMachine):
         KafkaStorageException if its directory failed to load (kept as found, §6.6)."""
         return super().create(topic, partition, d)
 
+    # --- the compound rules: named sequences of stages (Stage), each with its weight -------------
+
+    def _stages(self, data, tp, stages: tuple[Stage, ...]) -> None:
+        taken: set[str] = set()
+        for stage in stages:
+            if not stage.when(self, taken):
+                continue
+            if stage.forced(self, taken) or stage.chance is None or chance(data.draw, stage.chance, stage.label):
+                taken.add(stage.label)
+                if getattr(self, stage.run)(tp, data):
+                    return
+
+    # A follower's truncation (KIP-101: to the offset where its log diverges from the new leader's)
+    # and what follows it.  The truncation's own power loss falls inside it, at one of its storage
+    # operations drawn from a dry run as ``crash_inside`` draws them: its renames of the segments
+    # above the target, then its cut (§4.7).  The power loss after it falls between steps, where its
+    # unsynced renames and cut are pending (§4.7, the exhaustive sweep's findings), and draws from
+    # every crash family, not only the case's swarm: the reorderings that lose one of those
+    # operations and keep the others.  With a cut pending, :func:`faults` may lose exactly it.
+    TRUNCATION = (
+        Stage("power loss during", "_truncation_interrupted", "truncation: power loss inside it",
+              when=lambda m, taken: m._may_crash_in_rule()),
+        Stage("truncation", "_follower_truncation"),
+        Stage("max-timestamp lookup", "_max_timestamp_lookup", "truncation: max-timestamp lookup after it"),
+        Stage("catch-up", "_catch_up", "truncation: the follower's catch-up", when=lambda m, taken: m.running),
+        Stage("power loss after", "_power_loss_in_rule", "truncation: power loss after its catch-up",
+              when=lambda m, taken: "catch-up" in taken and m.running and m._may_crash_in_rule(),
+              forced=lambda m, taken: m._cut_pending()),
+        Stage("power loss after", "_power_loss_in_rule", "truncation: power loss after it",
+              when=lambda m, taken: "catch-up" not in taken and m.running and m._may_crash_in_rule()),
+    )  # fmt: skip
+
     @precondition(lambda self: self._up())
     @rule(tp=LogMachine.partitions, data=st.data())
     def truncate(self, tp, data):
-        """A follower's truncation (KIP-101: to the offset where its log diverges from the new
-        leader's), then, one time in three, the max-timestamp lookup (−3), then, two times in three,
-        the follower's catch-up — the new leader's batches appended at the truncation point, in a
-        new segment half the time.
+        """A follower's truncation and what a follower does next (``TRUNCATION``, in order): a power
+        loss inside it, which ends the rule; else the truncation; the max-timestamp lookup (−3); the
+        follower's catch-up — the new leader's batches appended at the truncation point, in a new
+        segment at times; a power loss.
 
         * A truncation that cuts a time index's only entry before the segment's max timestamp was
           loaded leaves Kafka's max at (−1, base) while batches with timestamps remain (§4.7 rule 7);
-          the next append, load or crash makes the difference unobservable, and a −3 lookup drawn
-          among the other rules came before those in none of 13 such truncations per 30 s (a probe
-          at stop 21).
-        * The catch-up is what a follower does next in Kafka (ReplicaFetcherThread).  As one of three
-          choices beside "nothing" and the lookup, a catch-up in a new segment and a power loss
-          after it came in one of 75 truncations below the recovery point in 400 cases (a probe at
-          stop 26).  New batches at
+          the next append, load or crash makes the difference unobservable, so the −3 lookup comes
+          right after it.
+        * The catch-up is what a follower does next in Kafka (ReplicaFetcherThread).  New batches at
           the offsets a truncation removed are what a crash that loses the cut of the segment below
           turns into offsets going back (§4.7, §4.10: Kafka never fsyncs the cut, and a roll at the
-          truncation point flushes nothing, corpora/crash/truncate-cut-durable-before-the-recovery-point.json).
-          Drawn among the other rules, a roll and an append on that partition came after a cutting
-          truncation seldom enough that the state machines missed it within 60 s (stops 19–21).
-        * One truncation in six (when the case may still crash) is interrupted by a power loss at
-          one of its storage operations, drawn from a dry run as ``crash_inside`` draws them.
-        * Then, one time in three (when the case may still crash; one in two after a catch-up, and
-          always after a catch-up over a cut still pending), a power loss between steps: the window
-          where a truncation's unsynced renames and cut are pending (§4.7; the exhaustive sweep's
-          findings).  Drawn among the other rules, a power
-          loss came within five steps of a truncation in 19 distinct cases a minute (a probe at
-          stop 24).  It draws from every crash family, not only the case's swarm: the reorderings
-          that lose one of those operations and keep the others were in the swarm of 8 of 49 such
-          power losses (a probe at stop 26).  With a cut pending, :func:`faults` loses exactly it
-          half the time (truncate-cut-unsynced: 0/2 seeds within 60 s at stop 26, 2/2 in 14 s with
-          both changes, a probe at stop 27)."""
-        if self._may_crash_in_rule() and data.draw(st.integers(0, 5), label="power loss during") == 0:
-            # the truncation itself interrupted: its renames of the segments above the target (one
-            # per file), then the cut (§4.7) — a probe at stop 24 saw 4 crashes inside a truncation
-            # in 498 cases, the crash_inside rule's other steps and the loader drawn far more often
-            step = sc.Truncate(tp[0], tp[1], self._offset(data, tp, self.leo.get(tp, 0) + 1))
-            if not self.running:  # a stopped broker's truncation would be refused, the fault after it
-                self._open()
-            self._crash(data, inside=True, during=step, in_rule=True)
-            return
+          truncation point flushes nothing,
+          corpora/crash/truncate-cut-durable-before-the-recovery-point.json).
+        * The power loss after a catch-up over a cut still pending always comes: the window of
+          §4.7's unsynced cut under the new leader's batches."""
+        self._stages(data, tp, self.TRUNCATION)
+
+    def _truncation_interrupted(self, tp, data) -> bool:
+        step = sc.Truncate(tp[0], tp[1], self._offset(data, tp, self.leo.get(tp, 0) + 1))
+        if not self.running:  # a stopped broker's truncation would be refused, the fault after it
+            self._open()
+        self._crash(data, inside=True, during=step, in_rule=True)
+        return True
+
+    def _follower_truncation(self, tp, data) -> None:
         super().truncate(tp, data)
-        if data.draw(st.integers(0, 2), label="max-timestamp lookup") == 0:
-            self._do(sc.OffsetForTimestamp(tp[0], tp[1], -3))
-        caught_up = self.running and data.draw(st.integers(0, 2), label="catch-up") > 0
-        if caught_up:
-            if data.draw(st.booleans(), label="catch-up in a new segment"):
-                self._do(sc.Roll(*tp))
-            epoch = self._epoch(tp, self.epochs.get(tp, 0) + 1)
-            self.append_as_follower(tp, data, 0, epoch)
-        crash_odds = st.integers(0, 1 if caught_up else 2)
-        # a catch-up over a cut still pending: the power loss comes (the window of §4.7's unsynced
-        # cut under the new leader's batches; with the power loss drawn one time in two, the whole
-        # chain — a cut below the recovery point, a catch-up in a new segment, a power loss that
-        # loses the cut alone — came about once in seventy such truncations, by the odds at stop 26)
-        cut_pending = caught_up and self.running and bool(self._pending()[2])
-        if (
-            self.running
-            and self._may_crash_in_rule()
-            and (cut_pending or data.draw(crash_odds, label="power loss after") == 0)
-        ):
-            self._crash(data, inside=False, in_rule=True)
+
+    def _max_timestamp_lookup(self, tp, data) -> None:
+        self._do(sc.OffsetForTimestamp(tp[0], tp[1], -3))
+
+    def _catch_up(self, tp, data) -> None:
+        if coin(data.draw, "truncation: catch-up in a new segment", label="catch-up in a new segment"):
+            self._do(sc.Roll(*tp))
+        epoch = self._epoch(tp, self.epochs.get(tp, 0) + 1)
+        self.append_as_follower(tp, data, 0, epoch)
+
+    def _cut_pending(self) -> bool:
+        return bool(self._pending()[2])
+
+    def _power_loss_in_rule(self, tp, data) -> None:
+        self._crash(data, inside=False, in_rule=True)
+
+    # A cleaning round, interrupted at one of its storage operations — drawn from a dry run, on or
+    # right after a rename most of the time: ``.cleaned`` → ``.swap``, the originals → ``.deleted``,
+    # ``.swap`` → final, each a crash state the next load completes or rolls back (§5.2 steps 1e–4,
+    # §5.9, KAFKA-12520) — or run to its end.
+    CLEANING = (
+        Stage("power loss during cleaning", "_cleaning_interrupted", "cleaning round: power loss inside it",
+              when=lambda m, taken: m._may_crash_in_rule()),
+        Stage("cleaning round", "_cleaning_round"),
+    )  # fmt: skip
 
     @precondition(lambda self: self._up())
     @rule(tp=LogMachine.partitions, data=st.data())
     def clean(self, tp, data):
-        """A cleaning round, one in three (when the case may still crash) interrupted by a power
-        loss at one of its storage operations — drawn from a dry run, on or right after a rename
-        most of the time: ``.cleaned`` → ``.swap``, the originals → ``.deleted``, ``.swap`` → final,
-        each a crash state the next load completes or rolls back (§5.2 steps 1e–4, §5.9, KAFKA-12520).
-        Drawn among the other steps by ``crash_inside``, a cleaning round was interrupted in none of
-        600 cases (a probe at stop 25: clean in a random subset of the interruptible steps, then one
-        of them, on a partition with something to clean), and no load found a ``.swap``."""
-        if self._may_crash_in_rule() and data.draw(st.integers(0, 2), label="power loss during cleaning") == 0:
-            step = sc.Clean(*tp)
-            if not self.running:
-                self._open()
-            counted = self._dry_run(step)
-            if counted and "rename" in counted:  # a round with a group to swap in
-                self._crash(data, inside=True, during=step, counted=counted, in_rule=True)
-                return
+        """A cleaning round (``CLEANING``): interrupted by a power loss, or run to its end."""
+        self._stages(data, tp, self.CLEANING)
+
+    def _cleaning_interrupted(self, tp, data) -> bool:
+        step = sc.Clean(*tp)
+        if not self.running:
+            self._open()
+        counted = self._dry_run(step)
+        if counted and "rename" in counted:  # a round with a group to swap in
+            self._crash(data, inside=True, during=step, counted=counted, in_rule=True)
+            return True
+        return False
+
+    def _cleaning_round(self, tp, data) -> None:
         super().clean(tp)
 
     def _may_crash(self) -> bool:
@@ -630,7 +405,7 @@ class CrashMachine(LogMachine):
         counted = counted or self._dry_run(during)
         if counted:
             self._score("renames in an interrupted step", float(counted.count("rename")))
-        return _at_op(data, counted)
+        return data.draw(crash_points(counted), label="at_op")
 
     def _after_fault(self, step: sc.Step) -> None:
         self.running = False
@@ -694,31 +469,29 @@ class CrashMachine(LogMachine):
         nonempty = self._nonempty_files()
         if not nonempty:
             return
-        self._corrupt(data, data.draw(_damaged_file(nonempty), label="file"), nonempty, kind)
+        self._corrupt(data, data.draw(damaged_files(nonempty), label="file"), nonempty, kind)
 
     def _nonempty_files(self) -> dict[str, bytes]:
         """The crash image's non-empty files, by path, in order: what damage can land in."""
         return {p: b for p, b in sorted(self.session.source.image()[0].items()) if b}
 
     def _corrupt(self, data, path: str, nonempty: dict[str, bytes], kind: str, copied: bool = False) -> None:
-        """Damage ``path``: half the time an index's final entry zeroed, or one field changed by one
-        bit where :func:`_field_change` knows the fields — a text checkpoint, or a legacy segment
-        ``copied`` in — else ``kind``.
-        Not every .log: the generic damage of the last batches' header fields (a CRC-covered field
-        a clean load does not check, §4.5 rule 3) is what two mutants need, and halving it lost
-        them on both seeds (a full run at stop 23, stopped)."""
-        text, index = _is_text_checkpoint(path), path.endswith((".index", ".timeindex"))
+        """Damage ``path``: at times an index's final entry zeroed, or one field changed by one bit
+        where :func:`field_changes` knows the fields — a text checkpoint, or a legacy segment
+        ``copied`` in — else ``kind`` (:func:`damage`).  Not every .log: the generic damage of the
+        last batches' header fields reaches a CRC-covered field a clean load does not check (§4.5
+        rule 3)."""
+        text, index = is_text_checkpoint(path), path.endswith((".index", ".timeindex"))
         final = final_entry(path, nonempty[path]) if index else None
-        if final is not None and data.draw(st.booleans(), label="final entry zeroed"):
+        if final is not None and coin(data.draw, "damage: an index's final entry zeroed", label="final entry zeroed"):
             # an index's final entry zeroed, as a preallocated file's padding (KAFKA-10207/19200): a
             # time index's final timestamp 0, the segment's largest timestamp for a retention that
-            # trusts it (§7.8).  The generic damage's field edges changed that timestamp in one
-            # distinct case of 400 (a probe at stop 26: its high byte is already zero)
+            # trusts it (§7.8); the generic damage seldom changes it (its high byte is already zero)
             kind, offset, length, seed = "zero", *final, 0
-        elif (text or copied) and data.draw(st.booleans(), label="one field changed"):
-            kind, length, offset, seed = "bitflip", 1, *data.draw(_field_change(path, nonempty[path], text))
+        elif (text or copied) and coin(data.draw, "damage: one field changed by one bit", label="one field changed"):
+            kind, length, offset, seed = "bitflip", 1, *data.draw(field_changes(path, nonempty[path], text))
         else:
-            kind, length, offset, seed = self._damage(data, path, nonempty, kind, text)
+            kind, length, offset, seed = damage(data, path, nonempty, kind, text)
         self._do(sc.Corrupt(path, offset, length, kind, seed))
         self.index_damaged |= index
         try:
@@ -731,30 +504,10 @@ class CrashMachine(LogMachine):
         event(f"corrupt: {path.rsplit('.', 1)[-1]} {kind}")
         self.corruptions += 1
 
-    @staticmethod
-    def _damage(data, path: str, files: dict[str, bytes], kind: str, text: bool) -> tuple[str, int, int, int]:
-        """Damage of ``kind`` (a bit flip half the time in a text checkpoint), its length, where and
-        its seed."""
-        content = files[path]
-        if text:
-            kind = data.draw(st.just("bitflip") | st.just(kind), label="text damage")
-        named = _indexed_batches(files, path) if path.endswith(".log") else ()
-        offset = data.draw(damage_site(path, content, kind, text, named), label="offset")
-        # 8: a whole int64 field replaced (a base offset junk from its sign byte on: outside the CRC, a
-        # recovery keeps the batch and splits its segment at the junk offset, §5.5); in a text
-        # checkpoint half the time one character
-        lengths = st.sampled_from([1, 4, 8, 61, 512])
-        length = data.draw(st.just(1) | lengths if text else lengths, label="length")
-        # the seed picks the junk, or the bit a bitflip flips: often bit 7 or 6 of a .log, bits 0–2 of
-        # a text (as in _field_change)
-        favoured = [0, 1, 2] if text else [6, 7]
-        seed = data.draw(st.integers(0, 255) | st.sampled_from(favoured), label="seed")
-        return kind, length, offset, seed
-
     # Also with indexes of a few slots, where the recovery or split of a legacy segment fails on a
     # full index (Kafka's load fails too): a failed load keeps what its recoveries wrote, on both
-    # sides (docs/crash-recovery.md, "A failed load"; found/conforms-9d085cfd83, fixed at stop 19).
-    # This is the way to a split at load: with 4096-byte indexes only, the swap mutants were gaps.
+    # sides (docs/crash-recovery.md, "A failed load").  A split at load (§5.5) and its .swap files
+    # (§5.9) come from these segments.
     @precondition(lambda self: not self.running and self.injections < 2)
     @rule(target=LogMachine.partitions, data=st.data())
     def inject_legacy_segment(self, data):
@@ -770,11 +523,11 @@ class CrashMachine(LogMachine):
         tp = (step.topic, step.partition)
         self.created.add(tp)
         self.leo[tp] = step.messages[-1].offset + 1
-        if "corrupt" in self.swarm and self.corruptions < 2 and data.draw(st.booleans(), label="damaged copy"):
-            # copied in damaged (a bit flipped in transit, a copy cut off): a corrupt step on its .log.
-            # Drawn among the other rules, a damaged legacy segment was rare (a probe at stop 23: 177
-            # injections and no damage of one in 60 s), and one whose message offset's sign flipped
-            # in an overflowing segment is the way to a split at a negative offset (§5.5)
+        copied_damaged = "corrupt" in self.swarm and self.corruptions < 2
+        if copied_damaged and coin(data.draw, "legacy segment: copied in damaged", label="damaged copy"):
+            # copied in damaged (a bit flipped in transit, a copy cut off): a corrupt step on its .log,
+            # right away — one whose message offset's sign flipped in an overflowing segment is the
+            # way to a split at a negative offset (§5.5)
             files = self._nonempty_files()
             name = f"/{LEGACY_TOPIC}-{step.partition}/{filename_prefix(step.base_offset)}.log"
             path = next((p for p in files if p.endswith(name)), None)
@@ -785,18 +538,15 @@ class CrashMachine(LogMachine):
     @precondition(lambda self: not self.running)
     @rule(data=st.data())
     def open(self, data):
-        """The broker comes back, then its replicas do what a restarted follower does, each equally
-        likely: nothing (a leader); the follower's truncation to where its log diverges from the
-        leader's (KIP-101, KIP-279: on becoming a follower a replica truncates before it fetches),
-        with what follows a truncation (:meth:`truncate`); the follower's catch-up alone (no
-        divergence, it fetches at its log end).  Then, when an index was damaged while the broker
-        was down, the broker's first retention check (``log.initial.task.delay.ms`` after start),
-        which goes by each segment's largest timestamp — read from the final entry of a time index
-        no recovery checked (KAFKA-10207: a zeroed entry deletes the segment early, §7.8).  Drawn
-        among the other rules, a retention came after a damaged inactive index seldom enough that
-        its mutant was a gap at stop 25; as a fourth choice instead of a follower's step, on every
-        load, it diluted the catch-up that KAFKA-10471's mutant needs (9/10 at stop 24, 0/2 at
-        stop 25).
+        """The broker comes back, then its replicas do what a restarted replica does ("after open"
+        in the weights table): nothing (a leader); the follower's truncation to where its log
+        diverges from the leader's (KIP-101, KIP-279: on becoming a follower a replica truncates
+        before it fetches), with what follows a truncation (:meth:`truncate`); the follower's
+        catch-up alone (no divergence, it fetches at its log end).  Then, when an index was damaged
+        while the broker was down, the broker's first retention check (``log.initial.task.delay.ms``
+        after start), which goes by each segment's largest timestamp — read from the final entry of
+        a time index no recovery checked (KAFKA-10207: a zeroed entry deletes the segment early,
+        §7.8); it comes beside the replica's step, not instead of it.
 
         Right after a load is where three of the loader's decisions show: a clean load has loaded no
         segment's max timestamp, so a truncation that cuts a time index's only entry leaves Kafka's
@@ -804,9 +554,8 @@ class CrashMachine(LogMachine):
         final entry in two slots, rolls the next append where impl's proven view of a damaged
         segment would not (§4.3 rule 4); a graceful shutdown flushed everything, so a follower's
         truncation cuts flushed batches, which Kafka never fsyncs again before the catch-up moves
-        the recovery point past them (§4.7, §4.10).  Drawn among the other rules, a truncation or
-        an append of that partition came first after the load seldom: those three mutants were gaps
-        in the 60 s budget at stop 23."""
+        the recovery point past them (§4.7, §4.10).  So the replica's step comes right after the
+        load, not among the other rules."""
         damaged, self.index_damaged = self.index_damaged, False
         damaged_tp, self.damaged_tp = self.damaged_tp, None
         self._open()

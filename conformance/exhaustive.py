@@ -24,7 +24,8 @@ import attrs
 
 from conformance import scenario as sc
 from conformance.crash_images import Fault
-from conformance.runner import Session, Verdict
+from conformance.runner import Session
+from conformance.verdicts import Verdict
 
 T0 = 1_700_000_000_000
 CONFIG = {

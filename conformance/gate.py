@@ -12,7 +12,7 @@ import attrs
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from conformance import regressions, runner
+from conformance import regressions, verdicts
 from conformance.properties import PropertyViolation
 
 
@@ -51,7 +51,7 @@ def _machines():
 def run_gate(budget_seconds: float = 60.0, progress=lambda line: None) -> GateReport:
     start = time.monotonic()
     report = GateReport()
-    before = runner.TOTALS.copy()
+    before = verdicts.TOTALS.copy()
     for case in regressions.cases():
         for backend in ("sim", "os"):
             violation = regressions.replay(case, "impl", backend)
@@ -95,6 +95,6 @@ def run_gate(budget_seconds: float = 60.0, progress=lambda line: None) -> GateRe
         if time.monotonic() - last_report >= 10:
             last_report = time.monotonic()
             progress(f"state machines: {sum(report.machine_cases.values())} cases in {last_report - start:.0f} s")
-    report.checked = dict(runner.TOTALS - before)
+    report.checked = dict(verdicts.TOTALS - before)
     report.seconds = round(time.monotonic() - start, 1)
     return report

@@ -21,6 +21,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import impl.index
 from conformance.properties import BAD_INPUT, CONFORMS, PropertyViolation
 from conformance.schedule import LAZY_POINTS, Scheduler
+from conformance.weights import coin
 from impl.errors import IndexFailure as ImplIndexFailure
 from impl.storage import OsStorage
 from model import indexes as M
@@ -328,9 +329,9 @@ def make_index_machine(index_module=impl.index):
             image = bytearray(current)
             lost = 0
             for p in range(0, len(current), PAGE):
-                if current[p : p + PAGE] != old[p : p + PAGE] and data.draw(
-                    st.booleans(), label=f"page {p // PAGE} lost"
-                ):
+                dirty = current[p : p + PAGE] != old[p : p + PAGE]
+                lost_page = "index: a dirty page lost at a power loss"
+                if dirty and coin(data.draw, lost_page, label=f"page {p // PAGE} lost"):
                     image[p : p + PAGE] = old[p : p + PAGE]
                     lost += 1
             image = bytes(image)

@@ -9,8 +9,8 @@ import shutil
 import tempfile
 import time
 
-from conformance.kafka_jvm import KafkaTargetError
 from conformance.private_copy import private_copy
+from conformance.targets.kafka_jvm import KafkaTargetError
 from impl.config import LogConfig
 from impl.file_records import BatchScan
 from impl.log_manager import LogManager

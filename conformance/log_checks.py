@@ -16,80 +16,20 @@ back afterwards.  The checks:
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import glob
-import importlib
 import os
-import sys
-import types
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-import impl
+from conformance import regressions, swap_states
+from conformance.impl_stack import LOG_STACK, impl_stack  # noqa: F401 - LOG_STACK: part of this module's surface
 from conformance.properties import PropertyViolation
+from conformance.runner import run
 from conformance.scenario import Scenario
 
-# impl's modules in dependency order (each may import the ones before it, never one after it at
-# import time): a mutant of any of them runs under the whole stack, so format and index mutants are
-# targets for scenarios and machines too.  Every impl module that imports one of these is one of
-# these (tests/test_mutants.py checks both rules): a module left out keeps the real classes, so a
-# cleaning round under a segment mutant used to raise the mutant's LogSegmentOffsetOverflow past a
-# cleaner that caught only the real one — a catch that was no catch.
-LOG_STACK = (
-    "impl.codecs",
-    "impl.file_records",
-    "impl.record_walk",
-    "impl.record_writer",
-    "impl.index",
-    "impl.index_verify",
-    "impl.txn_index",
-    "impl.checkpoints",
-    "impl.leader_epoch",
-    "impl.segment",
-    "impl.split",
-    "impl.cleaner",
-    "impl.log",
-    "impl.loader",
-    "impl.log_manager",
-)
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpora", "log")
-
-
-@contextlib.contextmanager
-def impl_stack(module: types.ModuleType | None = None):
-    """Run the enclosed code with ``module`` (a mutant) standing in for the impl module it mutates."""
-    real = getattr(module, "MUTANT_OF", None)
-    if real is None:
-        yield
-        return
-    # every real module imported first, so that none is imported under the mutant and left behind
-    saved = {name: importlib.import_module(name) for name in LOG_STACK}
-    attrs_saved = {name: getattr(impl, name.split(".")[1]) for name in saved}
-    try:
-        sys.modules[real] = module
-        setattr(impl, real.split(".")[1], module)
-        after = False
-        for name in LOG_STACK:
-            if name == real:
-                after = True
-                continue
-            if not after:
-                continue
-            original = saved[name]
-            fresh = types.ModuleType(name)
-            fresh.__file__ = original.__file__
-            with open(original.__file__, encoding="utf-8") as f:
-                code = compile(f.read(), original.__file__, "exec")
-            sys.modules[name] = fresh
-            exec(code, fresh.__dict__)
-            setattr(impl, name.split(".")[1], fresh)
-        yield
-    finally:
-        for name, mod in saved.items():
-            sys.modules[name] = mod
-            setattr(impl, name.split(".")[1], attrs_saved[name])
 
 
 def corpus_scenarios(folder: str = CORPUS) -> list[tuple[str, Scenario]]:
@@ -100,8 +40,6 @@ CRASH_CORPUS = os.path.join(os.path.dirname(CORPUS), "crash")
 
 
 def check_log_scenarios(module=None, folder: str = CORPUS) -> None:
-    from conformance.runner import run
-
     with impl_stack(module):
         for path, scenario in corpus_scenarios(folder):
             for backend in ("sim", "os"):
@@ -175,17 +113,12 @@ def check_split_sweep(module=None) -> None:
 
 def check_swap_states(module=None) -> None:
     """The §5.9 crash-point table and its caveats as loader cases (conformance/swap_states.py)."""
-    from conformance.swap_states import check_swap_states as check
-
-    check(module)
+    swap_states.check_swap_states(module)
 
 
 def check_regression_corpus(module=None) -> None:
     """Every named corpus case (conformance/regressions.py: log/, crash/, the historical-bug
     folders) on the simulated backend, stopping at the first violation."""
-    from conformance import regressions
-    from conformance.runner import run
-
     with impl_stack(module):
         for case in regressions.cases():
             if case.group == regressions.FOUND:

@@ -18,6 +18,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initial
 from conformance import scenario as sc
 from conformance.properties import PropertyViolation
 from conformance.runner import Session
+from conformance.weights import choices, weighted
 from model.file_records import iterate_file
 
 TOPICS = ("t", "orders")
@@ -44,11 +45,12 @@ configs = st.fixed_dictionaries(
 )
 
 text = st.text(alphabet="abcxyz", max_size=12)
-# keys that repeat, so a cleaning round has superseded values to remove
-keys = st.sampled_from(["a", "b", "c"]) | text
-# built once: a strategy built inside a rule (``a | b``) is validated again at every draw, which cost
-# the crash machine about a tenth of its time
-maybe_key, maybe_text = keys | st.none(), text | st.none()
+# keys that repeat, so a cleaning round has superseded values to remove; built once: a strategy built
+# inside a rule (``a | b``) is validated again at every draw
+_key_options = {"a, b or c": st.sampled_from(["a", "b", "c"]), "any text": text}
+keys = weighted("record key", _key_options)
+maybe_key = weighted("record key", {**_key_options, "none": st.none()})
+maybe_text = weighted("record value", {"text": text, "none": st.none()})
 
 
 def _first_offsets(log: bytes) -> list[int]:
@@ -156,7 +158,7 @@ class LogMachine(RuleBasedStateMachine):
         """Records a producer (or, ``leader=False``, a leader being replicated) sends.  A compacted
         topic's leader refuses a keyless record (§4.14), so a produce request to one carries keys."""
         n = data.draw(st.integers(1, n_max), label="records")
-        lag = data.draw(st.sampled_from([0, 0, 5_000, 3 * DAY, 30 * DAY]), label="lag")
+        lag = data.draw(st.sampled_from(choices("records: timestamp lag")), label="lag")
         compacted = "compact" in self.session.header.config.get("cleanup.policy", "delete")
         key = keys if leader and compacted else maybe_key
         return tuple(
@@ -169,7 +171,7 @@ class LogMachine(RuleBasedStateMachine):
         )
 
     @precondition(lambda self: self._up())
-    @rule(tp=partitions, data=st.data(), epoch=st.integers(0, 3), codec=st.sampled_from(["none", "none", "gzip"]))
+    @rule(tp=partitions, data=st.data(), epoch=st.integers(0, 3), codec=st.sampled_from(choices("append: codec")))
     def append(self, tp, data, epoch, codec):
         epoch = self._epoch(tp, epoch)
         batches = tuple(
@@ -181,7 +183,12 @@ class LogMachine(RuleBasedStateMachine):
             self._score("log end offset", float(result["last"]))
 
     @precondition(lambda self: self._up())
-    @rule(tp=partitions, data=st.data(), gap=st.sampled_from([0, 0, 1, 40]), epoch=st.integers(0, 3))
+    @rule(
+        tp=partitions,
+        data=st.data(),
+        gap=st.sampled_from(choices("follower append: offset gap")),
+        epoch=st.integers(0, 3),
+    )
     def append_as_follower(self, tp, data, gap, epoch):
         epoch = self._epoch(tp, epoch)
         base = self.leo.get(tp, 0) + gap
@@ -215,8 +222,13 @@ class LogMachine(RuleBasedStateMachine):
         point, which thread goes on; the fetch is bounded by ``max_offset`` so its answer does not
         depend on it."""
         leo = self.leo.get(tp, 0)
-        max_offset = data.draw(st.sampled_from([leo, leo]) | st.integers(0, leo + 1), label="max_offset")
-        offset = data.draw(st.sampled_from([max(0, max_offset - 1)]) | st.integers(0, max_offset), label="offset")
+        bound = {"the log end": st.sampled_from([leo, leo]), "anywhere": st.integers(0, leo + 1)}
+        max_offset = data.draw(weighted("race: the fetch's bound", bound), label="max_offset")
+        start = {
+            "just below its bound": st.sampled_from([max(0, max_offset - 1)]),
+            "anywhere": st.integers(0, max_offset),
+        }
+        offset = data.draw(weighted("race: the fetch's offset", start), label="offset")
         append = sc.Append(tp[0], tp[1], (sc.BatchSpec(self._records(data)),), True, self._epoch(tp, 0))
         threads = (sc.Read(tp[0], tp[1], offset, 1 << 20, max_offset, True), append)
         result = self._do(sc.Race(threads[::-1] if swap else threads, tuple(schedule)))
@@ -227,28 +239,33 @@ class LogMachine(RuleBasedStateMachine):
     @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())
     def offset_for_timestamp(self, tp, data):
-        special = st.sampled_from(self.special_timestamps)
-        ts = data.draw(special | st.integers(self.clock - 4 * DAY, self.clock + 1000), label="ts")
+        timestamps = {
+            "a special timestamp": st.sampled_from(self.special_timestamps),
+            "near the clock": st.integers(self.clock - 4 * DAY, self.clock + 1000),
+        }
+        ts = data.draw(weighted("lookup timestamp", timestamps), label="ts")
         self._do(sc.OffsetForTimestamp(tp[0], tp[1], ts))
 
     def _offset(self, data, tp, high: int) -> int:
         """An offset to truncate or delete records to: anywhere in [0, high], or at a segment's base
         or one past it, where a step stops removing whole segments and starts cutting one (§4.7,
-        §4.9; a truncation that removes several segments at once is where Kafka's unsynced renames
-        lose data, found by the exhaustive sweep and out of reach of a uniform draw)."""
+        §4.9: a truncation that removes several segments at once is where Kafka's unsynced renames
+        lose data, a state a uniform draw seldom reaches), or at a batch's first offset."""
         anywhere = st.integers(0, high)
         model = self.session.model
         log = model.manager.partitions.get(tp) if model is not None and model.running else None
         if log is None:
             return data.draw(anywhere, label="offset")
-        bases = [s.base for s in log.log.segments]
+        bases = [s.base_offset for s in log.log.segments]
         edge = st.sampled_from(bases).flatmap(lambda b: st.sampled_from([b, b + 1]))
         # a batch's first offset in the last two segments: where a follower truncates (the start of
         # the first leader epoch it does not share with the leader, KIP-101), a cut that keeps the
         # batches below it — anywhere else the batch holding the target goes too (§4.7)
         firsts = sorted({o for seg in log.log.segments[-2:] for o in _first_offsets(seg.log)})
-        choices = anywhere | edge | st.sampled_from(firsts) if firsts else anywhere | edge
-        return data.draw(choices, label="offset")
+        options = {"anywhere": anywhere, "a segment's base or one past it": edge}
+        if firsts:
+            options["a batch's first offset"] = st.sampled_from(firsts)
+        return data.draw(weighted("truncation offset", options), label="offset")
 
     @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())

@@ -14,11 +14,34 @@ import importlib.util
 import os
 import sys
 
-from conformance.log_checks import LOG_STACK, impl_stack
+from conformance.impl_stack import LOG_STACK, impl_stack
+
+TARGETS_HELP = "impl, model, kafka or mutant:NAME"
 
 
 class MutantError(ValueError):
     """An unknown mutant, or one the log stack cannot run."""
+
+
+class TargetError(ValueError):
+    """A target name that is none of ``TARGETS_HELP``."""
+
+
+def parse_target(target: str) -> tuple[tuple[str, ...], str | None]:
+    """``impl`` → model against impl; ``model`` → the model alone (impl only makes the crash images);
+    ``kafka`` → model against Kafka's jars (docs/kafka-target.md); ``mutant:NAME`` → model against
+    the mutant.  Returns (runner targets, mutant name)."""
+    if target == "impl":
+        return ("model", "impl"), None
+    if target == "model":
+        return ("model",), None
+    if target == "kafka":
+        return ("model", "kafka"), None
+    if target.startswith("mutant:") and len(target) > len("mutant:"):
+        name = target.split(":", 1)[1]
+        get(name)  # unknown or not runnable: MutantError now, not inside an executor
+        return ("model", "impl"), name
+    raise TargetError(f"unknown target {target!r}; use {TARGETS_HELP}")
 
 
 def catalogue() -> dict:

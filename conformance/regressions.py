@@ -25,6 +25,8 @@ import attrs
 
 from conformance import kafka_findings
 from conformance import scenario as sc
+from conformance.mutants import mutant_stack, parse_target
+from conformance.runner import run
 
 CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPORA = os.path.join(CHECKOUT, "corpora")
@@ -113,10 +115,6 @@ class NotJudged:
 def replay_scenario(scenario: sc.Scenario, target: str, backend: str = "sim"):
     """The first violation ``scenario`` gets on ``target`` (``impl``, ``model``, ``kafka``,
     ``mutant:NAME``); :class:`NotJudged` if a target could not run a step; None if it passes."""
-    from conformance.campaign.tasks import parse_target
-    from conformance.mutants import mutant_stack
-    from conformance.runner import run
-
     targets, mutant = parse_target(target)
     with mutant_stack(mutant):
         verdict = run(scenario, targets, backend)

@@ -9,6 +9,7 @@ field.  Batches in an ``append`` are described by their records; :func:`append_b
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import struct
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from conformance.crash_images import CORRUPTIONS, Fault, FaultError
 from model import compression
 from model.config import Config, ConfigError
 from model.records import NO_TIMESTAMP, build_batch_v2, build_legacy_wrapper, encode_legacy_message
@@ -87,6 +89,24 @@ class BatchSpec:
 class Step:
     op: ClassVar[str]
     partition_level: ClassVar[bool] = True
+    # how the runner takes it: "operation" (every target runs it), "read" (changes nothing),
+    # "fault" (one image source runs it, every target gets the image) or "disk" (the disk image
+    # changes while the broker is down)
+    runs_as: ClassVar[str] = "operation"
+
+    @classmethod
+    def fields_from_json(cls, d: dict, where: str) -> dict:
+        """The step's own fields from its JSON form, validated (topic and partition are common)."""
+        return {}
+
+    def on(self, target) -> dict:
+        """Run this step on a target (:class:`conformance.targets.Target`): one of its operations."""
+        return target.operate(self)
+
+    def call(self, manager, dirs: list) -> dict:
+        """This operation on a running log manager (model's or impl's: the same Kafka names),
+        ``dirs`` its data dirs: the step's JSON-able result."""
+        raise TypeError(f"{self.op} is not a log manager operation")
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {"op": self.op}
@@ -124,6 +144,14 @@ class Create(Step):
     partition: int = 0
     dir: int = 0  # index into the scenario's data dirs
 
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return {"dir": _int(d, "dir", where, 0, 0, 64)}
+
+    def call(self, manager, dirs):
+        manager.create_log(self.topic, self.partition, dirs[self.dir % len(dirs)])
+        return {}
+
 
 @attrs.frozen
 class Append(Step):
@@ -134,6 +162,18 @@ class Append(Step):
     leader: bool = True
     leader_epoch: int = 0  # leader appends: the epoch stamped on every batch
 
+    @classmethod
+    def fields_from_json(cls, d, where):
+        leader = _bool(d, "leader", where, True)
+        epoch = _int(d, "leader_epoch", where, 0, 0, INT[1])
+        return {"leader": leader, "leader_epoch": epoch, "batches": _batches(d, where, leader)}
+
+    def call(self, manager, dirs):
+        """One ``UnifiedLog.append`` per request (:func:`append_requests`); a refusal ends the step."""
+        log = manager.log(self.topic, self.partition)
+        infos = [log.append(data, self.leader, self.leader_epoch) for data in append_requests(self)]
+        return {"first": infos[0].first_offset, "last": infos[-1].last_offset}
+
 
 @attrs.frozen
 class Roll(Step):
@@ -141,10 +181,14 @@ class Roll(Step):
     topic: str = "t"
     partition: int = 0
 
+    def call(self, manager, dirs):
+        return {"base": manager.log(self.topic, self.partition).roll().base_offset}
+
 
 @attrs.frozen
 class Read(Step):
     op = "read"
+    runs_as = "read"
     topic: str = "t"
     partition: int = 0
     offset: int = 0
@@ -152,13 +196,35 @@ class Read(Step):
     max_offset: int | None = None
     min_one_message: bool = True
 
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return {
+            "offset": _int(d, "offset", where, 0),
+            "max_bytes": _int(d, "max_bytes", where, 1 << 20, 0, INT[1]),
+            "max_offset": None if d.get("max_offset") is None else _int(d, "max_offset", where),
+            "min_one_message": _bool(d, "min_one_message", where, True),
+        }
+
+    def call(self, manager, dirs):
+        log = manager.log(self.topic, self.partition)
+        return {"bytes": log.read(self.offset, self.max_bytes, self.max_offset, self.min_one_message).hex()}
+
 
 @attrs.frozen
 class OffsetForTimestamp(Step):
     op = "offset_for_timestamp"
+    runs_as = "read"
     topic: str = "t"
     partition: int = 0
     timestamp: int = -1
+
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return {"timestamp": _int(d, "timestamp", where, -1, -3)}
+
+    def call(self, manager, dirs):
+        found = manager.log(self.topic, self.partition).offset_for_timestamp(self.timestamp)
+        return {"found": list(found) if found else None}
 
 
 @attrs.frozen
@@ -168,6 +234,13 @@ class Truncate(Step):
     partition: int = 0
     offset: int = 0
 
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return {"offset": _int(d, "offset", where, 0)}
+
+    def call(self, manager, dirs):
+        return {"truncated": manager.truncate_to(self.topic, self.partition, self.offset)}
+
 
 @attrs.frozen
 class TruncateFully(Step):
@@ -175,6 +248,12 @@ class TruncateFully(Step):
     topic: str = "t"
     partition: int = 0
     offset: int = 0
+
+    fields_from_json = Truncate.fields_from_json
+
+    def call(self, manager, dirs):
+        manager.truncate_fully_and_start_at(self.topic, self.partition, self.offset)
+        return {}
 
 
 @attrs.frozen
@@ -184,6 +263,11 @@ class DeleteRecords(Step):
     partition: int = 0
     offset: int = 0
 
+    fields_from_json = Truncate.fields_from_json
+
+    def call(self, manager, dirs):
+        return {"log_start_offset": manager.log(self.topic, self.partition).delete_records(self.offset)}
+
 
 @attrs.frozen
 class Flush(Step):
@@ -192,11 +276,22 @@ class Flush(Step):
     partition: int = 0
     offset: int | None = None
 
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return {"offset": None if d.get("offset") is None else _int(d, "offset", where, None, 0)}
+
+    def call(self, manager, dirs):
+        manager.log(self.topic, self.partition).flush(self.offset)
+        return {}
+
 
 @attrs.frozen
 class Retention(Step):
     op = "retention"
     partition_level = False
+
+    def call(self, manager, dirs):
+        return {"deleted": manager.retention()}
 
 
 @attrs.frozen
@@ -208,6 +303,9 @@ class Clean(Step):
     op = "clean"
     topic: str = "t"
     partition: int = 0
+
+    def call(self, manager, dirs):
+        return manager.log(self.topic, self.partition).clean()
 
 
 @attrs.frozen
@@ -227,11 +325,23 @@ class Race(Step):
     steps: tuple[Step, ...] = ()
     schedule: tuple[int, ...] = ()
 
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return _race(d, where)
+
+    def on(self, target):
+        return target.race(self)
+
 
 @attrs.frozen
 class Checkpoint(Step):
     op = "checkpoint"
     partition_level = False
+
+    def call(self, manager, dirs):
+        manager.checkpoint_recovery_points()
+        manager.checkpoint_log_start_offsets()
+        return {}
 
 
 @attrs.frozen
@@ -240,17 +350,30 @@ class Tick(Step):
     partition_level = False
     ms: int = 1000
 
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return {"ms": _int(d, "ms", where, 1000, 0, 10**12)}
+
+    def on(self, target):
+        return target.tick(self.ms)
+
 
 @attrs.frozen
 class Shutdown(Step):
     op = "shutdown"
     partition_level = False
 
+    def on(self, target):
+        return target.shutdown()
+
 
 @attrs.frozen
 class Open(Step):
     op = "open"
     partition_level = False
+
+    def on(self, target):
+        return target.open()
 
 
 @attrs.frozen
@@ -261,10 +384,21 @@ class Crash(Step):
     (:class:`conformance.crash_images.Fault`).  Every target stops and is left the same image."""
 
     op = "crash"
+    runs_as = "fault"
     partition_level = False
     fault: Any = None  # crash_images.Fault
     during: Any = None  # Step | None
     at_op: int = 0
+
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return {
+            **_during(d, where, required=False),
+            "fault": _fault(d.get("fault", {"family": "process"}), f"{where}.fault"),
+        }
+
+    def on(self, target):
+        raise TypeError(f"{self.op} is a fault: the runner applies it to the disk image, not to a target")
 
 
 @attrs.frozen
@@ -274,10 +408,21 @@ class FailIo(Step):
     its files as they are (no power loss), and the next ``open`` loads them."""
 
     op = "fail_io"
+    runs_as = "fault"
     partition_level = False
     during: Any = None
     at_op: int = 0
     error: str = "EIO"
+
+    @classmethod
+    def fields_from_json(cls, d, where):
+        during = _during(d, where, required=True)
+        error = d.get("error", "EIO")
+        if error not in IO_ERRORS:
+            raise ScenarioError(f"{where}: 'error' must be one of {', '.join(IO_ERRORS)}")
+        return {**during, "error": error}
+
+    on = Crash.on
 
 
 @attrs.frozen
@@ -286,12 +431,28 @@ class Corrupt(Step):
     or junk, or one bit flipped.  ``path`` is relative to the broker's root (``d0/t-0/…log``)."""
 
     op = "corrupt"
+    runs_as = "fault"
     partition_level = False
     path: str = ""
     offset: int = 0
     length: int = 1
     kind: str = "bitflip"
     seed: int = 0
+
+    @classmethod
+    def fields_from_json(cls, d, where):
+        kind = d.get("kind", "bitflip")
+        if kind not in CORRUPTIONS:
+            raise ScenarioError(f"{where}: 'kind' must be one of {', '.join(CORRUPTIONS)}")
+        return {
+            "path": _str(d, "path", where),
+            "offset": _int(d, "offset", where, 0, 0),
+            "length": _int(d, "length", where, 1, 1, 1 << 30),
+            "kind": kind,
+            "seed": _int(d, "seed", where, 0),
+        }
+
+    on = Crash.on
 
 
 @attrs.frozen
@@ -321,6 +482,7 @@ class InjectLegacySegment(Step):
     ``timestamp`` + 1, …; v0 messages have none."""
 
     op = "inject_legacy_segment"
+    runs_as = "disk"
     topic: str = "t"
     partition: int = 0
     dir: int = 0
@@ -330,6 +492,12 @@ class InjectLegacySegment(Step):
     codec: str = "none"
     indexes: bool = False
     timestamp: int = 0
+
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return _legacy_segment(d, where)
+
+    on = Crash.on
 
     @property
     def base_offset(self) -> int:
@@ -385,59 +553,25 @@ def step_from_json(d, where: str = "step") -> Step:
     if extra:
         raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(extra))} for op {cls.op!r}")
     kwargs: dict[str, Any] = _tp(d, where) if cls.partition_level else {}
-    if cls is Create:
-        kwargs["dir"] = _int(d, "dir", where, 0, 0, 64)
-    elif cls is Append:
-        kwargs["leader"] = _bool(d, "leader", where, True)
-        kwargs["leader_epoch"] = _int(d, "leader_epoch", where, 0, 0, INT[1])
-        kwargs["batches"] = _batches(d, where, kwargs["leader"])
-    elif cls is Read:
-        kwargs["offset"] = _int(d, "offset", where, 0)
-        kwargs["max_bytes"] = _int(d, "max_bytes", where, 1 << 20, 0, INT[1])
-        kwargs["max_offset"] = None if d.get("max_offset") is None else _int(d, "max_offset", where)
-        kwargs["min_one_message"] = _bool(d, "min_one_message", where, True)
-    elif cls is OffsetForTimestamp:
-        kwargs["timestamp"] = _int(d, "timestamp", where, -1, -3)
-    elif cls in (Truncate, TruncateFully, DeleteRecords):
-        kwargs["offset"] = _int(d, "offset", where, 0)
-    elif cls is Flush:
-        kwargs["offset"] = None if d.get("offset") is None else _int(d, "offset", where, None, 0)
-    elif cls is Tick:
-        kwargs["ms"] = _int(d, "ms", where, 1000, 0, 10**12)
-    elif cls in (Crash, FailIo):
-        during = d.get("during")
-        if during is not None:
-            kwargs["during"] = step_from_json(during, f"{where}.during")
-            if isinstance(kwargs["during"], Crash | FailIo | Corrupt):
-                raise ScenarioError(f"{where}.during: a fault cannot happen during another fault")
-            if isinstance(kwargs["during"], Race):
-                raise ScenarioError(
-                    f"{where}.during: a fault cannot interrupt a race (which thread it stops would depend on the schedule)"
-                )
-        elif cls is FailIo:
-            raise ScenarioError(f"{where}: 'during' (the step whose operation fails) is required")
-        kwargs["at_op"] = _int(d, "at_op", where, 0, 0, 10**9)
-        if cls is Crash:
-            kwargs["fault"] = _fault(d.get("fault", {"family": "process"}), f"{where}.fault")
-        else:
-            kwargs["error"] = d.get("error", "EIO")
-            if kwargs["error"] not in IO_ERRORS:
-                raise ScenarioError(f"{where}: 'error' must be one of {', '.join(IO_ERRORS)}")
-    elif cls is Corrupt:
-        kwargs["path"] = _str(d, "path", where)
-        kwargs["offset"] = _int(d, "offset", where, 0, 0)
-        kwargs["length"] = _int(d, "length", where, 1, 1, 1 << 30)
-        kwargs["kind"] = d.get("kind", "bitflip")
-        kwargs["seed"] = _int(d, "seed", where, 0)
-        from conformance.crash_images import CORRUPTIONS
-
-        if kwargs["kind"] not in CORRUPTIONS:
-            raise ScenarioError(f"{where}: 'kind' must be one of {', '.join(CORRUPTIONS)}")
-    elif cls is InjectLegacySegment:
-        kwargs.update(_legacy_segment(d, where))
-    elif cls is Race:
-        kwargs.update(_race(d, where))
+    kwargs.update(cls.fields_from_json(d, where))
     return cls(**kwargs)
+
+
+def _during(d: dict, where: str, required: bool) -> dict:
+    """A fault's ``during`` (the step it interrupts) and ``at_op``."""
+    out: dict[str, Any] = {}
+    if d.get("during") is not None:
+        out["during"] = step_from_json(d["during"], f"{where}.during")
+        if out["during"].runs_as == "fault":
+            raise ScenarioError(f"{where}.during: a fault cannot happen during another fault")
+        if isinstance(out["during"], Race):
+            raise ScenarioError(
+                f"{where}.during: a fault cannot interrupt a race (which thread it stops would depend on the schedule)"
+            )
+    elif required:
+        raise ScenarioError(f"{where}: 'during' (the step whose operation fails) is required")
+    out["at_op"] = _int(d, "at_op", where, 0, 0, 10**9)
+    return out
 
 
 def _race(d: dict, where: str) -> dict:
@@ -541,8 +675,6 @@ def legacy_segment_bytes(step: InjectLegacySegment) -> bytes:
 
 
 def _fault(d, where: str):
-    from conformance.crash_images import Fault, FaultError
-
     if not isinstance(d, dict):
         raise ScenarioError(f"{where}: a fault is an object with a 'family'")
     known = {f.name for f in attrs.fields(Fault)}
@@ -592,6 +724,76 @@ def _utf8(s: str | None) -> bytes | None:
     return None if s is None else s.encode("utf-8")
 
 
+_IMAGE_PATH = re.compile(r"d(\d{1,2})(/[^/\x00]+){0,2}")
+
+
+@attrs.frozen
+class DiskImage:
+    """Files and directories on the data dirs before the broker's first startup (a hand-built or
+    captured state: an interrupted swap, a legacy segment, a damaged index).  Paths are relative to
+    the broker's root and start with a data dir (``d0/t-0/00000000000000000000.log``); a file is
+    ``{"base64": ...}`` plus an optional ``"mtime_ms"`` (default: the scenario's clock start).
+    ``damaged`` names the partition dirs (or data dirs) the image damaged on purpose: they are
+    judged as after a ``corrupt`` step."""
+
+    files: dict  # path → bytes
+    dirs: tuple[str, ...] = ()  # directories beyond the data dirs and the files' parents
+    mtimes: dict = attrs.Factory(dict)  # path → ms
+    damaged: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        files = {}
+        for path, data in sorted(self.files.items()):
+            files[path] = {"base64": base64.b64encode(data).decode("ascii")}
+            if path in self.mtimes:
+                files[path]["mtime_ms"] = self.mtimes[path]
+        out = {"files": files, **({"dirs": list(self.dirs)} if self.dirs else {})}
+        return out | ({"damaged": list(self.damaged)} if self.damaged else {})
+
+    @classmethod
+    def from_json(cls, d, where: str, data_dirs: int) -> DiskImage:
+        if not isinstance(d, dict) or set(d) - {"files", "dirs", "damaged"} or not isinstance(d.get("files", {}), dict):
+            raise ScenarioError(
+                f"{where}: an image is an object with 'files' (path → file) and optionally 'dirs' and 'damaged'"
+            )
+        files, mtimes = {}, {}
+        for path, f in d.get("files", {}).items():
+            fw = f"{where}.files[{path!r}]"
+            _image_path(path, fw, data_dirs)
+            if not isinstance(f, dict) or set(f) - {"base64", "mtime_ms"} or not isinstance(f.get("base64"), str):
+                raise ScenarioError(f"{fw}: a file is an object with 'base64' and optionally 'mtime_ms'")
+            try:
+                files[path] = base64.b64decode(f["base64"], validate=True)
+            except ValueError:
+                raise ScenarioError(f"{fw}.base64: not base64") from None
+            if "mtime_ms" in f:
+                mtimes[path] = _int(f, "mtime_ms", fw, None, 0, 2**62)
+        lists = {}
+        for key in ("dirs", "damaged"):
+            lists[key] = d.get(key, [])
+            if not isinstance(lists[key], list):
+                raise ScenarioError(f"{where}.{key}: a list of directory paths")
+            for i, path in enumerate(lists[key]):
+                _image_path(path, f"{where}.{key}[{i}]", data_dirs)
+        return cls(files, tuple(lists["dirs"]), mtimes, tuple(lists["damaged"]))
+
+    def directories(self) -> list[str]:
+        """Every directory the image needs: the listed ones and each file's parents."""
+        out = set(self.dirs)
+        for path in self.files:
+            parts = path.split("/")[:-1]
+            out.update("/".join(parts[: i + 1]) for i in range(len(parts)))
+        return sorted(out)
+
+
+def _image_path(path, where: str, data_dirs: int) -> None:
+    m = _IMAGE_PATH.fullmatch(path) if isinstance(path, str) else None
+    if m is None or int(m.group(1)) >= data_dirs or any(p in (".", "..") for p in path.split("/")):
+        raise ScenarioError(
+            f"{where}: {path!r} is not a path under a data dir (d0 … d{data_dirs - 1}, at most two levels below it)"
+        )
+
+
 @attrs.frozen
 class Scenario:
     """What a run needs: topic config, data dirs, the clock's start, the jitter seed, the steps."""
@@ -603,6 +805,7 @@ class Scenario:
     jitter_seed: int = 0
     note: str = ""
     expect: dict = attrs.Factory(dict)  # e.g. {"violation": "conforms"} for a corpus case
+    image: DiskImage | None = None  # the data dirs as the broker finds them at its first startup
 
     def to_json(self) -> dict:
         out = {"format": FORMAT, "version": VERSION, "config": self.config, "data_dirs": self.data_dirs}
@@ -611,6 +814,8 @@ class Scenario:
             out["note"] = self.note
         if self.expect:
             out["expect"] = self.expect
+        if self.image is not None:
+            out["image"] = self.image.to_json()
         out["steps"] = [s.to_json() for s in self.steps]
         return out
 
@@ -634,6 +839,7 @@ class Scenario:
             "jitter_seed",
             "note",
             "expect",
+            "image",
             "steps",
         }
         if extra:
@@ -648,14 +854,17 @@ class Scenario:
         steps = d.get("steps")
         if not isinstance(steps, list):
             raise ScenarioError(f"{where}: 'steps' must be a list")
+        data_dirs = _int(d, "data_dirs", where, 1, 1, 16)
+        image = None if d.get("image") is None else DiskImage.from_json(d["image"], f"{where}: image", data_dirs)
         return cls(
             tuple(step_from_json(s, f"{where}: steps[{i}]") for i, s in enumerate(steps)),
             config,
-            _int(d, "data_dirs", where, 1, 1, 16),
+            data_dirs,
             _int(d, "clock_start_ms", where, 1_700_000_000_000, 0, 2**62),
             _int(d, "jitter_seed", where, 0),
             d.get("note", "") if isinstance(d.get("note", ""), str) else "",
             d.get("expect", {}) if isinstance(d.get("expect", {}), dict) else {},
+            image,
         )
 
     @classmethod

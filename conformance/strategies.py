@@ -14,15 +14,20 @@ import zlib
 from hypothesis import event
 from hypothesis import strategies as st
 
+from conformance.weights import chance, choices, coin, weighted
 from model import compression
 from model import records as R
 from model.file_records import iterate_file
+from model.indexes import file_entries
 
 INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
 
-timestamps = st.one_of(
-    st.sampled_from([-1, 0, 1, 1_600_000_000_000, 2**62, INT64_MAX]),
-    st.integers(min_value=-1, max_value=INT64_MAX),
+timestamps = weighted(
+    "timestamp",
+    {
+        "-1, 0, 1, 2020, 2^62 or the largest": st.sampled_from([-1, 0, 1, 1_600_000_000_000, 2**62, INT64_MAX]),
+        "any": st.integers(min_value=-1, max_value=INT64_MAX),
+    },
 )
 small_blobs = st.one_of(st.none(), st.binary(max_size=24))
 
@@ -35,7 +40,7 @@ def _filler(length: int, seed: int) -> bytes:
 @st.composite
 def blobs(draw) -> bytes | None:
     """A key or value: mostly small, sometimes big enough to put the batch near 4 KiB."""
-    if draw(st.integers(0, 9)) == 0:
+    if chance(draw, "blob: near 4 KiB"):
         return _filler(draw(st.integers(3900, 4200)), draw(st.integers(0, 255)))
     return draw(small_blobs)
 
@@ -55,7 +60,7 @@ def v2_records(draw, max_records: int = 4) -> list[R.Record]:
                 headers=tuple(headers),
             )
         )
-        offset_delta += draw(st.sampled_from([1, 1, 1, 2]))
+        offset_delta += draw(st.sampled_from(choices("v2 record: offset delta")))
     return out
 
 
@@ -72,18 +77,18 @@ def v2_batches(draw, base_offset: int | None = None) -> bytes:
         codec=codec,
         timestamp_type=draw(st.sampled_from([R.CREATE_TIME, R.LOG_APPEND_TIME])),
         transactional=draw(st.booleans()),
-        control=draw(st.integers(0, 7)) == 0,
-        delete_horizon=draw(st.integers(0, 7)) == 0,
+        control=chance(draw, "v2 batch: control"),
+        delete_horizon=chance(draw, "v2 batch: delete horizon"),
         base_timestamp=draw(timestamps),
         max_timestamp=draw(timestamps),
         producer_id=draw(st.sampled_from([-1, 0, 7, INT64_MAX])),
         producer_epoch=draw(st.sampled_from([-1, 0, 32767])),
         base_sequence=draw(st.sampled_from([-1, 0, INT32_MAX, INT32_MAX - 2])),
         partition_leader_epoch=draw(st.sampled_from([-1, 0, 5, INT32_MAX])),
-        magic=draw(st.sampled_from([2, 2, 2, 2, 3, 127])),
-        extra_attribute_bits=draw(st.sampled_from([0, 0, 0, 0x80, 0x100, 0x7F00])),
+        magic=draw(st.sampled_from(choices("v2 batch: magic"))),
+        extra_attribute_bits=draw(st.sampled_from(choices("v2 batch: extra attribute bits"))),
     )
-    near_overflow = draw(st.sampled_from([None, None, None, INT32_MAX, INT32_MAX - 1, -(2**31), -1]))
+    near_overflow = draw(st.sampled_from(choices("v2 batch: last offset delta")))
     if near_overflow is not None:
         event("v2 lastOffsetDelta near the int32 edge")
         fields["last_offset_delta"] = near_overflow
@@ -93,11 +98,13 @@ def v2_batches(draw, base_offset: int | None = None) -> bytes:
 @st.composite
 def legacy_batches(draw, magic: int | None = None) -> bytes:
     magic = draw(st.sampled_from([0, 1])) if magic is None else magic
-    offset = draw(st.sampled_from([0, 1, 2**31 - 1, 2**31, INT64_MAX]) | st.integers(0, 2**40))
+    offsets = {
+        "0, 1, 2^31-1, 2^31 or the largest": st.sampled_from([0, 1, 2**31 - 1, 2**31, INT64_MAX]),
+        "any below 2^40": st.integers(0, 2**40),
+    }
+    offset = draw(weighted("legacy message: offset", offsets))
     ts = draw(timestamps) if magic == 1 else R.NO_TIMESTAMP
-    codec = draw(
-        st.sampled_from([compression.NONE, compression.NONE, compression.GZIP, compression.SNAPPY, compression.LZ4])
-    )
+    codec = draw(st.sampled_from(choices("legacy message: codec")))
     event(f"legacy v{magic} codec {compression.CODEC_NAMES[codec]}")
     if codec == compression.NONE:
         attributes = R.TIMESTAMP_TYPE_BIT if magic == 1 and draw(st.booleans()) else 0
@@ -174,13 +181,8 @@ INDEX_FIELDS = {".index": (8, (0, 3, 4, 7)), ".timeindex": (12, (0, 7, 8, 11))}
 def index_entries(path: str, content: bytes) -> int:
     """How many entries of the index at ``path`` Kafka lists: up to the first all-zero slot past the
     first (preallocated padding, §3.1)."""
-    size = INDEX_FIELDS[path[path.rindex(".") :]][0]
-    n = 0
-    while (n + 1) * size <= len(content):
-        if n and not any(content[n * size : (n + 1) * size]):
-            break
-        n += 1
-    return n
+    slots = file_entries(path, content)
+    return next((n for n, slot in enumerate(slots) if n and slot == (0, 0)), len(slots))
 
 
 def index_field_edges(path: str, content: bytes) -> list[int]:
@@ -207,7 +209,7 @@ def batch_ends(content: bytes) -> list[int]:
 
 
 def damage_site(path: str, content: bytes, kind: str, text: bool = False, named: tuple[int, ...] = ()):
-    """An offset in ``path`` to damage, each of these equally likely: anywhere; at a structure's
+    """An offset in ``path`` to damage, by the weights of "damage site": anywhere; at a structure's
     edge — a batch header field of one of the .log's last two batches (for a ``cut``: a tail of
     one of §1.10's lengths past a batch), a digit of a ``text`` checkpoint; any batch's first byte,
     a digit of a text checkpoint's entries; a header field of a batch an index entry names (the
@@ -239,8 +241,13 @@ def damage_site(path: str, content: bytes, kind: str, text: bool = False, named:
         head = content.split(b"\n", 2)
         starts = [i for i in sites if len(head) == 3 and i >= len(head[0]) + len(head[1]) + 2]
     sites = sorted({s for s in sites if s < len(content)})
-    choices = [st.sampled_from(xs) for xs in (sites, starts, fields) if xs]
-    return st.one_of(*choices, anywhere)
+    options = {
+        "a structure's edge": sites,
+        "a batch's first byte or an entry's digit": starts,
+        "a field of a batch an index names": fields,
+    }
+    options = {k: st.sampled_from(xs) for k, xs in options.items() if xs}
+    return weighted("damage site", {**options, "anywhere": anywhere})
 
 
 # --- valid CRC, hostile content: what deep iteration must survive --------------------------------
@@ -256,10 +263,10 @@ def hostile_batches(draw) -> bytes:
         inner = draw(
             st.one_of(st.binary(max_size=200), v2_records().map(lambda rs: b"".join(map(R.encode_record, rs))))
         )
-        if draw(st.booleans()) and inner:
+        if coin(draw, "hostile: records cut") and inner:
             cut = draw(st.integers(0, len(inner)))
             inner = inner[:cut] + draw(st.binary(max_size=8))
-        if 1 <= codec <= 4 and draw(st.booleans()):
+        if 1 <= codec <= 4 and coin(draw, "hostile: records compressed"):
             payload = compression.compress(codec, inner, magic=2)
         else:
             payload = inner
@@ -274,15 +281,16 @@ def hostile_batches(draw) -> bytes:
     magic = draw(st.sampled_from([0, 1]))
     codec = draw(st.integers(0, 7))
     inner = draw(st.one_of(st.binary(max_size=200), st.lists(legacy_batches(magic), max_size=3).map(b"".join)))
-    if draw(st.booleans()) and inner:
+    if coin(draw, "hostile: records cut") and inner:
         inner = inner[: draw(st.integers(0, len(inner)))]
-    value = compression.compress(codec, inner, magic=magic) if 1 <= codec <= 3 and draw(st.booleans()) else inner
+    compressed = 1 <= codec <= 3 and coin(draw, "hostile: records compressed")
+    value = compression.compress(codec, inner, magic=magic) if compressed else inner
     event(f"hostile legacy v{magic} codec {codec}")
     key = draw(small_blobs)
     message = R.encode_legacy_message(
-        magic, draw(st.integers(0, 2**40)), key, value if draw(st.integers(0, 5)) else None, 0, codec
+        magic, draw(st.integers(0, 2**40)), key, None if chance(draw, "hostile: null legacy value") else value, 0, codec
     )
-    if draw(st.booleans()):
+    if coin(draw, "hostile: a legacy length lied about"):
         # lie about the key/value lengths inside the record but keep its CRC valid
         body = bytearray(message[16:])
         at = (2 if magic == 0 else 10) + draw(st.sampled_from([0, 4 + (len(key) if key else 0)]))

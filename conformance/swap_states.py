@@ -7,9 +7,11 @@ directory.  A crash can stop it anywhere; the next start must then either abort 
 (originals intact) or complete it (new segments in place), never mix the two.
 
 :data:`CASES` are the rows of the §5.9 crash-point table, plus the three code-reading caveats listed
-under it, as hand-made disk images of one partition.  Every case is loaded by the model (Kafka's
-loader as a pure function) and by impl, on the simulated backend and on a real directory; they must
-agree with each other (``conforms``) and with what the table says the loader does: the log's offsets
+under it, as hand-made disk images of one partition.  Every case is a scenario whose disk image the
+broker finds at its first startup (:func:`scenario`), run by the one runner on the model and impl,
+on the simulated backend and on a real directory; they must agree with each other (``conforms``,
+and every other property the runner checks after an open) and with what the table says the loader
+does: the log's offsets
 after the load (``durable`` — a completed replacement must not lose the cleaned data, an aborted one
 must keep every original).  ``swap-states`` (:func:`check_swap_states`) runs them all against impl
 or a mutant of it.
@@ -23,20 +25,23 @@ two, so that the descending ``.cleaned`` → ``.swap`` renames have an inside.
 from __future__ import annotations
 
 import os
-import tempfile
+import sys
 
 import attrs
 
+from conformance import scenario as sc
+from conformance.impl_stack import impl_stack
 from conformance.properties import CONFORMS, DURABLE, PropertyViolation
-from conformance.sim_storage import SimStorage
-from impl.config import LogConfig
-from model.config import Config
-from model.file_records import iterate_file
+from conformance.regressions import measure
+from conformance.runner import Session
 from model.records import build_batch_v2
 
 T0 = 1_700_000_000_000
-DIR = "/k/d0"
+ROOT = "/k"  # the images' paths; a scenario's are relative to it
+DIR = f"{ROOT}/d0"
 PART = f"{DIR}/t-0"
+KEY = "d0/t-0"  # the partition as the targets name it
+CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpora", "swap-states")
 INDEX_BYTES = 4096
 SEGMENT_FILES = (".log", ".index", ".timeindex")
 DIRECTORIES = {DIR, PART}
@@ -183,86 +188,44 @@ def _cases() -> list[SwapCase]:
 CASES = _cases()
 
 
-def load_model(case: SwapCase):
-    from model.log_manager import load
-
-    manager = load(
-        case.image, [DIR], Config.of({"segment.index.bytes": INDEX_BYTES}), lambda: T0, lambda p, b: 0,
-        DIRECTORIES,
-    )  # fmt: skip
-    log = manager.partitions[("t", 0)].log if ("t", 0) in manager.partitions else None
-    summary = _summary(
-        None if log is None else [(s.base, bytes(s.log)) for s in log.segments],
-        next(o.error for o in manager.outcomes if o.name == "t-0"),
-    )
-    return summary, manager.files()
+def scenario(case: SwapCase) -> sc.Scenario:
+    """The case as a scenario: its image, found by the broker's first startup, and no steps."""
+    image = sc.DiskImage({p.removeprefix(ROOT + "/"): data for p, data in case.image.items()})
+    note = f"§5.9 swap state {case.name}: {case.row} (conformance/swap_states.py)"
+    return sc.Scenario((), {"segment.index.bytes": INDEX_BYTES}, clock_start_ms=T0, note=note, image=image)
 
 
-def load_impl(case: SwapCase, backend: str = "sim"):
-    """impl's ``LogManager`` (whatever :mod:`impl.log_manager` is right now: a mutant under
-    ``impl_stack``) on the case's image."""
-    import impl.log_manager
-    from impl.storage import OsStorage
-
-    config = LogConfig(segment_index_bytes=INDEX_BYTES)
-    if backend == "sim":
-        storage = SimStorage.from_image(case.image, directories=[DIR, PART])
-        root = ""
-    else:
-        root = tempfile.mkdtemp(prefix="klc-swap-")
-        for path, data in case.image.items():
-            os.makedirs(os.path.dirname(root + path), exist_ok=True)
-            with open(root + path, "wb") as f:
-                f.write(data)
-        storage = OsStorage()
-    manager = impl.log_manager.LogManager(storage, [root + DIR], config, lambda: T0, lambda p, b: 0)
+def loaded(case: SwapCase, backend: str = "sim") -> dict[str, tuple[dict, dict]]:
+    """Per target (model, impl on ``backend``): the partition after the runner's first open and
+    the files it left.  A violation the runner found is raised as :class:`PropertyViolation`."""
+    session = Session(scenario(case), ("model", "impl"), backend)
     try:
-        loads = {load.name: load for load in manager.startup()}
-        log = loads["t-0"].log
-        summary = _summary(
-            None if log is None else [(s.base_offset, bytes(s.view())) for s in log.segments], loads["t-0"].error
-        )
-        for each in manager.logs.values():
-            each.close_handlers()
-        if backend == "sim":
-            files = storage.image()
-        else:
-            files = {}
-            for d, _, names in os.walk(root):
-                for n in names:
-                    with open(os.path.join(d, n), "rb") as f:
-                        files[os.path.join(d, n)[len(root) :]] = f.read()
+        if session.verdict.violations:
+            v = session.verdict.violations[0]
+            raise PropertyViolation(v.prop, f"swap state {case.name} ({backend}): {v.witness}")
+        return {t.name: (_summary(t), dict(t.files())) for t in session.targets}
     finally:
-        if backend != "sim":
-            storage.close_all()
-            import shutil
-
-            shutil.rmtree(root, ignore_errors=True)
-    return summary, files
+        session.close()
 
 
-def _summary(segments, error) -> dict:
-    if segments is None:
+def _summary(target) -> dict:
+    error = next(load["error"] for load in target.last_load if load["partition"] == "t-0")
+    partition = target.state()["partitions"].get(KEY)
+    if partition is None:
         return {"error": error}
-    offsets = [o for _, data in segments for b in iterate_file(data).batches for o in _offsets(b.header())]
-    return {"error": error, "segments": [base for base, _ in segments], "offsets": offsets}
-
-
-def _offsets(h) -> range:
-    return range(h.offset, h.last_offset + 1)
+    offsets = [o for base, last, _ in target.batches().get(KEY, ()) for o in range(base, last + 1)]
+    return {"error": error, "segments": [seg[0] for seg in partition["segments"]], "offsets": offsets}
 
 
 def _names(files: dict[str, bytes]) -> set[str]:
-    return {p.rsplit("/", 1)[1] for p in files if p.startswith(PART + "/")}
+    return {p.rsplit("/", 1)[1] for p in files if p.startswith(KEY + "/")}
 
 
 def judge(case: SwapCase, backend: str = "sim") -> None:
     """Raise :class:`PropertyViolation` unless impl (on ``backend``) and the model agree on ``case``
     and both do what §5.9 says."""
-    model_summary, model_files = load_model(case)
-    impl_summary, impl_files = load_impl(case, backend)
     where = f"swap state {case.name} ({case.row}, {backend})"
-    for who, summary, files in (("model", model_summary, model_files), ("impl", impl_summary, impl_files)):
+    for who, (summary, files) in loaded(case, backend).items():
         if summary.get("error"):
             raise PropertyViolation(CONFORMS, f"{where}: {who} failed to load the partition: {summary['error']}")
         lost = sorted(set(case.offsets) - set(summary["offsets"]))
@@ -284,22 +247,31 @@ def judge(case: SwapCase, backend: str = "sim") -> None:
         missing = sorted(set(case.kept) - names)
         if missing:
             raise PropertyViolation(CONFORMS, f"{where}: {who} removed {missing}")
-    if _names(model_files) != _names(impl_files):
-        diff = sorted(_names(model_files) ^ _names(impl_files))
-        raise PropertyViolation(CONFORMS, f"{where}: the partition's files differ from the model's: {diff}")
-    differing = sorted(
-        n for n in _names(model_files)
-        if model_files[f"{PART}/{n}"] != impl_files[f"{PART}/{n}"] and not n.endswith(".deleted")
-    )  # fmt: skip
-    if differing:
-        raise PropertyViolation(CONFORMS, f"{where}: file contents differ from the model's: {differing}")
 
 
 def check_swap_states(module=None) -> None:
     """Every case on impl (or a mutant of one of its log modules), simulated and real backend."""
-    from conformance.log_checks import impl_stack
 
     with impl_stack(module):
         for case in CASES:
             for backend in ("sim", "os"):
                 judge(case, backend)
+
+
+def write_corpus(folder: str = CORPUS, targets=("impl", "model", "kafka")) -> list[str]:
+    """Store every case as a corpus scenario, with the verdicts it gets now on ``targets``."""
+    os.makedirs(folder, exist_ok=True)
+    paths = []
+    for case in CASES:
+        s = scenario(case)
+        s = attrs.evolve(s, expect=measure(s, list(targets)))
+        path = os.path.join(folder, f"{case.name}.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(s.dumps())
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":  # python -m conformance.swap_states [FOLDER]
+    for written in write_corpus(*sys.argv[1:2]):
+        print(written)

@@ -26,14 +26,14 @@ is a 128 MiB dedupe buffer (``log.cleaner.dedupe.buffer.size``) of MD5 hashes, w
 size never fills — so every dirty segment is mapped, and no two keys collide.
 
 Errors: every refusal is declared — :class:`impl.errors.LogFormatError` with Kafka's exception class
-as ``kind``, the file and the byte position, or :class:`impl.log.LogError` (``NotCompacted``).
+as ``kind``, the file and the byte position, or :class:`impl.errors.LogError` (``NotCompacted``).
 """
 
 from __future__ import annotations
 
 import struct
 
-from impl.errors import LogFormatError
+from impl.errors import LogError, LogFormatError
 from impl.file_records import BatchHeader
 from impl.record_walk import _varint, record_fields
 from impl.record_writer import attributes_of, encode_batch, encode_empty_batch, encode_record, to_long
@@ -611,8 +611,6 @@ def clean(log) -> dict:
     """One cleaning round (Cleaner.doClean): ``{"groups": [[source bases], ...]}`` for the groups
     installed, plus ``"split": base`` when an overflowed source segment was split and the round
     aborted."""
-    from impl.log import LogError  # impl.log imports this module
-
     if not log.config.compact_enabled:
         raise LogError("NotCompacted", f"{log.dir}: cleanup.policy is {log.config.cleanup_policy!r}")
     now = log.clock()

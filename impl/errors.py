@@ -1,10 +1,20 @@
-"""Declared error of the implementation for malformed log bytes.
+"""Declared errors of the implementation: malformed log bytes (:class:`LogFormatError`), refused
+index operations (:class:`IndexFailure`), refused log operations (:class:`LogError`).
 
-``kind`` is the Kafka exception class the same input would raise (CorruptRecordException, ...),
-``reason`` a stable code, ``position`` the byte position of the offending batch in its file.
+For malformed bytes, ``kind`` is the Kafka exception class the same input would raise
+(CorruptRecordException, ...), ``reason`` a stable code, ``position`` the byte position of the
+offending batch in its file.
 """
 
 from __future__ import annotations
+
+
+class LogError(Exception):
+    """An operation Kafka refuses: ``kind`` is Kafka's exception class (OffsetOutOfRangeException, …)."""
+
+    def __init__(self, kind: str, message: str):
+        self.kind = kind
+        super().__init__(f"{kind}: {message}")
 
 
 class LogFormatError(Exception):

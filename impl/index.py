@@ -16,9 +16,9 @@ corruption), and the entries before it are checked (strictly increasing keys and
 What the index *holds* stays Kafka's: ``entries`` is Kafka's count, zero slots included, so every
 decision Kafka takes from the file — a full index rolls the segment (§4.3), the final time entry of a
 roll is written past a full mapping (KAFKA-12734), a truncation searches Kafka's slots — is taken
-here too (found by the time-to-catch control, stop 27: corpora/found/conforms-ed2155df18,
-conforms-68dacdda94).  Lookups through an index that is not clean go through a shadow rebuilt from
-the log (impl.segment, impl.index_verify), so what impl knows is used where it changes no state.
+here too (pinned by corpora/found/conforms-ed2155df18 and conforms-68dacdda94).  Lookups through an
+index that is not clean go through a shadow rebuilt from the log (impl.segment, impl.index_verify),
+so what impl knows is used where it changes no state.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ class ShadowIndexes:
                 self.content_max = (h.max_timestamp, h.last_offset)
             # lookups bisect the entries: a batch whose (damaged) offset lies below the segment's
             # base or not above the last entry gets none — Kafka's index append refuses both
-            # (found by the time-to-catch control, stop 27: corpora/found/conforms-53e7004eac)
+            # (§3.2; pinned by corpora/found/conforms-53e7004eac)
             ordered = h.last_offset >= base_offset and (not self._offsets or h.last_offset > self._offsets[-1][0])
             if valid - last_entry > index_interval_bytes and ordered:
                 self._offsets.append((h.last_offset, valid))
@@ -157,8 +157,8 @@ class ShadowIndexes:
 
     def _maybe_append_time(self) -> None:
         """TimeIndex.maybeAppend: the content's max, only above the last entry's timestamp, an empty
-        index's being -1 — no entry for batches without timestamps (magic 0; found by the
-        time-to-catch control, stop 27: corpora/found/index-agrees-e79eba340e)."""
+        index's being -1 — no entry for batches without timestamps (magic 0; §3.3; pinned by
+        corpora/found/index-agrees-e79eba340e)."""
         if self.content_max[0] > (self._times[-1][0] if self._times else -1):
             self._times.append(self.content_max)
 

@@ -17,8 +17,9 @@ from collections.abc import Callable
 
 import attrs
 
+from impl.cleaner import clean
 from impl.config import LogConfig
-from impl.errors import LogFormatError
+from impl.errors import LogError, LogFormatError
 from impl.file_records import CORRUPT, BatchScan
 from impl.leader_epoch import LeaderEpochCache
 from impl.record_walk import timestamps_and_keys
@@ -28,14 +29,6 @@ from impl.storage import Storage
 from impl.sync_points import sync_point
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
-
-
-class LogError(Exception):
-    """An operation Kafka refuses: ``kind`` is Kafka's exception class (OffsetOutOfRangeException, …)."""
-
-    def __init__(self, kind: str, message: str):
-        self.kind = kind
-        super().__init__(f"{kind}: {message}")
 
 
 STORAGE_ERROR = "KafkaStorageException"
@@ -57,7 +50,9 @@ def storage_errors(method):
 
 
 @attrs.frozen
-class AppendResult:
+class LogAppendInfo:
+    """What an append returns (Kafka's ``LogAppendInfo``): the offsets of its first and last record."""
+
     first_offset: int
     last_offset: int
 
@@ -239,7 +234,7 @@ class PartitionLog:
     # --- append (§4.14) ------------------------------------------------------------------------------
 
     @storage_errors
-    def append(self, records: bytes, leader: bool = True, leader_epoch: int = 0) -> AppendResult:
+    def append(self, records: bytes, leader: bool = True, leader_epoch: int = 0) -> LogAppendInfo:
         """Append v2 batches: as leader, offsets are assigned from the log end offset and the batches'
         partition leader epoch set; as follower, offsets are kept and validated."""
         data = bytearray(records)
@@ -292,7 +287,7 @@ class PartitionLog:
         self._update_log_end_offset(last + 1)
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
-        return AppendResult(first, last)
+        return LogAppendInfo(first, last)
 
     def _validate_produce_request(self, data, headers) -> None:
         """LogValidator (§4.14): one v2 batch per produce request, base offset 0; on a compacted
@@ -462,7 +457,8 @@ class PartitionLog:
         # Better than Kafka, which renames the segments above the target to .deleted lowest first
         # and never fsyncs the dir: a power loss in between, or one that keeps the cut of the new
         # active segment but loses a rename, brings segments back after a hole in the offsets
-        # (found by the ACE-style exhaustive test, corpora/crash/truncate-*.json).  Highest first,
+        # (§4.7, §2.4; pinned by corpora/crash/truncate-removes-the-highest-segment-first.json and
+        # truncate-renames-durable-before-the-cut.json).  Highest first,
         # each rename durable before the next and before the cut: a crash leaves a prefix of the log.
         self._remove_and_delete(
             sorted((s for s in self.segments if s.base_offset > target), key=lambda s: -s.base_offset)
@@ -568,8 +564,6 @@ class PartitionLog:
     def clean(self) -> dict:
         """One round of the log cleaner over the inactive segments (:func:`impl.cleaner.clean`):
         ``{"groups": [[source bases], ...]}``, plus ``"split"`` if an overflowed segment was split."""
-        from impl.cleaner import clean
-
         return clean(self)
 
     # --- lifecycle -----------------------------------------------------------------------------------

@@ -33,11 +33,11 @@ import attrs
 
 from impl.checkpoints import read_offsets, write_offsets
 from impl.config import LogConfig
-from impl.errors import IndexFailure, LogFormatError
+from impl.errors import IndexFailure, LogError, LogFormatError
 from impl.index import TimeIndex
 from impl.leader_epoch import LeaderEpochCache
 from impl.loader import LoadError, LoadReport, PartitionLoader
-from impl.log import LogError, PartitionLog, Scheduler, storage_errors
+from impl.log import PartitionLog, Scheduler, storage_errors
 from impl.names import parse_topic_partition
 from impl.segment import LogSegment, filename_prefix
 from impl.storage import Storage

@@ -208,8 +208,8 @@ class LogSegment:
         mtime.  A max timestamp still as loaded from an index that proved unsound is not trusted:
         the content's is used (KAFKA-10207, KAFKA-19200: a zeroed or padded final entry would read
         the segment's newest record as 1970 and retention would delete it early).  Kafka's count of
-        entries decides whether there was one to load: a zeroed final entry is one to Kafka (found by
-        the time-to-catch control, stop 27: corpora/found/conforms-cddb3b239d, conforms-e7426a4ecb)."""
+        entries decides whether there was one to load: a zeroed final entry is one to Kafka (§3.1
+        rule 4; pinned by corpora/found/conforms-cddb3b239d and conforms-e7426a4ecb)."""
         ts = self.max_timestamp_so_far()
         if self._max_ts_as_loaded and self.time_index.get().entries and self._proven():
             ts = self._shadow.content_max[0]
@@ -419,8 +419,8 @@ class LogSegment:
             reread = self._read_largest_timestamp()
             self._set_max_ts(reread)
             # still the time index's last entry: as loaded, so retention asks the proof whether to
-            # trust it — a zeroed slot Kafka keeps through the truncation reads 0 (found by the
-            # time-to-catch control, stop 28: corpora/found/conforms-64ab729e1f)
+            # trust it — a zeroed slot Kafka keeps through the truncation reads 0 (§4.7 rule 7;
+            # pinned by corpora/found/conforms-64ab729e1f)
             self._max_ts_as_loaded = reread == times.last_entry
         if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):
             # Kafka loads a max not loaded yet from the time index it has just truncated: an entry

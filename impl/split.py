@@ -137,7 +137,7 @@ def replace_segments(
         # system that persists a later rename and loses an earlier creation can otherwise keep a
         # segment's .index.swap without its .log.cleaned or .log.swap — no .cleaned left to make
         # it invalid, no .log.swap to bound a range — and the load renames the cleaned segment's
-        # index over the original's (found by the cleaning sweep, tests/test_crash_exhaustive.py).
+        # index over the original's (pinned by the cleaning sweep of tests/test_crash_exhaustive.py).
         new[0].storage.fsync_dir(new[0].dir)
     for segment in reversed(new):
         segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
@@ -146,7 +146,7 @@ def replace_segments(
         # order; Kafka relies on ordered metadata journaling.  A file system that persists a later
         # rename but not an earlier one (the crash images' reorder family) otherwise leaves a low
         # .swap valid next to a higher .cleaned: the load completes the swap, deletes the original
-        # and the higher segments' data is lost (found by tests/test_crash_exhaustive.py's split sweep).
+        # and the higher segments' data is lost (pinned by the split sweep of tests/test_crash_exhaustive.py).
         segment.storage.fsync_dir(segment.dir)
         segments[segment.base_offset] = segment
     for segment in old:
@@ -157,7 +157,7 @@ def replace_segments(
     if old:
         # Better than Kafka, as above: once a .swap is renamed final no .log.swap bounds the range
         # of originals the loader deletes, so an original whose .deleted rename was lost would
-        # come back next to (overlapping) the new segment (found by the cleaning sweep)
+        # come back next to (overlapping) the new segment (pinned by the cleaning sweep)
         old[0].storage.fsync_dir(old[0].dir)
     for segment in new:
         segment.change_file_suffixes(SWAP_SUFFIX, "")

@@ -25,6 +25,10 @@ Not modelled, because nothing here produces them: producer state (a batch holdin
 last sequence is kept even when empty, RETAIN_EMPTY — no producer ids reach this log), transaction
 indexes (no aborted transaction is ever known: markers are judged as Kafka judges them when the
 index is empty).
+
+The ``log`` every function here takes is a :class:`model.log.Log`, which runs a round through
+``Log.clean``; this module imports only the segment layer (:mod:`model.segment`), so the log can
+import it without a circle.
 """
 
 from __future__ import annotations
@@ -34,8 +38,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from model.errors import CORRUPT_RECORD, ILLEGAL_ARGUMENT, ILLEGAL_STATE, IndexFailure, RecordFormatError
-from model.log import INT32_MAX, Log, LogError, Segment, prefix
+from model.errors import CORRUPT_RECORD, ILLEGAL_ARGUMENT, ILLEGAL_STATE, IndexFailure, LogError, RecordFormatError
 from model.records import (
     CREATE_TIME,
     HEADER_SIZE_UP_TO_MAGIC,
@@ -51,6 +54,7 @@ from model.records import (
     Record,
     encode_batch_v2,
 )
+from model.segment import INT32_MAX, Segment, prefix
 from model.split import SplitError, split
 
 IO_BUFFER_SIZE = 524288 // 1 // 2  # log.cleaner.io.buffer.size / log.cleaner.threads / 2 (CleanerThread)
@@ -73,8 +77,8 @@ def _long(n: int) -> int:
     return (n + 2**63) % 2**64 - 2**63
 
 
-def _file(log: Log, seg: Segment) -> str:
-    return f"{log.name}/{prefix(seg.base)}.log"
+def _file(log, seg: Segment) -> str:
+    return f"{log.name}/{prefix(seg.base_offset)}.log"
 
 
 # --- the offset map (SkimpyOffsetMap) ------------------------------------------------------------------
@@ -225,15 +229,15 @@ class _Transactions:
 # --- the offset map ----------------------------------------------------------------------------------
 
 
-def _segments(log: Log, start: int, end: int) -> list[Segment]:
+def _segments(log, start: int, end: int) -> list[Segment]:
     """``LogSegments.values(from, to)`` for ``from`` < ``to``: from the segment holding ``start`` (or
     the first) to the last one with a base below ``end``."""
     floor = log.floor(start)
-    low = floor.base if floor is not None else None
-    return [s for s in log.segments if (low is None or s.base >= low) and s.base < end]
+    low = floor.base_offset if floor is not None else None
+    return [s for s in log.segments if (low is None or s.base_offset >= low) and s.base_offset < end]
 
 
-def build_offset_map(log: Log, start: int, end: int) -> OffsetMap:
+def build_offset_map(log, start: int, end: int) -> OffsetMap:
     """``Cleaner.buildOffsetMap`` / ``buildOffsetMapForSegment``: every keyed record at an offset ≥
     ``start`` in the segments holding [start, end), read from where each segment's offset index puts
     ``start``.  ``latest_offset`` follows each batch reaching ``start`` and is set to the next
@@ -242,7 +246,7 @@ def build_offset_map(log: Log, start: int, end: int) -> OffsetMap:
     omap = OffsetMap()
     dirty = _segments(log, start, end)
     txns = _Transactions()
-    for seg, next_start in zip(dirty, [s.base for s in dirty[1:]] + [end], strict=True):
+    for seg, next_start in zip(dirty, [s.base_offset for s in dirty[1:]] + [end], strict=True):
         data = bytes(seg.log)
         position = seg.offset_index.lookup(start)[1]
         capacity = IO_BUFFER_SIZE
@@ -288,12 +292,12 @@ def group_segments_by_size(
         i += 1
         while i < len(segments):
             s = segments[i]
-            last = segments[i + 1].base - 1 if i + 1 < len(segments) else first_uncleanable - 1
+            last = segments[i + 1].base_offset - 1 if i + 1 < len(segments) else first_uncleanable - 1
             if not (
                 log_size + s.size <= max_size
                 and index_size + s.offset_index.size_in_bytes() <= max_index_size
                 and time_size + s.time_index.size_in_bytes() <= max_index_size
-                and (s.size == 0 or last - group[0].base <= INT32_MAX)
+                and (s.size == 0 or last - group[0].base_offset <= INT32_MAX)
             ):
                 break
             group.append(s)
@@ -513,7 +517,7 @@ class _Split(Exception):
         self.source = source
 
 
-def clean_into(rnd: _Round, log: Log, source: Segment, dest: Segment, retain_legacy_deletes: bool) -> None:
+def clean_into(rnd: _Round, log, source: Segment, dest: Segment, retain_legacy_deletes: bool) -> None:
     """``Cleaner.cleanInto``: read ``source`` chunk by chunk, filter each read, append what it kept
     to ``dest`` as one segment append (``LogSegment.append`` with the read's max offset), whose
     index entries follow the kept batches (§4.2).  A read
@@ -539,7 +543,7 @@ def clean_into(rnd: _Round, log: Log, source: Segment, dest: Segment, retain_leg
         raise CleaningError(e.kind, _file(log, source), e.position, str(e)) from None
 
 
-def clean_segments(rnd: _Round, log: Log, group: list[Segment], legacy_delete_horizon: int) -> int | None:
+def clean_segments(rnd: _Round, log, group: list[Segment], legacy_delete_horizon: int) -> int | None:
     """``Cleaner.cleanSegments``: clean ``group`` into a new segment at its first base, make it
     inactive (final time-index entry, trimmed indexes), give it the last source's mtime and install
     it with replaceSegments (§5.9).  Returns None, or — when the cleaned segment overflowed (a legacy
@@ -550,7 +554,7 @@ def clean_segments(rnd: _Round, log: Log, group: list[Segment], legacy_delete_ho
     nothing of it (Kafka deletes the ``.cleaned`` files; any stale ``.cleaned`` files of that base,
     deleted first by ``createNewCleanedSegment``, never exist in a loaded log: the loader removed
     them, §5.2)."""
-    cleaned = log.new_segment(group[0].base)
+    cleaned = log.new_segment(group[0].base_offset)
     for i, source in enumerate(group):
         if i == len(group) - 1:
             # the aborted-transaction range of the last source ends at its readNextOffset (§4.5 rule 3)
@@ -569,7 +573,7 @@ def clean_segments(rnd: _Round, log: Log, group: list[Segment], legacy_delete_ho
             except (IndexFailure, LogError) as e:
                 raise CleaningError(e.kind, _file(log, source), 0, f"cannot split: {e}") from None
             log.replace_segments(new, [source])
-            return source.base
+            return source.base_offset
     try:
         cleaned.on_become_inactive()
     except IndexFailure as e:
@@ -582,7 +586,7 @@ def clean_segments(rnd: _Round, log: Log, group: list[Segment], legacy_delete_ho
 # --- one round -----------------------------------------------------------------------------------------
 
 
-def clean(log: Log) -> dict:
+def clean(log) -> dict:
     """One cleaning round (``Cleaner.doClean``); returns ``{"groups": [[source bases], ...]}`` for the
     groups installed, plus ``"split": base`` when an overflow split aborted the round.
 
@@ -596,15 +600,15 @@ def clean(log: Log) -> dict:
     # LogCleanerManager.cleanableOffsets: the high watermark is the log end offset here, and there
     # is no compaction lag or unstable offset; the active segment is never cleaned
     first_dirty = log.log_start_offset
-    first_uncleanable = max(first_dirty, min(log.log_end_offset, log.active.base))
+    first_uncleanable = max(first_dirty, min(log.log_end_offset, log.active.base_offset))
     if first_dirty >= first_uncleanable:
         return {"groups": []}
-    below = [s for s in log.segments if s.base < first_dirty]
+    below = [s for s in log.segments if s.base_offset < first_dirty]
     legacy_delete_horizon = below[-1].mtime_ms - log.config.delete_retention_ms if below else 0
     omap = build_offset_map(log, first_dirty, first_uncleanable)
     end = omap.latest_offset + 1
     rnd = _Round(omap, now, log.config.delete_retention_ms, first_uncleanable, _Transactions())
-    sources = [s for s in log.segments if s.base < end] if end > 0 else []
+    sources = [s for s in log.segments if s.base_offset < end] if end > 0 else []
     groups = group_segments_by_size(
         sources, log.config.segment_bytes, log.config.segment_index_bytes, first_uncleanable
     )
@@ -613,5 +617,5 @@ def clean(log: Log) -> dict:
         split_base = clean_segments(rnd, log, group, legacy_delete_horizon)
         if split_base is not None:
             return {"groups": installed, "split": split_base}
-        installed.append([s.base for s in group])
+        installed.append([s.base_offset for s in group])
     return {"groups": installed}

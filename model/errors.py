@@ -1,4 +1,4 @@
-"""The model's declared error type for malformed bytes.
+"""The model's declared error types: malformed bytes, refused index operations, refused log operations.
 
 Kafka reports format problems with a handful of exception classes (spec §0.5, §9.5).  The model keeps
 Kafka's class name as ``kind`` (so a recovery rule such as "catch CorruptRecordException or
@@ -12,6 +12,14 @@ CORRUPT_RECORD = "CorruptRecordException"
 INVALID_RECORD = "InvalidRecordException"
 KAFKA = "KafkaException"
 ILLEGAL_ARGUMENT = "IllegalArgumentException"
+
+
+class LogError(Exception):
+    """An operation Kafka refuses; ``kind`` is Kafka's exception class."""
+
+    def __init__(self, kind: str, message: str):
+        self.kind = kind
+        super().__init__(f"{kind}: {message}")
 
 
 class RecordFormatError(Exception):

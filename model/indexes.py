@@ -25,6 +25,7 @@ from model.errors import (
     KAFKA,
     IndexFailure,
 )
+from model.file_records import iterate_file
 
 INT32_MAX = 2**31 - 1
 WARM_SECTION_BYTES = 8192  # §3.4 step 2
@@ -411,6 +412,24 @@ class TimeIndex(_Index):
         self._check_length()
 
 
+# the suffixes an index file carries while deleted, swapped in or cleaned (§2.2)
+_RENAMED = ("", ".deleted", ".swap", ".cleaned")
+
+
+def file_entries(path: str, data: bytes) -> list[tuple[int, int]]:
+    """Every whole slot of an index file's bytes, as the pair Kafka stores: for an offset index
+    (``.index``) (relative offset, position), both int32 (§3.2); for a time index (``.timeindex``)
+    (timestamp int64, relative offset int32) (§3.3); big-endian and signed.  ``path`` names the
+    kind, also with a ``.deleted``, ``.swap`` or ``.cleaned`` suffix.  Written or not, every whole
+    slot is returned (preallocated padding reads as zeros); a trailing partial slot is not.  Raises
+    ValueError for any other file."""
+    for suffix, index in ((".index", OffsetIndex), (".timeindex", TimeIndex)):
+        if path.endswith(tuple(suffix + renamed for renamed in _RENAMED)):
+            fmt = index._FORMAT
+            return list(fmt.iter_unpack(bytes(data[: len(data) // fmt.size * fmt.size])))
+    raise ValueError(f"{path}: not an offset or time index file")
+
+
 # --- §3.7 transaction index ---------------------------------------------------------------------
 
 ABORTED_TXN = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
@@ -520,8 +539,6 @@ def rebuild_from_log(
     ``stop_at``: the position of a batch whose offset overflows the base (§4.6 step 3b): what the
     recovery had written when the exception stopped it — the entries of the batches before it, no
     final time entry, nothing trimmed."""
-    from model.file_records import iterate_file  # records layer, below indexes
-
     offsets = OffsetIndex.create(base_offset, max_index_size)
     times = TimeIndex.create(base_offset, max_index_size)
     valid_bytes = last_index_entry = 0

@@ -1,11 +1,10 @@
 """The partition log, executable: segments, append, roll, read, lookups, truncation, retention,
-flush and the recovery point (spec §4, §2.4, §4.14; UnifiedLog / LocalLog / LogSegment).
+flush and the recovery point (spec §4, §2.4, §4.14; UnifiedLog / LocalLog).
 
-Everything is in memory: a segment is its ``.log`` bytes plus the offset and time indexes of
-:mod:`model.indexes` (which carry Kafka's append-time entries, needed because a full index rolls the
-segment).  Reads and lookups answer from a scan of the batches, never from an index, so they say
-what the log's content says (DESIGN.md "The model").  Files are only a rendering of this state
-(:meth:`Log.files`).
+Everything is in memory: the log is its list of :class:`model.segment.Segment` (a segment is its
+``.log`` bytes plus the offset and time indexes of :mod:`model.indexes`).  Reads and lookups answer
+from a scan of the batches, never from an index, so they say what the log's content says (DESIGN.md
+"The model").  Files are only a rendering of this state (:meth:`Log.files`).
 
 Determinism, shared by contract with ``impl``: time comes from ``clock()``, the roll jitter from
 ``jitter(partition, base)``; the post-roll flush (a scheduler task with no delay) runs before
@@ -21,22 +20,22 @@ from collections.abc import Callable
 
 import attrs
 
+from model.cleaner import clean
 from model.config import Config
-from model.file_records import CORRUPT, framed_batches, iterate_file
-from model.indexes import OffsetIndex, TimeIndex
-from model.names import filename_prefix
-from model.records import V2_HEADER_SIZE, Batch
+from model.errors import LogError
+from model.file_records import CORRUPT, iterate_file
+from model.records import Batch
+from model.segment import Segment
 
-INT32_MAX = 2**31 - 1
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
 
 
-class LogError(Exception):
-    """An operation Kafka refuses; ``kind`` is Kafka's exception class."""
+@attrs.frozen
+class LogAppendInfo:
+    """What an append returns (Kafka's ``LogAppendInfo``): the offsets of its first and last record."""
 
-    def __init__(self, kind: str, message: str):
-        self.kind = kind
-        super().__init__(f"{kind}: {message}")
+    first_offset: int
+    last_offset: int
 
 
 def assigned_epochs(epochs: list[tuple[int, int]], epoch: int, start: int) -> list[tuple[int, int]] | None:
@@ -46,210 +45,6 @@ def assigned_epochs(epochs: list[tuple[int, int]], epoch: int, start: int) -> li
     if epochs and epochs[-1][0] == epoch and start >= epochs[-1][1]:
         return None
     return [e for e in epochs if e[0] < epoch and e[1] < start] + [(epoch, start)]
-
-
-# LogFileUtils.filenamePrefixFromOffset (§2.1): a base offset is negative only when damage made a
-# batch's offset so, and a split at load names a segment after it
-prefix = filename_prefix
-
-
-@attrs.define(eq=False)
-class Segment:
-    """LogSegment (§4.1): the log bytes, the two indexes, and the roll/index bookkeeping."""
-
-    base: int
-    config: Config
-    created_ms: int
-    jitter_ms: int
-    log: bytearray = attrs.Factory(bytearray)
-    offset_index: OffsetIndex = None
-    time_index: TimeIndex = None
-    bytes_since_last_index_entry: int = 0
-    rolling_based_timestamp: int | None = None
-    max_ts: tuple[int, int] | None = None  # (timestamp, offset); None = "not loaded yet"
-    mtime_ms: int = 0
-    deleted: bool = False  # files renamed with the .deleted suffix
-    lazy_entry: tuple[int, int] | None = None  # the max timestamp as loaded from the time index
-
-    def __attrs_post_init__(self):
-        if self.offset_index is None:
-            self.offset_index = OffsetIndex.create(self.base, self.config.segment_index_bytes)
-        if self.time_index is None:
-            self.time_index = TimeIndex.create(self.base, self.config.segment_index_bytes)
-
-    @property
-    def size(self) -> int:
-        return len(self.log)
-
-    def batches(self) -> tuple[Batch, ...]:
-        return iterate_file(bytes(self.log)).batches
-
-    def fits(self, offset: int) -> bool:
-        return 0 <= offset - self.base <= INT32_MAX
-
-    def max_timestamp(self) -> tuple[int, int]:
-        """maxTimestampAndOffsetSoFar, loaded lazily from the time index's last entry (§4.1, KIP-263)."""
-        if self.max_ts is None:
-            self.max_ts = self.lazy_entry = self.time_index.last_entry
-        return self.max_ts
-
-    def largest_timestamp(self) -> int:
-        """§4.8: the max timestamp if any batch had one ≥ 0, else the ``.log`` file's mtime.
-
-        A max timestamp still as loaded from the time index counts when that final entry is sound:
-        it names a batch of this segment and carries its max timestamp, no batch having a larger one.
-        An entry that escaped recovery damaged — zeroed, padded, junk (KAFKA-10207, KAFKA-19200) — is
-        not what the log says: Kafka trusts it, and retention reads the segment's newest record as 1970
-        and deletes it early.  Retention here goes by the log's content, as every logical result does
-        (DESIGN.md "The model"); mutant ``unproven-indexes-trusted`` restores Kafka's trust.  (The
-        index writes that use the max timestamp — the final entry at a roll — keep Kafka's value.)"""
-        entry = self.max_timestamp()
-        if entry is self.lazy_entry and self.time_index.entries and not self._sound_final_time_entry(entry):
-            entry = (self.content_max_timestamp(), entry[1])
-        ts = entry[0]
-        return ts if ts >= 0 else self.mtime_ms
-
-    def _sound_final_time_entry(self, entry: tuple[int, int]) -> bool:
-        timestamp, offset = entry
-        headers = [b.header() for b in self.batches()]
-        newest = max((h.max_timestamp for h in headers), default=-1)
-        named = any(h.last_offset == offset and h.max_timestamp == timestamp for h in headers)
-        return named and timestamp == newest
-
-    def content_max_timestamp(self) -> int:
-        """The largest batch max timestamp in the log bytes (−1 if none).  Lookups use this: their
-        answers are the scan's whatever an index says (DESIGN.md "The model").  Without faults it
-        equals :meth:`max_timestamp`; after a power loss that kept a clean marker but not an index
-        trim, Kafka's own lookups go by a bogus (0, base) last time-index entry instead."""
-        return max((b.header().max_timestamp for b in self.batches()), default=-1)
-
-    # §4.2
-    def append(self, last_offset: int, data: bytes, now_ms: int) -> None:
-        """§4.2 as Kafka 4.x runs it (LogSegment.append(largestOffset, records)): the write is one,
-        the max timestamp and the index entries advance batch by batch — each batch's max
-        timestamp with its last offset, an entry (its last offset, its position) whenever more
-        than index.interval.bytes went by since the last one.  The rolling timestamp is the first
-        batch's max timestamp (Kafka loads it from the file's first batch when it needs it)."""
-        position = self.size
-        headers = [b.header() for b in iterate_file(data).batches]
-        if position == 0:
-            self.rolling_based_timestamp = headers[0].max_timestamp
-        if not self.fits(last_offset):
-            raise LogError("LogSegmentOffsetOverflowException", f"offset {last_offset} in segment {self.base}")
-        self.log += data
-        self.mtime_ms = now_ms
-        for h in headers:
-            if h.max_timestamp > self.max_timestamp()[0]:
-                self.max_ts = (h.max_timestamp, h.last_offset)
-            if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
-                self.offset_index.append(h.last_offset, position)
-                self.time_index.maybe_append(*self.max_timestamp())
-                self.bytes_since_last_index_entry = 0
-            position += h.size
-            self.bytes_since_last_index_entry += h.size
-
-    # §4.3
-    def should_roll(self, max_ts_in_messages: int, last_offset: int, size: int, now_ms: int) -> bool:
-        if self.rolling_based_timestamp is None and self.size:
-            # §4.3: the first batch's, read by framing alone (its CRC is not checked); a first
-            # batch whose header cannot be read leaves it unknown (Kafka's append would throw)
-            first = iterate_file(bytes(self.log), validate=False).batches[:1]
-            readable = first and (not first[0].is_v2 or first[0].size >= V2_HEADER_SIZE)
-            self.rolling_based_timestamp = first[0].header().max_timestamp if readable else None
-        rolling = -1 if self.rolling_based_timestamp is None else self.rolling_based_timestamp
-        waited = max_ts_in_messages - rolling if rolling >= 0 else now_ms - self.created_ms
-        return (
-            self.size > self.config.segment_bytes - size
-            or (self.size > 0 and waited > self.config.segment_ms - self.jitter_ms)
-            or self.offset_index.is_full()
-            or self.time_index.is_full()
-            or not self.fits(last_offset)
-        )
-
-    # §4.4
-    def on_become_inactive(self) -> None:
-        self.time_index.maybe_append(*self.max_timestamp(), skip_full_check=True)
-        self.offset_index.trim_to_valid_size()
-        self.time_index.trim_to_valid_size()
-
-    # §4.5, by scanning
-    def batch_at_or_after(self, offset: int) -> Batch | None:
-        return next((b for b in self.batches() if b.header().last_offset >= offset), None)
-
-    def read(self, start_offset: int, max_size: int, max_position: int | None, min_one: bool) -> bytes | None:
-        batch = self.batch_at_or_after(start_offset)
-        if batch is None:
-            return None
-        limit = max(max_size, batch.size) if min_one else max_size
-        if limit == 0 or max_position is None:
-            return b""
-        end = batch.position + max(0, min(max_position - batch.position, limit))
-        return bytes(self.log[batch.position : min(end, self.size)])
-
-    def next_offset(self) -> int:
-        batches = self.batches()
-        return batches[-1].header().last_offset + 1 if batches else self.base
-
-    def read_next_offset(self) -> int:
-        """§4.5 rule 3, readNextOffset as the loader runs it: scan from where the offset index puts
-        its last entry; unless some batch there reaches that entry's offset (a base offset the CRC
-        does not cover may have been damaged) the answer is the segment's base offset.  The scan is
-        by framing alone (:func:`framed_batches`): a batch whose CRC fails counts, and a framing
-        error raises :class:`RecordFormatError` — the load of a clean shutdown fails on it."""
-        start = self.offset_index.last_offset
-        # translateOffset scans from max(the entry's position, 0): a damaged entry's negative
-        # position scans the whole file (§4.5 rule 1; found by the time-to-catch control, stop 22)
-        position = max(self.offset_index.lookup(start)[1], 0)
-        headers = [b.header() for b in framed_batches(bytes(self.log), position)]
-        if not any(h.last_offset >= start for h in headers):
-            return self.base
-        return headers[-1].last_offset + 1
-
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
-        for batch in self.batches():
-            if batch.header().max_timestamp >= timestamp:
-                for record in batch.records():
-                    if record.timestamp >= timestamp and record.offset >= starting_offset:
-                        return record.timestamp, record.offset
-        return None
-
-    # §4.7
-    def truncate_to(self, offset: int, now_ms: int) -> int:
-        batch = self.batch_at_or_after(offset)
-        self.offset_index.truncate_to(offset)
-        self.time_index.truncate_to(offset)
-        self.offset_index.resize(self.config.segment_index_bytes)
-        self.time_index.resize(self.config.segment_index_bytes)
-        removed = 0
-        if batch is not None:
-            removed = self.size - batch.position
-            del self.log[batch.position :]
-            self.mtime_ms = now_ms
-        if self.size == 0:
-            self.created_ms = now_ms
-            self.rolling_based_timestamp = None
-        self.bytes_since_last_index_entry = 0
-        if self.max_timestamp()[0] >= 0:
-            last = self.time_index.last_entry
-            position = self.offset_index.lookup(last[1])[1]
-            best = last
-            for b in self.batches():
-                h = b.header()
-                if b.position >= position and h.max_timestamp > best[0]:
-                    best = (h.max_timestamp, h.last_offset)
-            self.max_ts = best
-        return removed
-
-    # §4.9 close: the final time-index entry and trimmed indexes
-    def close(self) -> None:
-        """§4.9 rule 2: the final time-index entry (if the max timestamp was ever loaded), then the
-        trims.  A max timestamp whose offset lies below a stale last entry (a clean load trusts the
-        index, KAFKA-7283) makes the append throw, and Kafka 4.x lets it: the segment stays
-        untrimmed and its dir's shutdown fails (LogManager.shutdown; 3.x swallowed it)."""
-        if self.max_ts is not None:
-            self.time_index.maybe_append(*self.max_ts, skip_full_check=True)
-        self.offset_index.trim_to_valid_size()
-        self.time_index.trim_to_valid_size()
 
 
 @attrs.define(eq=False)
@@ -287,11 +82,11 @@ class Log:
         return Segment(base, self.config, now, jitter, mtime_ms=now)
 
     def floor(self, offset: int) -> Segment | None:
-        candidates = [s for s in self.segments if s.base <= offset]
+        candidates = [s for s in self.segments if s.base_offset <= offset]
         return candidates[-1] if candidates else None
 
     def after(self, base: int) -> list[Segment]:
-        return [s for s in self.segments if s.base > base]
+        return [s for s in self.segments if s.base_offset > base]
 
     def size(self) -> int:
         return sum(s.size for s in self.segments)
@@ -300,8 +95,8 @@ class Log:
     def schedule_delete(self, segments: list[Segment]) -> None:
         for s in segments:
             s.deleted = True
-            self.deleted[s.base] = s  # a rename replaces an older .deleted file of the same name
-            self.delete_tasks.append((self.clock() + self.config.file_delete_delay_ms, s.base))
+            self.deleted[s.base_offset] = s  # a rename replaces an older .deleted file of the same name
+            self.delete_tasks.append((self.clock() + self.config.file_delete_delay_ms, s.base_offset))
 
     def remove_and_delete(self, segments: list[Segment]) -> None:
         for s in segments:
@@ -319,20 +114,20 @@ class Log:
         base (step 3).  A split whose batches go below the segment's base (a damaged base offset)
         makes a lower new segment, and then the new segment with the old one's base leaves the map
         with it — its files are renamed into place all the same and stay on disk, unknown to the
-        log, until the next load finds them (:attr:`strays`; found by the time-to-catch control,
-        stop 21)."""
-        in_map = {s.base: s for s in self.segments}
-        old = sorted((s for s in old if s.base in in_map), key=lambda s: s.base)
+        log, until the next load finds them (:attr:`strays`; pinned by
+        corpora/crash/split-below-the-base-leaves-a-stray-segment.json)."""
+        in_map = {s.base_offset: s for s in self.segments}
+        old = sorted((s for s in old if s.base_offset in in_map), key=lambda s: s.base_offset)
         for s in new:
-            in_map[s.base] = s
-            self.strays.pop(s.base, None)  # the rename replaces a stray's files of the same name
-        lowest = min((s.base for s in new), default=None)
+            in_map[s.base_offset] = s
+            self.strays.pop(s.base_offset, None)  # the rename replaces a stray's files of the same name
+        lowest = min((s.base_offset for s in new), default=None)
         for s in old:
-            if s.base != lowest:
-                gone = in_map.pop(s.base)
+            if s.base_offset != lowest:
+                gone = in_map.pop(s.base_offset)
                 if gone is not s:
-                    self.strays[gone.base] = gone
-        self.segments = sorted(in_map.values(), key=lambda s: s.base)
+                    self.strays[gone.base_offset] = gone
+        self.segments = sorted(in_map.values(), key=lambda s: s.base_offset)
         self.schedule_delete(old)
 
     def run_due_deletions(self, now_ms: int) -> None:
@@ -371,7 +166,7 @@ class Log:
         self.epoch_writes += 1
 
     # §4.14
-    def append(self, records: bytes, leader: bool, leader_epoch: int) -> tuple[int, int]:
+    def append(self, records: bytes, leader: bool, leader_epoch: int) -> LogAppendInfo:
         scan = iterate_file(bytes(records))
         if scan.stop == CORRUPT:
             raise LogError("CorruptRecordException", str(scan.error))
@@ -414,7 +209,7 @@ class Log:
         self.set_log_end_offset(last + 1)
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
-        return first, last
+        return LogAppendInfo(first, last)
 
     def _validate_produce_request(self, batches) -> None:
         """Kafka's LogValidator on a leader append (§4.14): a v2 produce request holds one batch,
@@ -444,14 +239,14 @@ class Log:
     def roll(self, expected: int | None = None) -> Segment:
         new_offset = max(expected or 0, self.log_end_offset)
         active = self.active
-        if any(s.base == new_offset for s in self.segments):
-            if not (active.base == new_offset and active.size == 0):
+        if any(s.base_offset == new_offset for s in self.segments):
+            if not (active.base_offset == new_offset and active.size == 0):
                 raise LogError("KafkaException", f"segment {new_offset} already exists")
             # KAFKA-6388: the empty active segment is deleted and created again
             self.segments[-1] = self.new_segment(new_offset)
             self.schedule_delete([active])
-        elif new_offset < active.base:
-            raise LogError("KafkaException", f"roll to {new_offset} below the active segment {active.base}")
+        elif new_offset < active.base_offset:
+            raise LogError("KafkaException", f"roll to {new_offset} below the active segment {active.base_offset}")
         else:
             active.on_become_inactive()
             self.segments.append(self.new_segment(new_offset))
@@ -481,16 +276,16 @@ class Log:
             raise LogError("OffsetOutOfRangeException", f"max offset {max_offset} outside the log")
         if start >= max_offset:
             return b""
-        limit_base, limit_position = self.active.base, self.active.size
+        limit_base, limit_position = self.active.base_offset, self.active.size
         if max_offset != self.log_end_offset:
-            for s in [self.floor(max_offset)] + self.after(self.floor(max_offset).base):
+            for s in [self.floor(max_offset)] + self.after(self.floor(max_offset).base_offset):
                 batch = s.batch_at_or_after(max_offset)
                 if batch is not None:
-                    limit_base, limit_position = s.base, batch.position
+                    limit_base, limit_position = s.base_offset, batch.position
                     break
         start_segment = self.floor(start)
-        for s in [start_segment] + self.after(start_segment.base):
-            limit = s.size if s.base < limit_base else limit_position if s.base == limit_base else None
+        for s in [start_segment] + self.after(start_segment.base_offset):
+            limit = s.size if s.base_offset < limit_base else limit_position if s.base_offset == limit_base else None
             data = s.read(start, max_bytes, limit, min_one)
             if data is not None:
                 return data
@@ -537,7 +332,7 @@ class Log:
         if target >= self.log_end_offset:
             self.epochs_truncate_from_end(self.log_end_offset)
             return False
-        if self.segments[0].base > target:
+        if self.segments[0].base_offset > target:
             self.truncate_fully_and_start_at(target)
             return True
         self.remove_and_delete(self.after(target))
@@ -571,7 +366,7 @@ class Log:
 
     # UnifiedLog.deleteOldSegments
     def delete_old_segments(self) -> int:
-        n = self.delete_while(lambda s, nxt: nxt is not None and nxt.base <= self.log_start_offset)
+        n = self.delete_while(lambda s, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
         if "delete" in self.config.cleanup_policy:
             if self.config.retention_bytes >= 0 and self.size() >= self.config.retention_bytes:
                 excess = [self.size() - self.config.retention_bytes]
@@ -592,7 +387,7 @@ class Log:
         deletable = []
         for i, s in enumerate(self.segments):
             nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None
-            upper = nxt.base if nxt else self.log_end_offset
+            upper = nxt.base_offset if nxt else self.log_end_offset
             if self.log_end_offset < upper or not predicate(s, nxt) or (nxt is None and s.size == 0):
                 break
             deletable.append(s)
@@ -600,11 +395,11 @@ class Log:
             return 0
         doomed = deletable
         if len(deletable) == len(self.segments):
-            if self.roll().base == deletable[-1].base:
+            if self.roll().base_offset == deletable[-1].base_offset:
                 doomed = deletable[:-1]
         if doomed:
-            later = self.after(doomed[-1].base)
-            self.increment_log_start_offset(later[0].base)
+            later = self.after(doomed[-1].base_offset)
+            self.increment_log_start_offset(later[0].base_offset)
             self.remove_and_delete(doomed)
         return len(deletable)
 
@@ -614,8 +409,6 @@ class Log:
 
     def clean(self) -> dict:
         """One log-cleaner round (:func:`model.cleaner.clean`)."""
-        from model.cleaner import clean  # the cleaner builds on this module
-
         return clean(self)
 
 

@@ -23,11 +23,12 @@ import attrs
 
 from model.checkpoints import parse_epochs, parse_offsets, render_epochs, render_offsets
 from model.config import Config
-from model.errors import IndexFailure, RecordFormatError
+from model.errors import IndexFailure, LogError, RecordFormatError
 from model.file_records import iterate_file
 from model.indexes import OffsetIndex, TimeIndex, TransactionIndex, rebuild_from_log
-from model.log import Log, LogError, Segment, assigned_epochs, prefix
+from model.log import Log, assigned_epochs
 from model.names import offset_from_file_name, parse_topic_partition
+from model.segment import Segment, prefix
 from model.split import SplitError, split
 
 MARKER = ".kafka_cleanshutdown"
@@ -178,7 +179,7 @@ class LogManager:
         for p in self.partitions.values():
             path = f"{p.data_dir}/{p.log.name}"
             for s in list(p.log.strays.values()) + p.log.segments + list(p.log.deleted.values()):
-                out[f"{path}/{prefix(s.base)}.log{'.deleted' if s.deleted else ''}"] = s.mtime_ms
+                out[f"{path}/{prefix(s.base_offset)}.log{'.deleted' if s.deleted else ''}"] = s.mtime_ms
         return out
 
     def directories(self) -> set[str]:
@@ -214,6 +215,25 @@ class LogManager:
         for p in self.partitions.values():
             p.log.run_due_deletions(now)
 
+    def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
+        """LogManager.truncateTo: truncate the partition's log (§4.7); whether it truncated.  A
+        truncation writes the recovery-point checkpoint of the partition's data dir (§6.5)."""
+        truncated = self.log(topic, partition).truncate_to(offset)
+        if truncated:
+            self.checkpoint_recovery_points(self.dir_of(topic, partition))
+        return truncated
+
+    def truncate_fully_and_start_at(self, topic: str, partition: int, offset: int) -> None:
+        """LogManager.truncateFullyAndStartAt: every segment deleted and the log restarted at
+        ``offset`` (§4.7), then the recovery-point checkpoint of its data dir written (§6.5)."""
+        self.log(topic, partition).truncate_fully_and_start_at(offset)
+        self.checkpoint_recovery_points(self.dir_of(topic, partition))
+
+    def retention(self) -> int:
+        """One pass of the retention task (LogManager.cleanupLogs): ``deleteOldSegments`` on every
+        log, in (topic, partition) order; the number of segments deleted."""
+        return sum(p.log.delete_old_segments() for _, p in sorted(self.partitions.items()))
+
     def checkpoint_recovery_points(self, data_dir: str | None = None) -> None:
         for d in [data_dir] if data_dir else self.data_dirs:
             entries = {tp: log.recovery_point for tp, log in self.logs_in(d)}
@@ -223,7 +243,9 @@ class LogManager:
     def checkpoint_log_start_offsets(self, data_dir: str | None = None) -> None:
         for d in [data_dir] if data_dir else self.data_dirs:
             entries = {
-                tp: log.log_start_offset for tp, log in self.logs_in(d) if log.log_start_offset > log.segments[0].base
+                tp: log.log_start_offset
+                for tp, log in self.logs_in(d)
+                if log.log_start_offset > log.segments[0].base_offset
             }
             self.dir_files[d][LOG_STARTS] = render_offsets(entries).encode()
             self.dir_files[d].pop(LOG_STARTS + ".tmp", None)
@@ -345,10 +367,10 @@ def segment_files(log: Log, indexes: bool = True) -> dict[str, bytes]:
     which a live or deleted segment's file of the same name replaces."""
     out = {}
     for s in list(log.strays.values()) + log.segments + list(log.deleted.values()):
-        out[f"{prefix(s.base)}.log{'.deleted' if s.deleted else ''}"] = bytes(s.log)
+        out[f"{prefix(s.base_offset)}.log{'.deleted' if s.deleted else ''}"] = bytes(s.log)
         if indexes and not s.deleted:
-            out[f"{prefix(s.base)}.index"] = s.offset_index.file_bytes()
-            out[f"{prefix(s.base)}.timeindex"] = s.time_index.file_bytes()
+            out[f"{prefix(s.base_offset)}.index"] = s.offset_index.file_bytes()
+            out[f"{prefix(s.base_offset)}.timeindex"] = s.time_index.file_bytes()
     return out
 
 
@@ -367,14 +389,15 @@ def _keep_failed(manager: LogManager, image, path: str, dirs: set[str], outcome:
         manager.extra_files.update({f"{path}/{n}": b for n, b in now.items()})
     manager.extra_files.update({f"{path}/{n}": b for n, b in written.items()})
     # a rename keeps a file's modification time (a .swap renamed at step 4); a segment the load
-    # made (a split) has the time it was written; a file that stays, the time it had (found at
-    # stop 21: a failed partition's mtimes were dropped, so time retention after the next load
-    # took its segments for 1970's and deleted them)
+    # made (a split) has the time it was written; a file that stays, the time it had.  Time
+    # retention of a segment without timestamps goes by that mtime (§4.8): a dropped one reads as
+    # 1970 and the next load's retention deletes the segment
+    # (pinned by corpora/crash/failed-partition-keeps-its-mtimes-through-a-shutdown.json)
     made = {}
     if outcome.log_now is not None:
         log = outcome.log_now.log
         for seg in list(log.strays.values()) + log.segments + list(log.deleted.values()):
-            made[f"{path}/{prefix(seg.base)}.log{'.deleted' if seg.deleted else ''}"] = seg.mtime_ms
+            made[f"{path}/{prefix(seg.base_offset)}.log{'.deleted' if seg.deleted else ''}"] = seg.mtime_ms
     found = manager.found_mtimes
     for p in manager.extra_files:
         if p.startswith(path + "/") and p.endswith((".log", ".log.deleted")):
@@ -447,7 +470,7 @@ def _load_partition(
     for name in [n for n in files if n.endswith(".swap")]:
         files[name[: -len(".swap")]] = files.pop(name)
         # a rename keeps the file's modification time: retention of a segment without timestamps
-        # goes by it (§4.8; found by the time-to-catch control, stop 20)
+        # goes by it (§4.8; pinned by corpora/crash/swap-renamed-at-load-keeps-its-mtime.json)
         if f"{path}/{name}" in mtimes:
             mtimes[f"{path}/{name[: -len('.swap')]}"] = mtimes.pop(f"{path}/{name}")
         outcome.took("5.2.4 .swap renamed")
@@ -463,20 +486,20 @@ def _load_partition(
             # names are the same (§5.9 step 3 filters old segments by the map)
             for seg in e.recovered:  # closed before the retry: recovered ones write their indexes
                 seg.close()
-                files[f"{prefix(seg.base)}.index"] = seg.offset_index.file_bytes()
-                files[f"{prefix(seg.base)}.timeindex"] = seg.time_index.file_bytes()
+                files[f"{prefix(seg.base_offset)}.index"] = seg.offset_index.file_bytes()
+                files[f"{prefix(seg.base_offset)}.timeindex"] = seg.time_index.file_bytes()
             # the recovery's index reset resized both files to full size (materialising a missing
             # one) and wrote the entries of the batches before the overflow (§4.6 steps 1, 3)
             for suffix, entry, index in ((".index", 8, e.written[0]), (".timeindex", 12, e.written[1])):
-                name, size = f"{prefix(e.segment.base)}{suffix}", config.segment_index_bytes // entry * entry
+                name, size = f"{prefix(e.segment.base_offset)}{suffix}", config.segment_index_bytes // entry * entry
                 index.trim_to_valid_size()
                 head = index.file_bytes()
                 files[name] = head + files.get(name, b"")[len(head) : size].ljust(size - len(head), b"\0")
             for new in _split(e.segment, log, outcome, path, e.written):
-                files[f"{prefix(new.base)}.log"] = bytes(new.log)
-                files[f"{prefix(new.base)}.index"] = new.offset_index.file_bytes()
-                files[f"{prefix(new.base)}.timeindex"] = new.time_index.file_bytes()
-                mtimes[f"{path}/{prefix(new.base)}.log"] = new.mtime_ms
+                files[f"{prefix(new.base_offset)}.log"] = bytes(new.log)
+                files[f"{prefix(new.base_offset)}.index"] = new.offset_index.file_bytes()
+                files[f"{prefix(new.base_offset)}.timeindex"] = new.time_index.file_bytes()
+                mtimes[f"{path}/{prefix(new.base_offset)}.log"] = new.mtime_ms
     pf.other = remaining
     log.segments = [segments[b] for b in sorted(segments)]
     outcome.log_now = pf
@@ -516,7 +539,7 @@ def _load_partition(
         # (not above the latest, §4.6 step 3f), so the next load's recovery, from the cache without
         # those entries, assigns them anew (corpora/found/idempotent-recovery-0607043e93)
         outcome.took(EPOCHS_PAST_END)
-    log.log_start_offset = max(ls_checkpoint, log.segments[0].base)
+    log.log_start_offset = max(ls_checkpoint, log.segments[0].base_offset)
     log.epochs_truncate_from_start(ls_checkpoint)
     log.log_end_offset = leo
     log.recovery_point = max(recovery_point, log.log_start_offset)
@@ -574,21 +597,21 @@ def _load_segment_files(files, path, log, config, clock, jitter, outcome, mtimes
 
 def _recover_log(log: Log, rp_checkpoint: int, outcome, path: str, clock, config) -> None:
     """§5.6 step 1: recover every unflushed segment until one loses bytes; delete the rest."""
-    floor = max((s.base for s in log.segments if s.base <= rp_checkpoint), default=None)
-    unflushed = [s for s in log.segments if floor is None or s.base >= floor]
+    floor = max((s.base_offset for s in log.segments if s.base_offset <= rp_checkpoint), default=None)
+    unflushed = [s for s in log.segments if floor is None or s.base_offset >= floor]
     for i, seg in enumerate(unflushed):
         outcome.took("5.6.1 unflushed segment recovered")
         try:
             removed = _recover(seg, log, outcome, path)
         except IndexFailure as e:
             if e.kind != "InvalidOffsetException":
-                raise PartitionLoadError(f"{path}/{prefix(seg.base)}.log", str(e)) from None
+                raise PartitionLoadError(f"{path}/{prefix(seg.base_offset)}.log", str(e)) from None
             outcome.took("5.6.1b invalid offset: segment emptied")
             removed = seg.size
             seg.log = bytearray()
             seg.mtime_ms = clock() if removed else seg.mtime_ms
-            seg.offset_index = OffsetIndex.create(seg.base, config.segment_index_bytes)
-            seg.time_index = TimeIndex.create(seg.base, config.segment_index_bytes)
+            seg.offset_index = OffsetIndex.create(seg.base_offset, config.segment_index_bytes)
+            seg.time_index = TimeIndex.create(seg.base_offset, config.segment_index_bytes)
         outcome.truncated_bytes += removed
         if removed > 0:
             outcome.took("5.6.1b bytes truncated: recovery stops")
@@ -611,9 +634,9 @@ def _split(seg: Segment, log: Log, outcome: LoadOutcome, path: str, written) -> 
         seg.offset_index, seg.time_index = written
         _wrote(outcome, seg)
         raise PartitionLoadError(
-            f"{path}/{prefix(seg.base)}.log", f"cannot split the overflowed segment: {e}"
+            f"{path}/{prefix(seg.base_offset)}.log", f"cannot split the overflowed segment: {e}"
         ) from None
-    if new and min(n.base for n in new) != seg.base:
+    if new and min(n.base_offset for n in new) != seg.base_offset:
         # no new segment takes the original's name: replaceSegments renames it .deleted (§5.9 step 3)
         # and nothing makes that durable before the new segments' renames (step 5 syncs once, at the
         # end), so a power loss can keep both (docs/swap-files.md, "a split below the segment's base")
@@ -634,7 +657,7 @@ def _next_offset(seg: Segment, path: str, name: str | None = None) -> int:
     try:
         return seg.read_next_offset()
     except RecordFormatError as e:
-        raise PartitionLoadError(f"{path}/{name or prefix(seg.base) + '.log'}", str(e)) from None
+        raise PartitionLoadError(f"{path}/{name or prefix(seg.base_offset) + '.log'}", str(e)) from None
 
 
 def _swap_next_offset(files: dict[str, bytes], name: str, base: int, config: Config, clock, outcome, path: str) -> int:
@@ -654,9 +677,9 @@ def _swap_next_offset(files: dict[str, bytes], name: str, base: int, config: Con
 def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
     """§4.6 on the model: indexes rebuilt from the batches, the log cut after the last valid one,
     new leader epochs found in v2 batches assigned."""
-    outcome.recovered.append(seg.base)
+    outcome.recovered.append(seg.base_offset)
     outcome.log_bytes_read += seg.size  # LogSegment.recover reads the whole file
-    max_ts = (-1, seg.base)  # recover leaves maxTimestampAndOffsetSoFar known, not lazy (§4.6)
+    max_ts = (-1, seg.base_offset)  # recover leaves maxTimestampAndOffsetSoFar known, not lazy (§4.6)
     for batch in iterate_file(bytes(seg.log)).batches:
         h = batch.header()
         if h.max_timestamp > max_ts[0]:
@@ -666,7 +689,11 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
             config = seg.config
             try:
                 written = rebuild_from_log(
-                    bytes(seg.log), seg.base, config.index_interval_bytes, config.segment_index_bytes, batch.position
+                    bytes(seg.log),
+                    seg.base_offset,
+                    config.index_interval_bytes,
+                    config.segment_index_bytes,
+                    batch.position,
                 )
             except IndexFailure as e:
                 _refused(e, seg, outcome)
@@ -677,7 +704,7 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
                 log.assign_epoch(h.partition_leader_epoch, h.offset)
     try:
         offsets, times, valid = rebuild_from_log(
-            bytes(seg.log), seg.base, seg.config.index_interval_bytes, seg.config.segment_index_bytes
+            bytes(seg.log), seg.base_offset, seg.config.index_interval_bytes, seg.config.segment_index_bytes
         )
     except IndexFailure as e:
         _refused(e, seg, outcome)
@@ -704,7 +731,7 @@ def _wrote(outcome: LoadOutcome, seg: Segment) -> None:
     """Note what a recovery left of ``seg`` on disk, for the case the load fails later: its log as
     cut and its indexes as rebuilt, trimmed to their entries (docs/crash-recovery.md, "a failed load";
     impl writes a load's recoveries as it goes, as Kafka does; corpora/found/conforms-9d085cfd83)."""
-    p = prefix(seg.base)
+    p = prefix(seg.base_offset)
     outcome.written[f"{p}.log"] = bytes(seg.log)
     outcome.written[f"{p}.index"] = seg.offset_index.file_bytes()
     outcome.written[f"{p}.timeindex"] = seg.time_index.file_bytes()

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 from model.errors import RecordFormatError
 from model.file_records import framed_batches
-from model.log import Segment
 from model.records import Batch
+from model.segment import Segment
 
 READ_BUFFER = 1024 * 1024  # appendChunkFromFile's initial read buffer (§4.11)
 
@@ -57,11 +57,11 @@ def has_overflow(seg: Segment, batches: list[Batch]) -> bool:
     """§4.5 rule 4, as the loader asks it right after a recovery reset the offset index: the next
     offset from a scan of the whole file (framing only, no CRC check) is above the base offset and,
     minus one, does not fit.  A last batch below the base (its base offset damaged) is no overflow:
-    the split refuses and the load fails (found by the time-to-catch control, stop 21)."""
+    the split refuses and the load fails (pinned by corpora/found/conforms-3e0ae28da8)."""
     if not batches:
         return False
     last = batches[-1].header().last_offset
-    return last + 1 > seg.base and not seg.fits(last)
+    return last + 1 > seg.base_offset and not seg.fits(last)
 
 
 def split(seg: Segment, new_segment: Callable[[int], Segment], now_ms: int) -> list[Segment]:

@@ -122,7 +122,7 @@ def test_a_task_is_addressed_by_its_seed():
 
 
 def test_signature_ignores_particulars_but_not_the_property_or_place():
-    frames = ("conformance.runner._check",)
+    frames = ("conformance.properties.crash_recovery.judge",)
     assert signature("durable", "offset 42 missing in d0/t-0/0.log", frames) == signature(
         "durable", "offset 7 missing in d1/x-3/9.log", frames
     )

@@ -17,8 +17,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.campaign import corpus, table
 from conformance.campaign.exampledb import CampaignDatabase
-from conformance.campaign.tasks import Task, machine_for, parse_target
-from conformance.mutants import mutant_stack
+from conformance.campaign.tasks import Task, machine_for
+from conformance.mutants import mutant_stack, parse_target
 from conformance.properties import PropertyViolation
 
 ENTRIES = corpus.entries()

@@ -8,8 +8,10 @@ import pytest
 
 from model.cleaner import CleaningError, group_segments_by_size
 from model.config import Config
-from model.log import INT32_MAX, Log, LogError, Segment
+from model.errors import LogError
+from model.log import Log
 from model.records import DELETE_HORIZON_BIT, Record, build_batch_v2, encode_batch_v2, encode_legacy_message
+from model.segment import INT32_MAX, Segment
 
 DAY = 86400000
 
@@ -55,7 +57,7 @@ def test_latest_value_per_key_kept_older_dropped():
     append(log, (104, b"a", b"a2"))  # active: not in the map, so a1 stays
     assert log.clean() == {"groups": [[0, 2]]}
     assert content(log) == [(1, b"b", b"b0"), (2, b"a", b"a1"), (3, b"c", b"c0"), (4, b"a", b"a2")]
-    assert [s.base for s in log.segments] == [0, 4]
+    assert [s.base_offset for s in log.segments] == [0, 4]
 
 
 def test_fully_kept_batch_is_copied_byte_for_byte_and_partly_kept_one_keeps_its_offsets():
@@ -143,7 +145,7 @@ def test_groups_respect_segment_bytes():
         append(log, (1, b"k%d" % i, b"v"))
         log.roll()
     assert log.clean() == {"groups": [[0, 1], [2, 3]]}
-    assert [s.base for s in log.segments] == [0, 2, 4]
+    assert [s.base_offset for s in log.segments] == [0, 2, 4]
     assert [s.size for s in log.segments] == [2 * len(probe), 2 * len(probe), 0]
 
 
@@ -156,7 +158,8 @@ def test_groups_respect_segment_index_bytes():
     assert [s.offset_index.size_in_bytes() for s in log.segments[:3]] == [8, 8, 8]
     assert [s.time_index.size_in_bytes() for s in log.segments[:3]] == [12, 12, 12]
     # offset entries 8+8 ≤ 24 but time entries 12+12 ≤ 24, a third (36) is too many
-    assert [[s.base for s in g] for g in group_segments_by_size(log.segments[:3], 2**31, 24, 2**31)] == [[0, 2], [4]]
+    groups = group_segments_by_size(log.segments[:3], 2**31, 24, 2**31)
+    assert [[s.base_offset for s in g] for g in groups] == [[0, 2], [4]]
     # Kafka 4.x indexes the cleaned segment batch by batch (§4.2): segment 2's first batch, no
     # longer the first of its segment, needs a third time entry the group's index has no room
     # for — the cleaner reaches corpora/kafka-findings/full-index-mid-append too
@@ -174,7 +177,7 @@ def test_groups_respect_the_relative_offset_limit(active_base, groups):
     )  # follower: offset 100 in segment 1
     log.roll(active_base)
     log.append(build_batch_v2(active_base, [(3, b"c", b"c")], partition_leader_epoch=0), False, 0)
-    assert [s.base for s in log.segments] == [0, 1, active_base]
+    assert [s.base_offset for s in log.segments] == [0, 1, active_base]
     assert log.clean() == {"groups": groups}
     assert content(log) == [(0, b"a", b"a"), (100, b"b", b"b"), (active_base, b"c", b"c")]
 
@@ -204,7 +207,7 @@ def test_nothing_to_clean_when_the_log_starts_in_the_active_segment():
     append(log, (2, b"k", b"v1"))
     log.delete_records(1)
     assert log.clean() == {"groups": []}
-    assert [s.base for s in log.segments] == [0, 1]
+    assert [s.base_offset for s in log.segments] == [0, 1]
 
 
 def test_not_compacted():
@@ -239,7 +242,7 @@ def test_old_segments_are_scheduled_for_deletion_and_the_cleaned_one_has_the_las
     log.clock.now = 9000
     log.clean()
     cleaned = log.segments[0]
-    assert cleaned not in (old0, old1) and cleaned.base == 0
+    assert cleaned not in (old0, old1) and cleaned.base_offset == 0
     assert cleaned.mtime_ms == 2000
     assert log.deleted == {0: old0, 1: old1} and old0.deleted and old1.deleted
     assert sorted(log.delete_tasks) == [(9500, 0), (9500, 1)]
@@ -314,7 +317,7 @@ def test_an_overflowed_legacy_segment_is_split_and_the_round_aborted():
     log.segments = [legacy, active]
     log.log_end_offset = log.recovery_point = high + 1
     assert log.clean() == {"groups": [], "split": 0}
-    assert [s.base for s in log.segments] == [0, high, high + 1]
+    assert [s.base_offset for s in log.segments] == [0, high, high + 1]
     assert [s.mtime_ms for s in log.segments[:2]] == [77, 77]
     assert log.deleted == {0: legacy}
     assert content(log) == [(0, b"a", b"a"), (high, b"b", b"b")]

@@ -156,3 +156,69 @@ def test_a_truncation_or_cleaning_rounds_power_loss_has_its_own_budget(data):
     crash = machine.session.steps[-1]
     assert crash.op == "crash" and crash.during == step
     assert not any(v for v in machine.session.verdict.violations)
+
+
+def test_every_weight_has_a_reason_and_a_reader():
+    """The weights table (conformance/weights.py): every row a chance between 0 and 1 or positive
+    whole weights, a one-line reason, and a machine or a strategy that reads it by name."""
+    import pathlib
+    from fractions import Fraction
+
+    from conformance.weights import TABLE
+
+    root = pathlib.Path(__file__).resolve().parent.parent / "conformance"
+    sources = "".join(p.read_text(encoding="utf-8") for p in sorted(root.glob("*.py")) if p.name != "weights.py")
+    for w in TABLE:
+        assert w.reason and "\n" not in w.reason, w.name
+        if isinstance(w.value, Fraction):
+            assert 0 < w.value < 1, w.name
+        else:
+            assert w.value and all(isinstance(n, int) and n > 0 for n in w.value.values()), w.name
+        assert f'"{w.name}"' in sources, f"nothing reads {w.name!r}"
+
+
+def test_an_option_of_weight_two_is_two_branches():
+    """``weighted`` builds one strategy per unit of an option's weight: a ``one_of`` counts one strategy
+    object once, so the same object twice would be a weight of 1.  Every option of "damaged file"
+    present: as many branches as the weights add up to."""
+    from hypothesis.strategies._internal.lazy import unwrap_strategies
+
+    from conformance.fault_strategies import damaged_files
+    from conformance.weights import WEIGHTS
+
+    files = {
+        "d0/recovery-point-offset-checkpoint": b"0\n1\nt 0 0\n",
+        "d0/t-0/00000000000000000000.log": b"x",
+        "d0/t-0/00000000000000000000.index": bytes(8),
+        "d0/t-0/00000000000000000005.log": b"x",
+        "d0/t-0/00000000000000000005.timeindex": bytes(12),
+        "d0/t-0/leader-epoch-checkpoint": b"0\n2\n0 0\n1 5\n",
+        "d0/legacy-0/00000000000000000000.log": b"x",
+    }
+    branches = unwrap_strategies(damaged_files(files)).element_strategies
+    assert len(branches) == sum(WEIGHTS["damaged file"].value.values()) == 9
+
+
+def test_the_batches_an_index_names_and_the_recovery_points_are_read_through_the_model():
+    """What damage favours in a .log — the batches its indexes name (§3.1, §3.2) — and which .logs a
+    recovery reads (§5.6) come from model.indexes and model.checkpoints; a checkpoint line that does
+    not parse drops only itself."""
+    import struct
+
+    from conformance.fault_strategies import indexed_batches, recovery_points
+    from model import records as R
+
+    batches = [R.encode_batch_v2(base_offset=o, records=[R.Record(value=b"v")]) for o in range(3)]
+    positions = [sum(map(len, batches[:i])) for i in range(3)]
+    stem = "d0/t-0/00000000000000000000."
+    files = {
+        stem + "log": b"".join(batches),
+        stem + "index": struct.pack(">ii", 1, positions[1]) + bytes(8 * 3) + b"\x01",
+        stem + "timeindex": struct.pack(">qi", 1_700_000_000_000, 2) + bytes(12 * 2),
+    }
+    assert indexed_batches(files, stem + "log") == (positions[1], positions[2])
+    files[stem + "timeindex"] = bytes(12) + struct.pack(">qi", 1_700_000_000_000, 0)  # a zero first slot: no entry
+    files[stem + "index"] = bytes(8)  # a zero first slot is an entry: offset 0 at position 0
+    assert indexed_batches(files, stem + "log") == (positions[0],)
+    checkpoint = {"d0/recovery-point-offset-checkpoint": b"0\n3\nt 0 5\nt 1 x7\norders 1 9\n"}
+    assert recovery_points(checkpoint) == {"d0/t-0": 5, "d0/orders-1": 9}

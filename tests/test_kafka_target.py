@@ -10,12 +10,13 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from conformance import kafka_jvm, regressions
+from conformance import regressions
 from conformance import scenario as sc
 from conformance.cli import main
-from conformance.kafka_target import KafkaTarget, Unsupported
 from conformance.regressions import CORPORA
 from conformance.runner import run
+from conformance.targets import kafka_jvm
+from conformance.targets.kafka import KafkaTarget, Unsupported
 
 ROLL_CASE = os.path.join(CORPORA, "log", "roll-on-segment-bytes.json")
 

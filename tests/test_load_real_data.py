@@ -172,7 +172,7 @@ def test_the_model_loader_agrees(data_dirs, name):
         assert (log.log_start_offset, log.log_end_offset, log.recovery_point) == (
             got["log_start_offset"], got["log_end_offset"], got["recovery_point"],
         )  # fmt: skip
-        assert [s.base for s in log.segments] == [s["base_offset"] for s in got["segments"]]
+        assert [s.base_offset for s in log.segments] == [s["base_offset"] for s in got["segments"]]
         assert [list(e) for e in log.epochs] == got["leader_epochs"]
 
 

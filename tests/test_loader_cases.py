@@ -4,10 +4,12 @@ and impl (on the simulated backend holding the same image) must leave the same l
 from __future__ import annotations
 
 import struct
+import types
 
 import pytest
 
-from conformance.runner import _comparable_files
+from conformance import scenario as sc
+from conformance.runner import Session
 from conformance.sim_storage import SimStorage
 from impl.config import LogConfig
 from impl.log_manager import LogManager
@@ -42,36 +44,26 @@ def clean_partition(p: str, bases=(0, 6, 12)) -> dict[str, bytes]:
     return files
 
 
-def both(image: dict[str, bytes], dirs=("/k/d0",), seen: dict | None = None):
-    """Load ``image`` with both; assert they agree.  ``seen`` (if given) receives the impl's storage
-    stats of the load and the model's outcomes."""
-    directories = {p.rsplit("/", 1)[0] for p in image if p.count("/") > 3}
-    storage = SimStorage.from_image(image, directories=[*dirs, *directories])
-    impl = LogManager(storage, list(dirs), LogConfig(segment_index_bytes=4096), lambda: T0)
-    before = storage.stats.snapshot()
-    impl_loads = {load.name: load for load in impl.startup()}
-    load_stats = storage.stats.snapshot()
-    load_stats.log_bytes_read -= before.log_bytes_read
-    model = model_load(
-        image, list(dirs), Config.of({"segment.index.bytes": 4096}), lambda: T0, lambda p, b: 0, directories
-    )
-    model_loads = {o.name: o for o in model.outcomes}
-    if seen is not None:
-        seen |= {"stats": load_stats, "model": model_loads}
-    assert set(impl_loads) == set(model_loads)
-    for name, load in impl_loads.items():
-        assert (load.error is None) == (model_loads[name].error is None), (name, load.error, model_loads[name].error)
-        if load.log is None:
-            continue
-        mlog = model.partitions[(load.topic, load.partition)].log
-        assert (load.log.log_start_offset, load.log.log_end_offset, load.log.recovery_point) == (
-            mlog.log_start_offset, mlog.log_end_offset, mlog.recovery_point)  # fmt: skip
-        assert [(s.base_offset, s.size) for s in load.log.segments] == [(s.base, s.size) for s in mlog.segments]
-        assert load.report.recovered_segments == model_loads[name].recovered
-    impl_files = _comparable_files(storage.image(), True)
-    model_files = _comparable_files(model.files(), True)
-    assert impl_files == model_files
-    return impl_loads, impl_files
+def both(image: dict[str, bytes], dirs=("/k/d0",), seen: dict | None = None, damaged=()):
+    """Load ``image`` (paths under ``/k``) with both, through the runner: a scenario with a disk
+    image and no steps, whose first open every property judges.  Returns impl's load results by
+    partition and its files (paths under ``/k`` again).  ``seen`` (if given) receives the impl's
+    storage stats of the load and the model's outcomes.  ``damaged``: the partitions the image
+    damaged on purpose (judged as after a ``corrupt`` step)."""
+    scenario = sc.Scenario(
+        (), {"segment.index.bytes": 4096}, data_dirs=len(dirs), clock_start_ms=T0,
+        image=sc.DiskImage({p.removeprefix("/k/"): data for p, data in image.items()}, damaged=tuple(damaged)),
+    )  # fmt: skip
+    session = Session(scenario, ("model", "impl"))
+    try:
+        assert not session.verdict.violations, str(session.verdict.violations[0])
+        impl = next(t for t in session.targets if t.name == "impl/sim")
+        if seen is not None:
+            stats = types.SimpleNamespace(log_bytes_read=impl.load_stats["log_bytes_read"])
+            seen |= {"stats": stats, "model": {o.name: o for o in session.model.manager.outcomes}}
+        return {load.name: load for load in impl.last_reports}, {f"/k/{p}": d for p, d in impl.files().items()}
+    finally:
+        session.close()
 
 
 def test_clean_shutdown_trusts_everything():
@@ -176,7 +168,7 @@ def test_clean_load_next_offset_needs_a_batch_reaching_the_index(damaged, leo):
         data[position] = 0xD8  # a negative base offset
         position += 12 + struct.unpack_from(">i", data, position + 8)[0]
     image["/k/d0/t-0/00000000000000000012.log"] = bytes(data)
-    loads, _ = both(image)
+    loads, _ = both(image, damaged=["d0/t-0"])
     assert loads["t-0"].log.log_end_offset == leo
 
 

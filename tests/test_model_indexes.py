@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from model.errors import IndexFailure
-from model.indexes import AbortedTxn, OffsetIndex, Slots, TimeIndex, TransactionIndex
+from model.indexes import AbortedTxn, OffsetIndex, Slots, TimeIndex, TransactionIndex, file_entries
 
 
 def reason(fn, *args, **kw):
@@ -188,6 +188,23 @@ def test_transaction_index():
     assert reason(v1.all_entries) == ("KafkaException", "unexpected-txn-version")
     x.reset()
     assert x.data == b"" and x.last_offset is None
+
+
+def test_file_entries_reads_every_whole_slot_as_kafka_s_pair():
+    """§3.2, §3.3, §3.8: big-endian signed pairs, every whole slot (padding too), a partial slot
+    dropped, the kind named by the file's suffix with or without .deleted/.swap/.cleaned."""
+    offsets = struct.pack(">iiii", 0x32, 4200, -7, 8400) + bytes(8) + b"\x00\x00\x00"
+    expected = [(50, 4200), (-7, 8400), (0, 0)]
+    for name in ("00000000000000001000.index", "x.index.deleted", "x.index.swap", "x.index.cleaned"):
+        assert file_entries(name, offsets) == expected
+    assert file_entries("x.index", bytes.fromhex("000000320000106800000064000020d0")) == [(50, 4200), (100, 8400)]
+    times = bytes.fromhex("0000018bcfe5680000000063") + struct.pack(">qi", -1, -3) + b"\x01" * 11
+    for name in ("x.timeindex", "x.timeindex.deleted", "x.timeindex.swap", "x.timeindex.cleaned"):
+        assert file_entries(name, times) == [(1700000000000, 99), (-1, -3)]
+    assert file_entries("x.index", b"") == [] and file_entries("x.timeindex", b"\x00" * 11) == []
+    for name in ("x.log", "x.txnindex", "x.index.tmp", "x.timeindex.bak", "index"):
+        with pytest.raises(ValueError):
+            file_entries(name, offsets)
 
 
 @given(

@@ -54,8 +54,8 @@ def test_model_and_impl_refuse_the_request_alike(config, data, kind):
 @pytest.mark.parametrize("ts", [NOW + 3_600_000, NOW - 10 * 365 * 86_400_000])
 def test_the_bounds_themselves_are_taken(ts):
     session, model_log, impl_log = _logs()
-    assert model_log.append(_batch(ts), True, 0) == (0, 0)
-    assert (impl_log.append(_batch(ts), True, 0).last_offset) == 0
+    assert model_log.append(_batch(ts), True, 0) == model.log.LogAppendInfo(0, 0)
+    assert impl_log.append(_batch(ts), True, 0).last_offset == 0
     session.close()
 
 
@@ -70,6 +70,6 @@ def test_a_follower_append_is_not_validated():
         leader=False,
     )
     data = sc.append_bytes(step)
-    assert model_log.append(data, False, 0) == (0, 1)
+    assert model_log.append(data, False, 0) == model.log.LogAppendInfo(0, 1)
     assert impl_log.append(data, False, 0).last_offset == 1
     session.close()

@@ -180,7 +180,7 @@ def test_a_refused_shutdown_does_not_make_the_next_open_a_clean_restart():
 def test_an_epoch_checkpoint_ahead_of_the_checkpointed_log_start_is_named():
     """idempotent-recovery leaves these epoch caches out (conformance/runner.py): only a first entry
     above the partition's checkpointed log start (0 when not checkpointed) counts."""
-    from conformance.runner import epochs_ahead_of_log_start
+    from conformance.properties.crash_recovery import epochs_ahead_of_log_start
 
     image = {
         "d0/t-0/leader-epoch-checkpoint": b"0\n1\n1 2\n",
@@ -213,7 +213,7 @@ def test_index_agrees_forgives_only_what_kafka_itself_keeps():
     corpora/crash/time-entry-below-a-batch-a-truncation-forgot.json); every later entry must still
     lie above the batches from the first entry's on.  An entry below the segment's base (a legacy
     index's overflowed relative offset, kept through truncations) is left out."""
-    from conformance.runner import index_problem
+    from conformance.properties.index_agrees import index_problem
     from model.records import build_batch_v2
 
     log = b"".join(build_batch_v2(o, [(ts, b"k", b"v")]) for o, ts in enumerate([900, 100, 500, 200, 700]))

@@ -1,11 +1,18 @@
 """§5.9's crash-point table and its three caveats, as loader cases (conformance/swap_states.py): the
-model and impl, on the simulated backend and on a real directory, agree and do what the table says."""
+model and impl, on the simulated backend and on a real directory, agree and do what the table says.
+Each case is a scenario with a disk image, run by the one runner, and stored in corpora/swap-states/."""
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
-from conformance.swap_states import CASES, judge, load_model
+from conformance import regressions
+from conformance import scenario as sc
+from conformance.runner import Session
+from conformance.swap_states import CASES, CORPUS, judge, loaded, scenario
 
 
 @pytest.mark.parametrize("backend", ["sim", "os"])
@@ -22,15 +29,11 @@ def test_the_cases_cover_every_row_and_caveat():
 
 def test_the_model_reports_the_swap_branches():
     """The loader branches each case goes through are reported (event names of the crash tests)."""
-    from conformance.swap_states import DIR, DIRECTORIES, INDEX_BYTES, T0
-    from model.config import Config
-    from model.log_manager import load
-
     seen = {}
     for case in CASES:
-        manager = load(case.image, [DIR], Config.of({"segment.index.bytes": INDEX_BYTES}), lambda: T0,
-                       lambda p, b: 0, DIRECTORIES)  # fmt: skip
-        seen[case.name] = set(manager.outcomes[0].branches)
+        session = Session(scenario(case), ("model",))
+        seen[case.name] = set(session.model.manager.outcomes[0].branches)
+        session.close()
     assert "5.2.1e invalid .swap removed" in seen["swap-at-the-smallest-cleaned-offset"]
     assert "5.2.1f .cleaned removed" in seen["writing-cleaned"]
     assert "5.2.3 original replaced by a swap removed" in seen["all-swap"]
@@ -38,4 +41,35 @@ def test_the_model_reports_the_swap_branches():
     assert "5.2.2 missing .index.swap created full of zero entries" in seen["missing-index-swap"]
     aborted = {"writing-cleaned", "cleaned-to-swap-halfway", "swap-at-the-smallest-cleaned-offset"}
     assert {c.name for c in CASES if "5.2.4 .swap renamed" in seen[c.name]} == {c.name for c in CASES} - aborted
-    assert load_model(CASES[0])[0]["segments"] == [0, 6, 12, 18]
+    assert loaded(CASES[0])["model"][0]["segments"] == [0, 6, 12, 18]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_corpus_holds_each_case_as_it_is_built(case):
+    """corpora/swap-states/ is what :func:`scenario` builds (regenerate: python -m conformance.swap_states)."""
+    stored = sc.Scenario.load(os.path.join(CORPUS, f"{case.name}.json"))
+    assert stored.image == scenario(case).image
+    assert (stored.steps, stored.config) == ((), scenario(case).config)
+    assert stored.expect["verdicts"]["impl"] == "pass"
+
+
+def test_an_image_round_trips_and_bad_images_are_named():
+    s = scenario(CASES[0])
+    assert sc.Scenario.from_json(json.loads(s.dumps())) == s
+    base = json.loads(s.dumps())
+    for image, message in [
+        ({"files": {"../etc/passwd": {"base64": ""}}}, "not a path under a data dir"),
+        ({"files": {"d3/t-0/x.log": {"base64": ""}}}, "not a path under a data dir"),
+        ({"files": {"d0/t-0/x.log": {"base64": "!!"}}}, "not base64"),
+        ({"files": {"d0/t-0/x.log": "AAAA"}}, "a file is an object"),
+        ({"files": {}, "extra": 1}, "an image is an object"),
+        ({"files": {}, "dirs": "d0"}, "a list of directory paths"),
+        ({"files": {}, "damaged": ["d0/t-0/x/y"]}, "not a path under a data dir"),
+    ]:
+        with pytest.raises(sc.ScenarioError, match=message):
+            sc.Scenario.from_json({**base, "image": image}, "case.json")
+
+
+def test_every_stored_swap_state_is_a_regression_case():
+    names = {c.name for c in regressions.cases(group="swap-states")}
+    assert names == {f"swap-states/{c.name}.json" for c in CASES}

@@ -30,9 +30,10 @@ from hypothesis.stateful import run_state_machine_as_test
 from conformance import scenario as sc
 from conformance.crash_images import FAMILIES
 from conformance.crash_machine import FAULT_KINDS, MAX_CRASHES, CrashMachine
-from conformance.mutants import mutant_stack
+from conformance.mutants import mutant_stack, parse_target
 from conformance.properties import PropertyViolation
-from conformance.runner import own_frames
+from conformance.regressions import replay_scenario
+from conformance.verdicts import own_frames
 
 # fault profile → the fault kinds a task under it may enable
 FAULT_PROFILES: dict[str, tuple[str, ...]] = {
@@ -44,7 +45,6 @@ FAULT_PROFILES: dict[str, tuple[str, ...]] = {
     "corruption": ("corrupt", "process"),
 }
 
-TARGETS_HELP = "impl, model, kafka or mutant:NAME"
 
 # the results table, in order (docs/campaign.md)
 COLUMNS = (
@@ -92,24 +92,6 @@ class Task:
         pool = FAULT_PROFILES[self.profile]
         kinds = tuple(sorted(rng.sample(pool, rng.randint(1, len(pool)))))
         return Rates(kinds, rng.randint(1, MAX_CRASHES))
-
-
-def parse_target(target: str) -> tuple[tuple[str, ...], str | None]:
-    """``impl`` → model against impl; ``model`` → the model alone (impl only makes the crash images);
-    ``kafka`` → model against Kafka's jars; ``mutant:NAME`` → model against the mutant.  Returns (runner targets, mutant name)."""
-    if target == "impl":
-        return ("model", "impl"), None
-    if target == "model":
-        return ("model",), None
-    if target == "kafka":  # model against Apache Kafka's own log layer (docs/kafka-target.md)
-        return ("model", "kafka"), None
-    if target.startswith("mutant:") and len(target) > len("mutant:"):
-        from conformance.mutants import get
-
-        name = target.split(":", 1)[1]
-        get(name)  # unknown or not runnable: MutantError now, not inside an executor
-        return ("model", "impl"), name
-    raise TaskError(f"unknown target {target!r}; use {TARGETS_HELP}")
 
 
 def machine_for(task: Task) -> type:
@@ -278,8 +260,6 @@ def fault_families(scenario: sc.Scenario) -> list[str]:
 
 def replay_signature(scenario: sc.Scenario, target: str) -> tuple[str | None, object]:
     """Run ``scenario`` through the runner against ``target``: (signature or None, first violation)."""
-    from conformance.regressions import replay_scenario
-
     v = replay_scenario(scenario, target)
     return (None, None) if v is None else (violation_signature(v), v)
 

@@ -199,7 +199,7 @@ LOG_MUTANTS = (
             return base, position""",
         new="""        if offset == self.log_end_offset:
             return self.active_segment.base_offset, self.active_segment.size""",
-        description="a fetch bounded by the log end offset reads the active segment's live size instead of the position captured with the offset (LogOffsetMetadata): beside an append it returns a batch written but not yet published (found by the race step)",
+        description="a fetch bounded by the log end offset reads the active segment's live size instead of the position captured with the offset (LogOffsetMetadata): beside an append it returns a batch written but not yet published (pinned by a race step: corpora/crash/fetch-beside-an-append-stops-at-the-published-log-end.json)",
         caught_by=("crash-scenarios", "regression-corpus", "log-machine"),
     ),
 )
@@ -268,7 +268,7 @@ CRASH_MUTANTS = (
         module="impl.segment",
         old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",
         new="        if False:\n",
-        description="after a truncation that cut the time index's only entry before the max timestamp was loaded, lookups go by Kafka's max (−1) instead of the content's: the max-timestamp search finds nothing (§4.7 rule 7, §4.8; found by the time-to-catch control run)",
+        description="after a truncation that cut the time index's only entry before the max timestamp was loaded, lookups go by Kafka's max (−1) instead of the content's: the max-timestamp search finds nothing (§4.7 rule 7, §4.8; pinned by corpora/crash/max-timestamp-search-after-truncating-the-only-time-entry.json)",
         caught_by=("crash-scenarios",),
     ),
     Mutant(
@@ -276,7 +276,7 @@ CRASH_MUTANTS = (
         module="impl.segment",
         old='    return f"{offset:020d}" if offset >= 0 else "-" + f"{-offset:020d}"',
         new='    return f"{offset:020d}"',
-        description="a negative base offset (a damaged batch's offset, split at load) named with Python's 20-character width, the sign included, instead of Kafka's 20 digits after the sign (LogFileUtils.filenamePrefixFromOffset; the model's own bug, found by the time-to-catch control)",
+        description="a negative base offset (a damaged batch's offset, split at load) named with Python's 20-character width, the sign included, instead of Kafka's 20 digits after the sign (LogFileUtils.filenamePrefixFromOffset, §2.1; pinned by corpora/crash/negative-base-offset-split-at-load-is-named-as-kafka-names-it.json)",
         caught_by=("crash-scenarios",),
     ),
     Mutant(
@@ -284,7 +284,7 @@ CRASH_MUTANTS = (
         module="impl.leader_epoch",
         old="        if any(epoch < 0 or start < 0 for epoch, start in loaded):\n",
         new="        if True:\n",
-        description="a leader-epoch checkpoint whose entries do not both increase (damage) is loaded as read instead of assigned entry by entry as LeaderEpochFileCache's constructor does, so a later assign keeps an entry Kafka dropped (found by the time-to-catch control)",
+        description="a leader-epoch checkpoint whose entries do not both increase (damage) is loaded as read instead of assigned entry by entry as LeaderEpochFileCache's constructor does, so a later assign keeps an entry Kafka dropped (pinned by corpora/crash/damaged-epoch-checkpoint-collapses-as-kafka-loads-it.json)",
         caught_by=("crash-scenarios",),
     ),
 )
@@ -314,7 +314,7 @@ CRASH_MUTANTS += (
         module="impl.segment",
         old="        for header in self.batches(start, framing_only=True):\n",
         new="        for header in self.batches(start):\n",
-        description="readNextOffset stops at a batch whose CRC fails, where Kafka's batchesFrom iterator checks framing only (§4.5 rule 3, §1.10): a clean load after a bit flip in the active segment's tail puts the log end offset below batches that stay on disk (what model and impl both did until the time-to-catch control found it)",
+        description="readNextOffset stops at a batch whose CRC fails, where Kafka's batchesFrom iterator checks framing only (§4.5 rule 3, §1.10): a clean load after a bit flip in the active segment's tail puts the log end offset below batches that stay on disk (pinned by corpora/crash/clean-load-counts-a-batch-whose-crc-fails.json)",
         caught_by=("crash-scenarios", "regression-corpus"),
     ),
     Mutant(

@@ -21,8 +21,8 @@ import tempfile
 import attrs
 
 from conformance import scenario as sc
-from conformance.kafka_jvm import KafkaTargetError, shared
-from conformance.targets import _partition_state, _Target, appended
+from conformance.targets import TargetBase, partition_state
+from conformance.targets.kafka_jvm import KafkaTargetError, shared
 from model.checkpoints import CheckpointError, parse_offsets, render_offsets
 
 NOT_COMPARED = (".lock",)
@@ -53,7 +53,9 @@ class Unsupported(Exception):
     """A step or setting this target cannot express: the scenario is not judged on it."""
 
 
-class KafkaTarget(_Target):
+class KafkaTarget(TargetBase):
+    trusts_its_index_files = True  # Kafka's own (kafkas_own: index-trusted-after-a-fault)
+
     @staticmethod
     def refusals():
         return (KafkaRefusal,)
@@ -70,7 +72,7 @@ class KafkaTarget(_Target):
         self.started = False
         self.stamped: dict[str, int] = {}  # path → the mtime (ns) last given to it
         try:
-            self._call(
+            self._request(
                 "configure",
                 root=self.root,
                 data_dirs=self.dir_names,
@@ -81,7 +83,7 @@ class KafkaTarget(_Target):
             shutil.rmtree(self.root, ignore_errors=True)
             raise
 
-    def _call(self, op: str, **fields) -> dict:
+    def _request(self, op: str, **fields) -> dict:
         answer = self.jvm.request({"op": op, "now_ms": self.clock(), **fields})
         if "unsupported" in answer:
             raise Unsupported(f"kafka {self.version}: {answer['unsupported']}")
@@ -108,25 +110,25 @@ class KafkaTarget(_Target):
     # --- the broker's life --------------------------------------------------------------------
 
     def _open(self) -> list[dict]:
-        answer = self._call("open")
+        answer = self._request("open")
         self.started = answer["started"]
         return answer["loaded"]
 
-    def apply(self, step: sc.Step) -> dict:
-        result = super().apply(step)
-        if isinstance(step, sc.Open) and self.running and not self.started:
+    def open(self) -> dict:
+        result = super().open()
+        if self.running and not self.started:
             self.running = False  # Kafka's startup failed: the broker is down (docs/kafka-target.md)
         return result
 
     def _shutdown(self):
-        return self._call("shutdown")["shutdown"]
+        return self._request("shutdown")["shutdown"]
 
     def _tick(self):
-        self._call("tick")
+        self._request("tick")
 
     def halt(self) -> None:
         if self.running:
-            self._call("halt")
+            self._request("halt")
         super().halt()
 
     def restore(self, files, directories, mtimes):
@@ -148,21 +150,19 @@ class KafkaTarget(_Target):
 
     # --- steps ----------------------------------------------------------------------------------
 
-    def _apply(self, step):
+    def _call(self, step):
         fields = {f.name: getattr(step, f.name) for f in attrs.fields(type(step)) if f.name != "batches"}
         if isinstance(step, sc.Append):
             if not step.leader and step.batches:
                 # a follower's current leader epoch is at least every fetched batch's; Kafka 4.x
                 # leaves out batches stamped above the epoch appendAsFollower is given
                 fields["leader_epoch"] = max(b.leader_epoch for b in step.batches)
-            return appended(
-                (r["first"], r["last"])
-                for r in (self._call("append", **fields, data=data.hex()) for data in sc.append_requests(step))
-            )
-        return self._call(step.op, **fields)
+            answers = [self._request("append", **fields, data=data.hex()) for data in sc.append_requests(step)]
+            return {"first": answers[0]["first"], "last": answers[-1]["last"]}
+        return self._request(step.op, **fields)
 
     def log_end_offset(self, topic: str, partition: int) -> int:
-        partitions = self._call("state")["partitions"]
+        partitions = self._request("state")["partitions"]
         key = next((k for k in partitions if k.split("/", 1)[1] == f"{topic}-{partition}"), None)
         if key is None:
             raise KafkaRefusal("UnknownTopicOrPartitionException", f"{topic}-{partition} has no log")
@@ -172,7 +172,7 @@ class KafkaTarget(_Target):
         out = {}
         if not self.running:
             return out
-        for key, p in self._call("state")["partitions"].items():
+        for key, p in self._request("state")["partitions"].items():
             out[key] = [self._log_bytes(key, name, size) for _base, size, name in p["segments"]]
         return out
 
@@ -187,9 +187,9 @@ class KafkaTarget(_Target):
         if not self.running:
             return {"running": False}
         parts = {}
-        for key, p in self._call("state")["partitions"].items():
+        for key, p in self._request("state")["partitions"].items():
             segs = [(base, size, self._log_bytes(key, name, size)) for base, size, name in p["segments"]]
-            parts[key] = _partition_state(
+            parts[key] = partition_state(
                 p["log_start_offset"], p["log_end_offset"], p["recovery_point"], segs, p["epochs"]
             )
         return {"running": True, "partitions": parts}
@@ -211,11 +211,11 @@ class KafkaTarget(_Target):
             return {}
         files = {
             f"{key}/{base}": (name, size)
-            for key, p in self._call("state")["partitions"].items()
+            for key, p in self._request("state")["partitions"].items()
             for base, size, name in p["segments"]
         }
         out = {}
-        for key, e in self._call("index_entries")["segments"].items():
+        for key, e in self._request("index_entries")["segments"].items():
             partition, base = key.rsplit("/", 1)
             out[key] = (
                 [tuple(x) for x in e["offsets"]],
@@ -229,7 +229,7 @@ class KafkaTarget(_Target):
     def close(self) -> None:
         try:
             if self.running and self.jvm.alive():
-                self._call("halt")
+                self._request("halt")
         except (KafkaTargetError, KafkaRefusal):
             pass
         self.running = False

@@ -21,7 +21,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent / "kafka-target"
+PROJECT = Path(__file__).resolve().parents[2] / "kafka-target"
 JAR = "kafka-target-1.jar"
 ANSWER_TIMEOUT_S = float(os.environ.get("KLC_KAFKA_TIMEOUT", "120"))
 BUILD_TIMEOUT_S = 900

@@ -1,0 +1,210 @@
+"""Kafka's own: where Kafka's behaviour relaxes a property, one row each.
+
+A property states what a correct log layer guarantees; Kafka itself does not always give it, and the
+suite judges Kafka's behaviour as the reference.  Each row names the condition (often a loader
+branch of :mod:`model.log_manager`) under which Kafka does something else, the property it relaxes,
+the spec section or JIRA key that says why, and the corpus case that fails without the row
+(``tests/test_kafkas_own.py`` switches each row off and checks that case fails with that property).
+
+The properties read the table through :func:`applies`; :func:`switched_off` disables rows, which is
+how the table's tests prove every row is needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import attrs
+
+from conformance.properties import CLEAN_RESTART, CONFORMS, DURABLE, IDEMPOTENT_RECOVERY, INDEX_AGREES
+
+
+@attrs.frozen
+class Allowance:
+    name: str
+    relaxes: str  # the property
+    trigger: str  # when Kafka does otherwise: a condition or a loader branch
+    spec: str  # kafka-log-spec.md section, JIRA key or KIP that says why
+    # the corpus case that fails without this row alone; None where no case does (corpora/README.md,
+    # "Kafka's own": the case that first needed it, and what covers it now)
+    pinned_by: str | None
+
+
+TABLE = (
+    Allowance(
+        "epochs-ahead-of-log-start", IDEMPOTENT_RECOVERY,
+        "the leader-epoch checkpoint begins above the checkpointed log start offset: delete_records and "
+        "retention write the epoch cache's truncateFromStart at once, the log start offset only at the next "
+        "checkpoint, so after a crash in between two loads rebuild different caches (epochs not compared)",
+        "§5.7; LogLoader: the earliest leader epoch may not be flushed during a hard failure",
+        None,
+    ),
+    Allowance(
+        "epochs-past-end-removed", IDEMPOTENT_RECOVERY,
+        "the load took model.log_manager.EPOCHS_PAST_END: truncateFromEnd removed entries a recovery had not "
+        "assigned, and the next recovery assigns them from the batches (epochs not compared)",
+        "§5.7",
+        "corpora/found/idempotent-recovery-0607043e93",
+    ),
+    Allowance(
+        "all-deleted-clears-epochs", IDEMPOTENT_RECOVERY,
+        "the load took model.log_manager.ALL_DELETED: it removes every segment, then clears the epoch cache, "
+        "then creates a segment at the log start; a crash between the first two leaves the checkpoint, which "
+        "the next load truncates from the start (epochs not compared)",
+        "§5.6 step 2; UnifiedLog.recoverLog's clearAndFlush",
+        None,
+    ),
+    Allowance(
+        "clean-load-keeps-epochs", IDEMPOTENT_RECOVERY,
+        "the uninterrupted load was clean (model.log_manager.CLEAN_LOAD); the crash, after the marker was "
+        "deleted, turns the next load into a recovery, which assigns epochs from the recovered batches where "
+        "the clean load took the checkpoint as it was (epochs not compared)",
+        "§6.2; KAFKA-10471",
+        "corpora/crash/clean-load-crashed-recovery-rebuilds-the-epoch-cache.json",
+    ),
+    Allowance(
+        "recovery-cut-deletes-later-segments", IDEMPOTENT_RECOVERY,
+        "the load took model.log_manager.LATER_DELETED: a recovery that cuts a segment short deletes the later "
+        "unflushed segments, and neither is made durable; a crash that keeps the cut and loses the renames "
+        "leaves segments the next load keeps (the partition not compared; durable and prefix still apply)",
+        "§5.6 step 1b",
+        None,
+    ),
+    Allowance(
+        "split-beside-its-original", IDEMPOTENT_RECOVERY,
+        "the load took model.log_manager.SPLIT_BELOW_BASE: the original's rename to .deleted is not durable "
+        "before the new segments' renames, and a crash that loses only it leaves the original beside them "
+        "(the partition not compared)",
+        "§5.9 steps 3–5; KAFKA-6264",
+        "corpora/found/idempotent-recovery-6b9fcf50d5",
+    ),
+    Allowance(
+        "recovery-truncates-what-a-clean-load-trusts", IDEMPOTENT_RECOVERY,
+        "the uninterrupted load was clean and a corrupt step damaged the partition: the recovery the crash "
+        "turns the next load into truncates corruption a clean load never reads (the partition not compared)",
+        "§6.2; KIP-263",
+        "corpora/crash/idempotent-recovery-after-a-corrupt-checkpoint.json",
+    ),
+    Allowance(
+        "recovery-splits-what-a-clean-load-keeps", IDEMPOTENT_RECOVERY,
+        "the uninterrupted load was clean on a legacy partition: overflow is found only in recovered "
+        "segments, so the recovery the crash turns the next load into may split what a clean load keeps "
+        "(the partition not compared)",
+        "§7.9; KAFKA-6264",
+        "corpora/crash/clean-load-crashed-recovery-rebuilds-the-epoch-cache.json",
+    ),
+    Allowance(
+        "unreadable-checkpoint-is-empty", IDEMPOTENT_RECOVERY,
+        "an I/O error the load got past (a checkpoint it could not read is an empty map, so every segment is "
+        "recovered from 0): that load is another load, not a partial one to compare with the uninterrupted load",
+        "§6.2 steps 3–4",
+        None,
+    ),
+    Allowance(
+        "log-end-below-log-start", DURABLE,
+        "the load took model.log_manager.ALL_DELETED: truncateFullyAndStartAt writes the recovery-point "
+        "checkpoint but not the log-start one, so batches flushed after it, below the old log start, are "
+        "deleted by the load after a crash (the partition's batches not required)",
+        "§5.6 step 2",
+        None,
+    ),
+    Allowance(
+        "cleaned-entry-below-kept-offset", INDEX_AGREES,
+        "a cleaned segment's index entry names the largest offset its cleaner kept (FilterResult.maxOffset), "
+        "below the batch's preserved last offset; a truncation into that batch keeps the entry, which then "
+        "names an offset the log no longer holds, at a batch start below the cut or at the cut (the log end)",
+        "§4.7; §5.9",
+        None,
+    ),
+    Allowance(
+        "truncation-forgets-max-timestamp", INDEX_AGREES,
+        "when a truncation empties the time index before the max timestamp was loaded, the batches left below "
+        "the cut are forgotten, so the first time entry may lie below one of them",
+        "§4.7 steps 2 and 7",
+        None,
+    ),
+    Allowance(
+        "overflowed-legacy-entry", INDEX_AGREES,
+        "an index entry whose relative offset a legacy broker wrote past 2^31 reads back negative, below the "
+        "segment's base; Kafka keeps it for good, also through a truncation (entries below the base ignored)",
+        "§3.1; KAFKA-5413",
+        "corpora/crash/overflowed-legacy-time-entry-survives-a-truncation.json",
+    ),
+    Allowance(
+        "index-trusted-after-a-fault", INDEX_AGREES,
+        "after a fault the model's and Kafka's index files are Kafka's, which may hold padding or junk Kafka "
+        "trusts (not judged on the model and Kafka targets; impl's lookups still are)",
+        "KIP-263",
+        "corpora/crash/time-entry-past-a-log-a-crash-emptied.json",
+    ),
+    Allowance(
+        "corrupted-index-kept", INDEX_AGREES,
+        "a partition a corrupt step damaged: Kafka keeps an unrecovered index as found, stale slots included "
+        "(its entries not judged, its index files not compared; the answers through it are)",
+        "KIP-263",
+        "corpora/crash/clean-load-counts-a-batch-whose-crc-fails.json",
+    ),
+    Allowance(
+        "unsynced-roll-entry", CLEAN_RESTART,
+        "after a fault an inactive segment's last time entry, written at the roll and never msynced (the "
+        "post-roll flush starts at the recovery point), may be an all-zero slot Kafka's sanity check accepts",
+        "§3.2; §4.3",
+        "corpora/crash/failed-load-keeps-its-split.json",
+    ),
+    Allowance(
+        "zero-filled-index", CONFORMS,
+        "after a fault an index file of two or more all-zero slots is padding (the zero-filled .index of a "
+        "crashed swap), which Kafka keeps as full: compared as empty",
+        "§5.9 caveat 3",
+        None,
+    ),
+    Allowance(
+        "failed-partition-half-recovered", CONFORMS,
+        "a partition that failed to load: Kafka leaves its files half-recovered (the loader writes as it goes) "
+        "and takes the dir offline (its files not compared)",
+        "§6.6",
+        "corpora/crash/failed-partition-keeps-its-mtimes-through-a-shutdown.json",
+    ),
+    Allowance(
+        "unclean-dir-recovers", CLEAN_RESTART,
+        "a data dir whose last shutdown wrote no clean-shutdown marker (e.g. one with an unloadable "
+        "partition) is recovered at the next open like after a crash",
+        "§6.3",
+        "corpora/crash/failed-load-keeps-its-split.json",
+    ),
+    Allowance(
+        "corrupted-index-costs-reads", CLEAN_RESTART,
+        "a corrupted index's last entry points anywhere: the load's bytes read after a graceful shutdown are "
+        "not judged once a corrupt step damaged the disk",
+        "§7.3; KAFKA-7283",
+        "corpora/crash/clean-load-reads-more-behind-a-corrupted-index.json",
+    ),
+)  # fmt: skip
+
+ALLOWANCES = {a.name: a for a in TABLE}
+_OFF: set[str] = set()
+
+
+def applies(name: str) -> bool:
+    """Whether the row ``name`` is in force (all are, except inside :func:`switched_off`)."""
+    if name not in ALLOWANCES:
+        raise KeyError(f"no Kafka's-own row {name!r}")
+    return name not in _OFF
+
+
+def exempt(name: str, partitions) -> set[str]:
+    """``partitions`` if the row ``name`` is in force, else none."""
+    return set(partitions) if applies(name) else set()
+
+
+@contextlib.contextmanager
+def switched_off(*names: str):
+    """Judge as if Kafka gave the properties these rows relax (a row's test: its case then fails)."""
+    for name in names:
+        applies(name)
+    added = set(names) - _OFF
+    _OFF.update(added)
+    try:
+        yield
+    finally:
+        _OFF.difference_update(added)

@@ -1,0 +1,78 @@
+"""``clean-restart``: after a graceful shutdown every index file is trimmed and sane, and the open
+that follows recovers nothing and (impl) reads no log bytes beyond the active segments' tails and
+opens no index of an inactive segment (KAFKA-7283, spec §6.3, §7.3)."""
+
+from __future__ import annotations
+
+from conformance import kafkas_own
+from conformance import scenario as sc
+from conformance.index_files import INDEX_SUFFIXES
+from conformance.properties import CLEAN_RESTART, Observation, tainted
+from model.indexes import file_entries
+
+
+def judge(obs: Observation):
+    if isinstance(obs.step, sc.Shutdown):
+        for t in obs.targets:
+            yield CLEAN_RESTART, _untrimmed(t, obs)
+    if isinstance(obs.step, sc.Open) and obs.shutdown_at is not None:
+        for t in obs.targets:
+            yield CLEAN_RESTART, _recovered(t, obs)
+
+
+def _untrimmed(target, obs: Observation) -> str | None:
+    zero_slots = not (obs.faulted and kafkas_own.applies("unsynced-roll-entry"))
+    for path, data in sorted(target.files().items()):
+        if path.endswith(INDEX_SUFFIXES) and not tainted(path.rsplit("/", 1)[0], obs.corrupted):
+            problem = trimmed_index_problem(path, data, zero_slots)
+            if problem:
+                return f"{target.name} after shutdown: {problem}"
+    return None
+
+
+def _recovered(target, obs: Observation) -> str | None:
+    """What the open after a graceful shutdown did that it should not have."""
+    unclean = set()
+    if kafkas_own.applies("unclean-dir-recovers"):
+        unclean = {d for d, clean in (obs.shutdown_dirs or {}).items() if not clean}
+    recovered = [
+        (load["partition"], load["recovered"])
+        for load in target.last_load
+        if load["recovered"] and load.get("dir") not in unclean
+    ]
+    if recovered:
+        return f"{target.name} recovered {recovered} after a graceful shutdown"
+    stats = getattr(target, "load_stats", None)
+    if stats is None or unclean or (obs.corrupted and kafkas_own.applies("corrupted-index-costs-reads")):
+        return None
+    obs.load_stats.append(stats)
+    if stats["log_bytes_read"] > stats["tail_bytes"]:
+        return (
+            f"{target.name} read {stats['log_bytes_read']} log bytes while loading after a graceful shutdown; "
+            f"only the {stats['tail_bytes']} bytes after the active segments' last index entries are needed"
+        )
+    if stats["inactive_indexes_opened"]:
+        return (
+            f"{target.name} opened {', '.join(stats['inactive_indexes_opened'])} while loading after a "
+            "graceful shutdown; an inactive segment's index waits for first use (KAFKA-7283)"
+        )
+    return None
+
+
+def trimmed_index_problem(path: str, data: bytes, zero_slots: bool = True) -> str | None:
+    """An index file after a graceful shutdown holds only its entries, in order (§3.4 step 5).
+    ``zero_slots=False`` lets an all-zero slot stand (Kafka's own ``unsynced-roll-entry``)."""
+    if path.endswith(".txnindex"):
+        return None
+    size = 8 if path.endswith(".index") else 12
+    if len(data) % size:
+        return f"{path}: length {len(data)} is not a multiple of {size}"
+    entries = file_entries(path, data)
+    for i, e in enumerate(entries):
+        if e == (0, 0) and zero_slots:
+            return f"{path}: slot {i} is zero (not trimmed to its entries)"
+        if e == (0, 0) and not zero_slots:
+            continue
+        if i and (e[0] <= entries[i - 1][0] if size == 8 else e[0] < entries[i - 1][0]):
+            return f"{path}: entry {i} {e} does not increase on entry {i - 1} {entries[i - 1]}"
+    return None

@@ -1,0 +1,87 @@
+"""``conforms``: with two or more targets, every step gives the same result, the same logical log
+(log start and end offsets, recovery point, segments, leader epochs) and the same files — index
+files too when they are settled (right after a shutdown or an open, when every index is trimmed
+or resized)."""
+
+from __future__ import annotations
+
+from conformance import kafkas_own
+from conformance import scenario as sc
+from conformance.index_files import is_index_file
+from conformance.properties import CONFORMS, Observation, tainted
+from conformance.verdicts import describe, first_difference
+
+
+def judge(obs: Observation):
+    """Each target against the first: result, then state, then files; stops at the first difference."""
+    step = obs.step
+    # an open a running broker refused loaded nothing: its lazily created indexes are as unsettled
+    # as before it (corpora/found/conforms-4cc52035c1)
+    refused = isinstance(step, sc.Open) and any(
+        (r or {}).get("error") == "AlreadyRunning" for r in obs.results.values()
+    )
+    settled = isinstance(step, sc.Shutdown | sc.Open) and not refused
+    a = obs.targets[0] if obs.targets else None
+    for b in obs.targets[1:]:
+        witness = _difference(obs, a, b, settled)
+        yield CONFORMS, witness
+        if witness:
+            return
+
+
+def _difference(obs: Observation, a, b, settled: bool) -> str | None:
+    step = obs.step
+    ra, rb = comparable(obs.results[a.name]), comparable(obs.results[b.name])
+    if ra != rb:
+        return f"{describe(step)}: {a.name} vs {b.name} result {first_difference(ra, rb)}"
+    sa, sb = a.state(), b.state()
+    if sa != sb:
+        return f"after {describe(step)}: log state {first_difference(sa, sb)}"
+    fa = comparable_files(a.files(settled), settled, obs.unloadable, obs.corrupted, obs.faulted)
+    fb = comparable_files(b.files(settled), settled, obs.unloadable, obs.corrupted, obs.faulted)
+    if fa == fb:
+        return None
+    diff = sorted(set(fa) ^ set(fb)) or sorted(p for p in fa if fa[p] != fb[p])
+    p = diff[0]
+    if p not in fa or p not in fb:
+        detail = f"only in {a.name if p in fa else b.name}"
+    else:
+        detail = f"{len(fa[p])} bytes vs {len(fb[p])} bytes, first difference at byte {_first_byte_diff(fa[p], fb[p])}"
+    return f"after {describe(step)}: file {p}: {detail}"
+
+
+def comparable(result: dict) -> dict:
+    """A step's result as compared: load errors by whether there is one (their texts name files
+    the same way but are worded per implementation)."""
+    if "loaded" in result:
+        return {"loaded": [{**x, "error": bool(x["error"])} for x in result["loaded"]]}
+    return result
+
+
+def comparable_files(
+    files: dict[str, bytes], settled: bool, unloadable=(), corrupted=(), faulted: bool = False
+) -> dict[str, bytes]:
+    """The files as compared.  Index files only when settled: in between, an index exists only once
+    materialised and its file keeps preallocated slots.  Kafka's own (:mod:`conformance.kafkas_own`):
+    ``failed-partition-half-recovered``, ``corrupted-index-kept``, ``zero-filled-index``."""
+    if unloadable and kafkas_own.applies("failed-partition-half-recovered"):
+        files = {p: d for p, d in files.items() if not (p.count("/") >= 2 and p.split("/")[1] in unloadable)}
+    if corrupted and kafkas_own.applies("corrupted-index-kept"):
+        files = {p: d for p, d in files.items() if not (is_index_file(p) and tainted(p.rsplit("/", 1)[0], corrupted))}
+    if faulted and kafkas_own.applies("zero-filled-index"):
+        files = {p: _without_zero_slots(p, d) if is_index_file(p) else d for p, d in files.items()}
+    if settled:
+        return {p: d for p, d in files.items() if not (is_index_file(p) and p.endswith(".deleted"))}
+    return {p: d for p, d in files.items() if not is_index_file(p)}
+
+
+def _without_zero_slots(path: str, data: bytes) -> bytes:
+    """An index file of two or more slots, all zero, read as empty: no index holds two all-zero
+    entries (offsets and timestamps increase), so this is padding.  One zero slot can be a real
+    entry (the base offset at position 0) and is compared, as is everything else."""
+    size = 12 if ".timeindex" in path else 8
+    return b"" if len(data) >= 2 * size and len(data) % size == 0 and not any(data) else data
+
+
+def _first_byte_diff(a: bytes, b: bytes) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))

@@ -1,0 +1,359 @@
+"""The crash properties, judged at the first ``open`` after a fault step (``crash``, ``fail_io``,
+``corrupt``) or a legacy segment written onto the disk:
+
+* ``durable`` — every batch below the recovery point when the power went, in a partition whose
+  directory entry was durable, is there;
+* ``prefix`` — every batch was appended at some time, offsets increase, and each pair of
+  neighbours were neighbours at some time;
+* ``idempotent-recovery`` — after a crash during an ``open``, the log equals the one the
+  uninterrupted load gave, and no clean-shutdown marker is left over index files the load had
+  changed (KAFKA-10471);
+* ``isolated`` — a load error names a file of its own partition; an I/O error while loading fails
+  one partition, never more.
+
+:class:`RecoveryTracker` keeps, from the model, what these compare a recovered log with.
+"""
+
+from __future__ import annotations
+
+import collections
+import errno
+import os
+
+import attrs
+
+from conformance import kafkas_own
+from conformance import scenario as sc
+from conformance.index_files import is_index_file
+from conformance.properties import DURABLE, IDEMPOTENT_RECOVERY, ISOLATED, PREFIX, Observation, tainted
+from conformance.properties.storage_protocol import MARKER
+from conformance.verdicts import first_difference
+from model.checkpoints import parse_epochs, parse_offsets
+from model.log_manager import ALL_DELETED, CLEAN_LOAD, EPOCHS_PAST_END, LATER_DELETED, SPLIT_BELOW_BASE
+
+
+@attrs.define
+class Reference:
+    """What the uninterrupted load gave (the model ran the load a crash interrupted): the log
+    idempotent-recovery compares the next load with, and where Kafka's own rows exempt it."""
+
+    partitions: dict  # the model's state after the load, per partition
+    clean: set[str]  # partitions the load found clean (CLEAN_LOAD)
+    took: dict[str, set[str]]  # loader branch → partitions whose load took it
+    epochs_ahead: set[str]  # epochs_ahead_of_log_start of the image before the load
+    injected: set[str] = attrs.Factory(set)  # partitions a legacy segment was written to after it
+
+    @classmethod
+    def of(cls, model_target) -> Reference:
+        took = {
+            b: partitions_that_took(model_target, b)
+            for b in (EPOCHS_PAST_END, ALL_DELETED, LATER_DELETED, SPLIT_BELOW_BASE)
+        }
+        return cls(
+            model_target.state()["partitions"],
+            partitions_that_took(model_target, CLEAN_LOAD),
+            took,
+            epochs_ahead_of_log_start(model_target.image),
+        )
+
+    def not_compared(self, legacy: set[str], corrupted) -> set[str]:
+        """Partitions whose log is not compared: the injected ones (not there at the reference
+        load), and Kafka's own rows."""
+        skip = set(self.injected)
+        skip |= kafkas_own.exempt(
+            "recovery-truncates-what-a-clean-load-trusts", {k for k in self.clean if tainted(k, corrupted)}
+        )
+        skip |= kafkas_own.exempt("recovery-splits-what-a-clean-load-keeps", self.clean & legacy)
+        skip |= kafkas_own.exempt("recovery-cut-deletes-later-segments", self.took[LATER_DELETED])
+        skip |= kafkas_own.exempt("split-beside-its-original", self.took[SPLIT_BELOW_BASE])
+        return skip
+
+    def epochs_not_compared(self) -> set[str]:
+        return (
+            kafkas_own.exempt("epochs-ahead-of-log-start", self.epochs_ahead)
+            | kafkas_own.exempt("epochs-past-end-removed", self.took[EPOCHS_PAST_END])
+            | kafkas_own.exempt("all-deleted-clears-epochs", self.took[ALL_DELETED])
+            | kafkas_own.exempt("clean-load-keeps-epochs", self.clean)
+        )
+
+
+def judge(obs: Observation):
+    """After an ``open``: the crash properties, if a fault came before it (then the tracker resets)."""
+    tracker = obs.tracker
+    if not isinstance(obs.step, sc.Open) or not tracker.faulted:
+        return
+    yield from tracker.judge(obs.targets)
+
+
+class RecoveryTracker:
+    """What the crash properties compare a recovered log with.
+
+    ``seen`` and ``pairs``: per partition, every batch ever readable and every pair of neighbours
+    ever seen; ``required``: per partition, the batches that must survive a power loss now — below
+    the recovery point, at or above the log start offset, in a partition whose directory entry a
+    data-dir fsync (a checkpoint write, a shutdown, a load from a durable image) has made durable."""
+
+    def __init__(self):
+        self.seen: dict[str, set] = collections.defaultdict(set)
+        self.pairs: dict[str, set] = collections.defaultdict(set)
+        self.required: dict[str, list] = {}
+        self.anchored: set[str] = set()
+        self.faulted = False
+        self.ever_faulted = False
+        self.ever_corrupted: set[str] = set()
+        self.reference: Reference | None = None
+        self.open_crashed = False
+        self.injected_batches: dict[str, list] = {}  # must all be there at the next completed open
+        self.legacy: set[str] = set()  # partitions an inject_legacy_segment step created
+        self.last: tuple[dict, dict] = ({}, {})  # batches and segment bases at the last observe
+
+    def injected(self, key: str, batches: list) -> None:
+        """A legacy segment written onto the disk (``inject_legacy_segment``): its messages are
+        durable data, so the next completed open must have every one (a split loses nothing)."""
+        self.seen[key].update(d for _, _, d in batches)
+        self.pairs[key].update((a[2], b[2]) for a, b in zip(batches, batches[1:], strict=False))
+        self.injected_batches[key] = list(batches)
+        self.legacy.add(key)
+        self.faulted = True
+        if self.reference is not None:  # not there when the interrupted load ran: not compared
+            self.reference.injected.add(key)
+
+    def observe(self, model, step, crashed: bool = False, result: dict | None = None) -> None:
+        batches = model.batches()
+        state = model.state()["partitions"]
+        for key, bs in batches.items():
+            self.seen[key].update(d for _, _, d in bs)
+            self.pairs[key].update((a[2], b[2]) for a, b in zip(bs, bs[1:], strict=False))
+        if isinstance(step, sc.Clean) and (result or {}).get("groups"):
+            self._cleaning_neighbours(model, step, result["groups"], batches)
+        self.last = (batches, {k: [seg[0] for seg in v["segments"]] for k, v in state.items()})
+        if not crashed:
+            self.anchored |= _anchored_by(model, step, result, batches)
+        required = {}
+        for key, bs in batches.items():
+            if key not in self.anchored:
+                continue
+            rp = state[key]["log_end_offset"] if isinstance(step, sc.Shutdown) else state[key]["recovery_point"]
+            ls = state[key]["log_start_offset"]
+            required[key] = [b for b in bs if b[1] < rp and b[0] >= ls]
+        if crashed:  # the interrupted step may or may not have happened: what both states require
+            required = {
+                k: [b for b in v if b in set(self.required.get(k, ()))]
+                for k, v in required.items()
+                if k in self.required
+            }
+        self.required = required
+
+    def _cleaning_neighbours(self, model, step, groups, after) -> None:
+        """A cleaning round installs its groups one by one (§5.9): a crash between two leaves the
+        first ones cleaned and the rest as they were, so the neighbours of every such mix are
+        neighbours the log has had.
+
+        And a crash inside one group's swap, once its ``.swap`` files are durable, leaves a mix of
+        the group itself: the next load deletes only the originals whose base lies in [swap base,
+        swap readNextOffset) and renames the ``.swap`` over the original of the same base (§5.2
+        steps 3–4, §5.9 caveat 1).  When cleaning removed the group's last batches, the cleaned
+        segment ends early and the originals above its end come back beside it
+        (corpora/found/prefix-ba8ffe62e6)."""
+        before, bases = self.last
+        key = f"{model.manager.dir_of(step.topic, step.partition)}/{step.topic}-{step.partition}"
+        old, new, bases = before.get(key, []), after.get(key, []), bases.get(key, [])
+        ranges = []
+        for group in groups:
+            later = [b for b in bases if b > group[-1]]
+            ranges.append((group[0], later[0] if later else 2**63))
+        mixes = []
+        for installed in range(1, len(groups)):
+            mixes.append(
+                [b for b in new if b[0] < ranges[installed][0]]
+                + [b for b in old if ranges[installed][0] <= b[0] < ranges[-1][1]]
+                + [b for b in new if b[0] >= ranges[-1][1]]
+            )
+        for start, end in ranges:
+            cleaned = [b for b in new if start <= b[0] < end]
+            read_next = cleaned[-1][1] + 1 if cleaned else start
+            kept = [s for s in bases if s >= max(read_next, start + 1)]
+            back = kept[0] if kept else 2**63
+            mixes.append(
+                [b for b in new if b[0] < end]
+                + [b for b in old if back <= b[0] < ranges[-1][1]]
+                + [b for b in new if b[0] >= ranges[-1][1]]
+            )
+        for mixed in mixes:
+            self.pairs[key].update((a[2], b[2]) for a, b in zip(mixed, mixed[1:], strict=False))
+
+    def crashed(self, reference: Reference | None, during_open: bool) -> None:
+        self.faulted = self.ever_faulted = True
+        if during_open:
+            self.open_crashed = True
+            if self.reference is None:
+                self.reference = reference
+
+    def corrupted(self, path: str) -> None:
+        self.faulted = self.ever_faulted = True
+        self.ever_corrupted.add(path.rsplit("/", 1)[0])
+        self.reference = None
+
+    def judge(self, targets):
+        """The crash properties on every running target; then nothing is pending any more."""
+        running = [t for t in targets if t.running]
+        model = next((t for t in running if t.name == "model"), None)
+        all_deleted = partitions_that_took(model, ALL_DELETED) if model is not None else set()
+        try:
+            for t in running:
+                yield from _isolated(t)
+                yield DURABLE, self._missing(t, all_deleted)
+                yield PREFIX, self._not_a_prefix(t)
+                if self.reference is not None and self.open_crashed:
+                    yield IDEMPOTENT_RECOVERY, self._not_idempotent(t)
+        finally:
+            self.faulted = False
+            self.reference = None
+            self.open_crashed = False
+            self.injected_batches = {}
+
+    def _missing(self, t, all_deleted: set[str]) -> str | None:
+        """durable: the first required batch the recovered log lacks.  Not judged in a partition a
+        corrupt step damaged (data may be missing, never wrong) or that failed to load (isolated)."""
+        all_batches = t.batches()
+        failed = {load["partition"] for load in t.last_load if load["error"]}
+        all_deleted = kafkas_own.exempt("log-end-below-log-start", all_deleted)
+        required = dict(self.required)
+        for key, need in self.injected_batches.items():
+            required[key] = [*required.get(key, ()), *need]
+        for key, need in sorted(required.items()):
+            if tainted(key, self.ever_corrupted) or key.split("/")[-1] in failed or key in all_deleted:
+                continue
+            have = set(all_batches.get(key, ()))
+            missing = [b for b in need if b not in have]
+            if missing:
+                b = missing[0]
+                on_disk = b in self.injected_batches.get(key, ())
+                why = "on disk when the broker started" if on_disk else "flushed before the crash"
+                return f"{t.name}: offsets {b[0]}..{b[1]} of {key}, {why}, are missing after recovery"
+        return None
+
+    def _not_a_prefix(self, t) -> str | None:
+        for key, bs in sorted(t.batches().items()):
+            problem = self._prefix_problem(key, bs)
+            if problem:
+                return f"{t.name}: {problem}"
+        return None
+
+    def _prefix_problem(self, key: str, bs) -> str | None:
+        """Not after corruption, ever: the v2 CRC does not cover the base offset or the length
+        (§1.5), so a damaged batch can pass recovery and stay readable for good."""
+        if tainted(key, self.ever_corrupted):
+            return None
+        seen, pairs = self.seen.get(key, set()), self.pairs.get(key, set())
+        for i, (base, last, d) in enumerate(bs):
+            if d not in seen:
+                return f"{key}: batch {base}..{last} after recovery was never appended (phantom or corrupt)"
+            # last offsets increase (§4.14): a follower may append a batch whose base lies below the
+            # previous batch's last offset (KAFKA-3919's overlapping batches)
+            if i and last <= bs[i - 1][1]:
+                return f"{key}: batch {base}..{last} follows {bs[i - 1][0]}..{bs[i - 1][1]} (offsets go back)"
+            if i and (bs[i - 1][2], d) not in pairs:
+                return f"{key}: batches {bs[i - 1][0]}..{bs[i - 1][1]} and {base}..{last} were never neighbours (a hole or a mix of versions)"
+        return None
+
+    def _not_idempotent(self, t) -> str | None:
+        """idempotent-recovery: the log after a crash during recovery and the next load equals the
+        uninterrupted load's, but for the partitions and epochs :class:`Reference` exempts."""
+        failed = {load["partition"] for load in t.last_load if load["error"]}
+        skip = self.reference.not_compared(self.legacy, self.ever_corrupted)
+        got = {k: v for k, v in t.state()["partitions"].items() if k not in skip}
+        want = {k: v for k, v in self.reference.partitions.items() if k.split("/")[-1] not in failed and k not in skip}
+        ahead = self.reference.epochs_not_compared()
+        got, want = ({k: _without_epochs(v) if k in ahead else v for k, v in d.items()} for d in (got, want))
+        if got == want:
+            return None
+        diff = first_difference(want, got)
+        return f"{t.name}: after a crash during recovery, {diff} (uninterrupted recovery first, then this one)"
+
+
+def _isolated(t):
+    """isolated: a load error names a file of its own partition."""
+    for load in t.last_load:
+        error = load["error"]
+        if error and load["partition"] and load["partition"] not in error:
+            yield ISOLATED, f"{t.name}: the load error of {load['partition']} names no file of it: {error}"
+
+
+def _anchored_by(model, step, result, batches) -> set[str]:
+    """Partitions whose directory entry ``step`` made durable: a checkpoint, a shutdown or an open
+    fsyncs every data dir; a truncation writes its dir's recovery-point checkpoint (which fsyncs the
+    dir) only if it removed something (§4.7, LogManager.truncateTo)."""
+    if isinstance(step, sc.Checkpoint | sc.Shutdown | sc.Open):
+        return set(batches)
+    truncated = isinstance(step, sc.TruncateFully) or (
+        isinstance(step, sc.Truncate) and (result or {}).get("truncated")
+    )
+    if truncated and (step.topic, step.partition) in model.manager.partitions:
+        d = f"{model.manager.dir_of(step.topic, step.partition)}/"
+        return {k for k in batches if k.startswith(d)}
+    return set()
+
+
+def io_error_problem(result: dict) -> str | None:
+    """isolated: an I/O error while loading fails one partition (or one data dir), never more.
+    (Elsewhere it must reach the caller as a declared error, KafkaStorageException: anything else
+    is an unexpected exception, reported by the caller.)"""
+    io = (os.strerror(errno.EIO), os.strerror(errno.ENOSPC))
+    failed = [x for x in result.get("loaded", ()) if x["error"] and any(m in x["error"] for m in io)]
+    if len(failed) > 1:
+        return f"one I/O error failed {len(failed)} partitions: {'; '.join(x['error'] for x in failed)}"
+    return None
+
+
+def recovery_skipped(before: dict[str, bytes], after: dict[str, bytes], clean: set[str]) -> str | None:
+    """idempotent-recovery: a crash inside a load that left a data dir's clean-shutdown marker over
+    index files the load had already changed (the active segment's, resized to full size): the next
+    start skips recovery and takes their zero tail as entries — KAFKA-10471 (§6.2, §7.6).
+    ``clean``: the partitions the uninterrupted load found clean.  None if no such partition."""
+    for partition in sorted(clean):
+        marker = f"{partition.split('/')[0]}/{MARKER}"
+        if marker not in after:
+            continue
+        prefix = partition + "/"
+        changed = sorted(
+            p
+            for p in set(before) | set(after)
+            if p.startswith(prefix) and is_index_file(p) and before.get(p) != after.get(p)
+        )
+        if changed:
+            return (
+                f"the crash inside the load left {marker} over {changed[0]}, which the "
+                "load had changed: the next start skips recovery and trusts it (KAFKA-10471)"
+            )
+    return None
+
+
+def partitions_that_took(model_target, *branches: str) -> set[str]:
+    """``d<N>/<topic>-<partition>`` of every partition whose last load took one of ``branches``."""
+    return {f"{o.data_dir}/{o.name}" for o in model_target.manager.outcomes if set(branches) & set(o.branches)}
+
+
+def epochs_ahead_of_log_start(image: dict[str, bytes]) -> set[str]:
+    """Partitions whose leader-epoch checkpoint begins above the log start offset checkpointed for
+    them (Kafka's own ``epochs-ahead-of-log-start``)."""
+    out = set()
+    for path, data in image.items():
+        if not path.endswith("/leader-epoch-checkpoint"):
+            continue
+        partition_dir = path.rsplit("/", 1)[0]
+        data_dir, name = partition_dir.rsplit("/", 1)
+        topic, _, number = name.rpartition("-")
+        try:
+            epochs = parse_epochs(data, path)
+            raw = image.get(f"{data_dir}/log-start-offset-checkpoint")
+            starts = parse_offsets(raw, data_dir) if raw else {}  # none written yet: every start is 0
+        except Exception:  # noqa: BLE001 - an unreadable checkpoint: Kafka's load decides, not this
+            continue
+        if epochs and epochs[0][1] > starts.get((topic, int(number) if number.isdigit() else -1), 0):
+            out.add(partition_dir)
+    return out
+
+
+def _without_epochs(state: dict) -> dict:
+    return {k: v for k, v in state.items() if k != "epochs"}

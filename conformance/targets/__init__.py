@@ -1,0 +1,188 @@
+"""The systems a scenario runs against, behind one protocol (:class:`Target`): the model
+(:mod:`.model_target`), impl on a storage backend (:mod:`.impl_target`) and Kafka's own jars
+(:mod:`.kafka`).
+
+A step picks the target operation it is (:meth:`conformance.scenario.Step.on`): ``open``,
+``shutdown``, ``tick``, ``race`` or ``operate`` (a log manager operation, which the model and impl
+run through the same Kafka names, :meth:`conformance.scenario.Step.call`).  Every operation returns
+a JSON-able result, ``{"error": kind}`` when Kafka would refuse it — the same form Kafka's target
+answers in over its JSON lines.  What the properties read: ``state()`` the logical log of every
+partition, ``files()`` the data dirs' files (paths relative to the target's root),
+``index_entries()`` the logical index entries of every live segment (with its bytes, whether it is
+the active one, and its end offset), ``batches()`` every valid batch.  Each target owns its clock
+(advanced only by ``tick``) and gets the same deterministic jitter source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from typing import Protocol
+
+from conformance import scenario as sc
+from model.file_records import iterate_file
+
+
+class Target(Protocol):
+    """The one target protocol (DESIGN.md "Targets")."""
+
+    name: str
+    running: bool
+    clock: Clock
+    last_load: list[dict]  # per partition of the last open: dir, partition, error, recovered segments
+    trace: list | None  # the storage operations so far (impl targets), else None
+    built_twice: list[str]  # lazy indexes the last race built twice (impl targets)
+    trusts_its_index_files: bool  # after a fault, keeps index bytes Kafka trusts (kafkas_own)
+
+    def apply(self, step: sc.Step) -> dict: ...
+    def open(self) -> dict: ...
+    def shutdown(self) -> dict: ...
+    def tick(self, ms: int) -> dict: ...
+    def race(self, step: sc.Race) -> dict: ...
+    def operate(self, step: sc.Step) -> dict: ...
+    def state(self) -> dict: ...
+    def files(self, indexes: bool = True) -> dict[str, bytes]: ...
+    def index_entries(self) -> dict: ...
+    def batches(self) -> dict[str, list[tuple[int, int, str]]]: ...
+    def halt(self) -> None: ...
+    def restore(self, files: dict, directories, mtimes: dict) -> None: ...
+    def close(self) -> None: ...
+
+
+class Clock:
+    def __init__(self, start_ms: int):
+        self.now = start_ms
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def jitter_source(seed: int):
+    """A deterministic stand-in for Kafka's per-segment ``Random.nextInt`` (spec §9.2 rule 1)."""
+
+    def draw(partition: str, base: int) -> int:
+        return zlib.crc32(f"{seed}:{partition}:{base}".encode()) & 0x7FFFFFFF
+
+    return draw
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()[:16]
+
+
+def partition_state(log_start, log_end, recovery_point, segments, epochs) -> dict:
+    return {
+        "log_start_offset": log_start,
+        "log_end_offset": log_end,
+        "recovery_point": recovery_point,
+        "segments": [[base, size, digest(data)] for base, size, data in segments],
+        "epochs": [list(e) for e in epochs],
+    }
+
+
+class TargetBase:
+    """What every target shares: the clock, the jitter source, the broker's life (open, shutdown,
+    tick) and the refusals; a target adds how it runs an operation (``_call``) and what it shows."""
+
+    name = "?"
+    trusts_its_index_files = False  # whether, after a fault, it keeps index bytes Kafka trusts (KIP-263)
+
+    def __init__(self, scenario: sc.Scenario):
+        self.scenario = scenario
+        self.clock = Clock(scenario.clock_start_ms)
+        self.jitter = jitter_source(scenario.jitter_seed)
+        self.dir_names = [f"d{i}" for i in range(scenario.data_dirs)]
+        self.running = False
+        self.last_load: list[dict] = []
+        self.trace = None  # the storage operation trace (impl targets)
+        self.built_twice: list[str] = []  # lazy indexes the last race built twice (impl targets)
+
+    def halt(self) -> None:
+        """The process is gone: forget everything in memory (files stay as the fault left them)."""
+        self.running = False
+        self.manager = None
+
+    def restore(self, files: dict, directories, mtimes: dict) -> None:
+        """Start over from a disk image (paths relative to the root), as after a crash."""
+        raise NotImplementedError
+
+    def batches(self) -> dict[str, list[tuple[int, int, str]]]:
+        """Per partition: (base offset, last offset, digest) of every valid batch, in log order."""
+        out = {}
+        for key, segments in self._segment_bytes().items():
+            out[key] = [
+                (b.header().offset, b.header().last_offset, digest(b.raw))
+                for data in segments
+                for b in iterate_file(data).batches
+            ]
+        return out
+
+    def apply(self, step: sc.Step) -> dict:
+        """Run one step: the step picks the operation (:meth:`conformance.scenario.Step.on`)."""
+        return step.on(self)
+
+    def tick(self, ms: int) -> dict:
+        """Time passes: the clock moves, and a running broker runs its scheduled work."""
+        self.clock.now += ms
+        if self.running:
+            try:
+                self._tick()
+            except self.refusals() as e:
+                return {"error": getattr(e, "kind", type(e).__name__)}
+        return {}
+
+    def open(self) -> dict:
+        """LogManager startup: every partition of every data dir loaded."""
+        if self.running:
+            return {"error": "AlreadyRunning"}
+        self.last_load = self._open()
+        self.running = True
+        return {"loaded": self.last_load}
+
+    def shutdown(self) -> dict:
+        """LogManager shutdown: per data dir, whether it wrote its clean-shutdown marker."""
+        if not self.running:
+            return {"error": "NotRunning"}
+        self.running = False
+        return {"shutdown": self._shutdown()}
+
+    def race(self, step: sc.Race) -> dict:
+        if not self.running:
+            return {"error": "NotRunning"}
+        return self._race(step)
+
+    def operate(self, step: sc.Step) -> dict:
+        """A log manager operation (``step.call``); Kafka's refusals become ``{"error": kind}``."""
+        if not self.running:
+            return {"error": "NotRunning"}
+        return self._one(step)
+
+    def _one(self, step: sc.Step) -> dict:
+        try:
+            return self._call(step)
+        except self.refusals() as e:
+            return {"error": getattr(e, "kind", type(e).__name__)}
+
+    def _race(self, step: sc.Race) -> dict:
+        """A ``race`` (:class:`conformance.scenario.Race`): ``{"race": [result per thread]}``.  A
+        read beside a writer must lie at or below the log end offset as the race starts, or its
+        answer (data or OffsetOutOfRange) would depend on the schedule: the race is then refused
+        as a whole, before any thread runs."""
+        self.built_twice = []
+        writers = {(s.topic, s.partition) for s in step.steps if isinstance(s, sc.RACE_WRITERS)}
+        for s in step.steps:
+            if isinstance(s, sc.Read) and (s.topic, s.partition) in writers:
+                try:
+                    end = self.log_end_offset(s.topic, s.partition)
+                except self.refusals():
+                    continue  # no such partition: every thread is refused alike
+                if max(s.offset, s.max_offset) > end:
+                    return {"error": "RaceDependsOnSchedule"}
+        return {"race": self._run_race(step)}
+
+    def log_end_offset(self, topic: str, partition: int) -> int:
+        return self.manager.log(topic, partition).log_end_offset
+
+    def _run_race(self, step: sc.Race) -> list[dict]:
+        """The model has no threads: one step after another (they commute, so any order will do)."""
+        return [self._one(s) for s in step.steps]

@@ -1,0 +1,225 @@
+"""A log segment, executable: the ``.log`` bytes and the offset and time indexes of one segment,
+with the roll and index bookkeeping (spec §4.1–§4.9; Kafka's ``LogSegment``).
+
+Everything is in memory.  Reads and lookups answer from a scan of the batches, never from an index,
+so they say what the log's content says (DESIGN.md "The model"); the indexes carry Kafka's
+append-time entries, needed because a full index rolls the segment.  The partition log that owns
+the segments is :mod:`model.log`.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from model.config import Config
+from model.errors import LogError
+from model.file_records import framed_batches, iterate_file
+from model.indexes import OffsetIndex, TimeIndex
+from model.names import filename_prefix
+from model.records import V2_HEADER_SIZE, Batch
+
+INT32_MAX = 2**31 - 1
+
+# LogFileUtils.filenamePrefixFromOffset (§2.1): a base offset is negative only when damage made a
+# batch's offset so, and a split at load names a segment after it
+prefix = filename_prefix
+
+
+@attrs.define(eq=False)
+class Segment:
+    """LogSegment (§4.1): the log bytes, the two indexes, and the roll/index bookkeeping."""
+
+    base_offset: int
+    config: Config
+    created_ms: int
+    jitter_ms: int
+    log: bytearray = attrs.Factory(bytearray)
+    offset_index: OffsetIndex = None
+    time_index: TimeIndex = None
+    bytes_since_last_index_entry: int = 0
+    rolling_based_timestamp: int | None = None
+    max_ts: tuple[int, int] | None = None  # (timestamp, offset); None = "not loaded yet"
+    mtime_ms: int = 0
+    deleted: bool = False  # files renamed with the .deleted suffix
+    lazy_entry: tuple[int, int] | None = None  # the max timestamp as loaded from the time index
+
+    def __attrs_post_init__(self):
+        if self.offset_index is None:
+            self.offset_index = OffsetIndex.create(self.base_offset, self.config.segment_index_bytes)
+        if self.time_index is None:
+            self.time_index = TimeIndex.create(self.base_offset, self.config.segment_index_bytes)
+
+    @property
+    def size(self) -> int:
+        return len(self.log)
+
+    def batches(self) -> tuple[Batch, ...]:
+        return iterate_file(bytes(self.log)).batches
+
+    def fits(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def max_timestamp(self) -> tuple[int, int]:
+        """maxTimestampAndOffsetSoFar, loaded lazily from the time index's last entry (§4.1, KIP-263)."""
+        if self.max_ts is None:
+            self.max_ts = self.lazy_entry = self.time_index.last_entry
+        return self.max_ts
+
+    def largest_timestamp(self) -> int:
+        """§4.8: the max timestamp if any batch had one ≥ 0, else the ``.log`` file's mtime.
+
+        A max timestamp still as loaded from the time index counts when that final entry is sound:
+        it names a batch of this segment and carries its max timestamp, no batch having a larger one.
+        An entry that escaped recovery damaged — zeroed, padded, junk (KAFKA-10207, KAFKA-19200) — is
+        not what the log says: Kafka trusts it, and retention reads the segment's newest record as 1970
+        and deletes it early.  Retention here goes by the log's content, as every logical result does
+        (DESIGN.md "The model"); mutant ``unproven-indexes-trusted`` restores Kafka's trust.  (The
+        index writes that use the max timestamp — the final entry at a roll — keep Kafka's value.)"""
+        entry = self.max_timestamp()
+        if entry is self.lazy_entry and self.time_index.entries and not self._sound_final_time_entry(entry):
+            entry = (self.content_max_timestamp(), entry[1])
+        ts = entry[0]
+        return ts if ts >= 0 else self.mtime_ms
+
+    def _sound_final_time_entry(self, entry: tuple[int, int]) -> bool:
+        timestamp, offset = entry
+        headers = [b.header() for b in self.batches()]
+        newest = max((h.max_timestamp for h in headers), default=-1)
+        named = any(h.last_offset == offset and h.max_timestamp == timestamp for h in headers)
+        return named and timestamp == newest
+
+    def content_max_timestamp(self) -> int:
+        """The largest batch max timestamp in the log bytes (−1 if none).  Lookups use this: their
+        answers are the scan's whatever an index says (DESIGN.md "The model").  Without faults it
+        equals :meth:`max_timestamp`; after a power loss that kept a clean marker but not an index
+        trim, Kafka's own lookups go by a bogus (0, base) last time-index entry instead."""
+        return max((b.header().max_timestamp for b in self.batches()), default=-1)
+
+    # §4.2
+    def append(self, last_offset: int, data: bytes, now_ms: int) -> None:
+        """§4.2 as Kafka 4.x runs it (LogSegment.append(largestOffset, records)): the write is one,
+        the max timestamp and the index entries advance batch by batch — each batch's max
+        timestamp with its last offset, an entry (its last offset, its position) whenever more
+        than index.interval.bytes went by since the last one.  The rolling timestamp is the first
+        batch's max timestamp (Kafka loads it from the file's first batch when it needs it)."""
+        position = self.size
+        headers = [b.header() for b in iterate_file(data).batches]
+        if position == 0:
+            self.rolling_based_timestamp = headers[0].max_timestamp
+        if not self.fits(last_offset):
+            raise LogError("LogSegmentOffsetOverflowException", f"offset {last_offset} in segment {self.base_offset}")
+        self.log += data
+        self.mtime_ms = now_ms
+        for h in headers:
+            if h.max_timestamp > self.max_timestamp()[0]:
+                self.max_ts = (h.max_timestamp, h.last_offset)
+            if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+                self.offset_index.append(h.last_offset, position)
+                self.time_index.maybe_append(*self.max_timestamp())
+                self.bytes_since_last_index_entry = 0
+            position += h.size
+            self.bytes_since_last_index_entry += h.size
+
+    # §4.3
+    def should_roll(self, max_ts_in_messages: int, last_offset: int, size: int, now_ms: int) -> bool:
+        if self.rolling_based_timestamp is None and self.size:
+            # §4.3: the first batch's, read by framing alone (its CRC is not checked); a first
+            # batch whose header cannot be read leaves it unknown (Kafka's append would throw)
+            first = iterate_file(bytes(self.log), validate=False).batches[:1]
+            readable = first and (not first[0].is_v2 or first[0].size >= V2_HEADER_SIZE)
+            self.rolling_based_timestamp = first[0].header().max_timestamp if readable else None
+        rolling = -1 if self.rolling_based_timestamp is None else self.rolling_based_timestamp
+        waited = max_ts_in_messages - rolling if rolling >= 0 else now_ms - self.created_ms
+        return (
+            self.size > self.config.segment_bytes - size
+            or (self.size > 0 and waited > self.config.segment_ms - self.jitter_ms)
+            or self.offset_index.is_full()
+            or self.time_index.is_full()
+            or not self.fits(last_offset)
+        )
+
+    # §4.4
+    def on_become_inactive(self) -> None:
+        self.time_index.maybe_append(*self.max_timestamp(), skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    # §4.5, by scanning
+    def batch_at_or_after(self, offset: int) -> Batch | None:
+        return next((b for b in self.batches() if b.header().last_offset >= offset), None)
+
+    def read(self, start_offset: int, max_size: int, max_position: int | None, min_one: bool) -> bytes | None:
+        batch = self.batch_at_or_after(start_offset)
+        if batch is None:
+            return None
+        limit = max(max_size, batch.size) if min_one else max_size
+        if limit == 0 or max_position is None:
+            return b""
+        end = batch.position + max(0, min(max_position - batch.position, limit))
+        return bytes(self.log[batch.position : min(end, self.size)])
+
+    def next_offset(self) -> int:
+        batches = self.batches()
+        return batches[-1].header().last_offset + 1 if batches else self.base_offset
+
+    def read_next_offset(self) -> int:
+        """§4.5 rule 3, readNextOffset as the loader runs it: scan from where the offset index puts
+        its last entry; unless some batch there reaches that entry's offset (a base offset the CRC
+        does not cover may have been damaged) the answer is the segment's base offset.  The scan is
+        by framing alone (:func:`framed_batches`): a batch whose CRC fails counts, and a framing
+        error raises :class:`RecordFormatError` — the load of a clean shutdown fails on it."""
+        start = self.offset_index.last_offset
+        # translateOffset scans from max(the entry's position, 0): a damaged entry's negative
+        # position scans the whole file (§4.5 rule 1; pinned by
+        # corpora/crash/clean-load-clamps-a-negative-index-position.json)
+        position = max(self.offset_index.lookup(start)[1], 0)
+        headers = [b.header() for b in framed_batches(bytes(self.log), position)]
+        if not any(h.last_offset >= start for h in headers):
+            return self.base_offset
+        return headers[-1].last_offset + 1
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
+        for batch in self.batches():
+            if batch.header().max_timestamp >= timestamp:
+                for record in batch.records():
+                    if record.timestamp >= timestamp and record.offset >= starting_offset:
+                        return record.timestamp, record.offset
+        return None
+
+    # §4.7
+    def truncate_to(self, offset: int, now_ms: int) -> int:
+        batch = self.batch_at_or_after(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.offset_index.resize(self.config.segment_index_bytes)
+        self.time_index.resize(self.config.segment_index_bytes)
+        removed = 0
+        if batch is not None:
+            removed = self.size - batch.position
+            del self.log[batch.position :]
+            self.mtime_ms = now_ms
+        if self.size == 0:
+            self.created_ms = now_ms
+            self.rolling_based_timestamp = None
+        self.bytes_since_last_index_entry = 0
+        if self.max_timestamp()[0] >= 0:
+            last = self.time_index.last_entry
+            position = self.offset_index.lookup(last[1])[1]
+            best = last
+            for b in self.batches():
+                h = b.header()
+                if b.position >= position and h.max_timestamp > best[0]:
+                    best = (h.max_timestamp, h.last_offset)
+            self.max_ts = best
+        return removed
+
+    # §4.9 close: the final time-index entry and trimmed indexes
+    def close(self) -> None:
+        """§4.9 rule 2: the final time-index entry (if the max timestamp was ever loaded), then the
+        trims.  A max timestamp whose offset lies below a stale last entry (a clean load trusts the
+        index, KAFKA-7283) makes the append throw, and Kafka 4.x lets it: the segment stays
+        untrimmed and its dir's shutdown fails (LogManager.shutdown; 3.x swallowed it)."""
+        if self.max_ts is not None:
+            self.time_index.maybe_append(*self.max_ts, skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()

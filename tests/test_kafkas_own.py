@@ -1,0 +1,55 @@
+"""Kafka's own table (conformance/kafkas_own.py): every row is needed, and names what needs it."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conformance import kafkas_own, regressions
+from conformance.properties import ALL
+
+PINNED = [row for row in kafkas_own.TABLE if row.pinned_by]
+
+
+def test_every_row_names_a_property_a_reason_and_a_spec_section():
+    assert len({row.name for row in kafkas_own.TABLE}) == len(kafkas_own.TABLE)
+    for row in kafkas_own.TABLE:
+        assert row.relaxes in ALL, row.name
+        assert row.trigger and row.spec, row.name
+
+
+@pytest.mark.parametrize("row", PINNED, ids=lambda r: r.name)
+def test_the_pinned_case_fails_without_its_row(row):
+    """With the row in force the case passes on impl; switched off, it fails with the property
+    the row relaxes: the row is needed, and the case shows why."""
+    case = _case(row.pinned_by)
+    assert regressions.verdict_of(regressions.replay(case, "impl")) == "pass"
+    with kafkas_own.switched_off(row.name):
+        got = [regressions.verdict_of(regressions.replay(case, t)) for t in ("impl", "model")]
+    assert f"fail: {row.relaxes}" in got, f"{row.pinned_by} without {row.name}: {got}"
+
+
+def test_an_unknown_row_is_an_error():
+    with pytest.raises(KeyError):
+        kafkas_own.applies("no-such-row")
+    with pytest.raises(KeyError), kafkas_own.switched_off("no-such-row"):
+        pass
+
+
+def test_switched_off_rows_come_back():
+    name = kafkas_own.TABLE[0].name
+    with kafkas_own.switched_off(name):
+        assert not kafkas_own.applies(name)
+        assert kafkas_own.exempt(name, {"d0/t-0"}) == set()
+    assert kafkas_own.applies(name)
+    assert kafkas_own.exempt(name, {"d0/t-0"}) == {"d0/t-0"}
+
+
+def _case(path: str) -> regressions.Case:
+    full = os.path.join(regressions.CHECKOUT, path)
+    return next(
+        c
+        for c in regressions.cases()
+        if os.path.samefile(c.path, full if path.endswith(".json") else os.path.join(full, "scenario.json"))
+    )
