@@ -19,8 +19,9 @@ the format mutants (``python -m benchmarks.time_to_catch``).
 from __future__ import annotations
 
 from hypothesis import event, target
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
 
 import impl.file_records
 from conformance.crash_images import CORRUPTIONS, corrupt
@@ -92,9 +93,6 @@ def make_file_records_machine(module=impl.file_records):
 
 def check_file_records_machine(module=impl.file_records, settings=None) -> None:
     """Run the machine (as a check usable against mutants); raises PropertyViolation."""
-    from hypothesis import settings as hsettings
-    from hypothesis.stateful import run_state_machine_as_test
-
     run_state_machine_as_test(
         make_file_records_machine(module),
         settings=settings or hsettings(report_multiple_bugs=False, stateful_step_count=30),

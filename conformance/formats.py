@@ -9,9 +9,14 @@ against the mutants in ``tests/mutants/``.
 from __future__ import annotations
 
 import attrs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import impl.file_records
 from conformance.properties import BAD_INPUT, CONFORMS, PropertyViolation
+from conformance.strategies import damaged_segments, segments
+from model import compression as C
+from model import records as R
 from model.errors import RecordFormatError
 from model.file_records import iterate_file
 
@@ -117,9 +122,6 @@ def spec_vector_segment() -> bytes:
 
 def mixed_reference_segment() -> bytes:
     """A small fixed segment with every magic, compressed and not, for exhaustive damage sweeps."""
-    from model import compression as C
-    from model import records as R
-
     parts = [
         R.build_batch_v2(0, [(1000, b"k", b"v0"), (1001, None, b"v1")], partition_leader_epoch=3),
         R.encode_legacy_message(1, 2, b"key", b"legacy-v1", 1002),
@@ -163,8 +165,6 @@ def check_tail_lengths(impl_module=impl.file_records) -> None:
 
 
 def _hypothesis_check(strategy, impl_module) -> None:
-    from hypothesis import given, settings
-
     @settings(report_multiple_bugs=False)
     @given(strategy)
     def run(data: bytes) -> None:
@@ -175,22 +175,16 @@ def _hypothesis_check(strategy, impl_module) -> None:
 
 def check_generated_segments(impl_module=impl.file_records) -> None:
     """Model-encoded segments (all magics, codecs, edge values) scan identically."""
-    from conformance.strategies import segments
-
     _hypothesis_check(segments(), impl_module)
 
 
 def check_damaged_segments(impl_module=impl.file_records) -> None:
     """Damaged segments give the same valid prefix, stop reason and error kind."""
-    from conformance.strategies import damaged_segments
-
     _hypothesis_check(damaged_segments(), impl_module)
 
 
 def check_arbitrary_bytes(impl_module=impl.file_records) -> None:
     """Any bytes at all: same outcome, and only declared errors."""
-    from hypothesis import strategies as st
-
     _hypothesis_check(st.binary(max_size=512), impl_module)
 
 

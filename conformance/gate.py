@@ -12,7 +12,12 @@ import attrs
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+import impl.file_records
+import impl.index
 from conformance import regressions, verdicts
+from conformance.file_records_machine import make_file_records_machine
+from conformance.index_machine import make_index_machine
+from conformance.log_machine import make_log_machine
 from conformance.properties import PropertyViolation
 
 
@@ -34,12 +39,6 @@ class GateReport:
 
 
 def _machines():
-    import impl.file_records
-    import impl.index
-    from conformance.file_records_machine import make_file_records_machine
-    from conformance.index_machine import make_index_machine
-    from conformance.log_machine import make_log_machine
-
     return {
         "log machine (impl on the simulated backend)": make_log_machine("sim"),
         "log machine (impl on real files)": make_log_machine("os"),

@@ -15,8 +15,16 @@ import shutil
 import tempfile
 
 from hypothesis import event, target
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 import impl.index
 from conformance.properties import BAD_INPUT, CONFORMS, PropertyViolation
@@ -393,9 +401,6 @@ def make_index_machine(index_module=impl.index):
 
 def check_index_machine(index_module=impl.index, settings=None) -> None:
     """Run the machine (as a check usable against mutants); raises PropertyViolation."""
-    from hypothesis import settings as hsettings
-    from hypothesis.stateful import run_state_machine_as_test
-
     run_state_machine_as_test(
         make_index_machine(index_module),
         settings=settings or hsettings(report_multiple_bugs=False, stateful_step_count=30),

@@ -24,7 +24,10 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from conformance import regressions, swap_states
-from conformance.impl_stack import LOG_STACK, impl_stack  # noqa: F401 - LOG_STACK: part of this module's surface
+from conformance.crash_machine import make_crash_machine
+from conformance.exhaustive import SIZES, explore, split_scenario, sweep, workloads
+from conformance.impl_stack import impl_stack
+from conformance.log_machine import make_log_machine
 from conformance.properties import PropertyViolation
 from conformance.runner import run
 from conformance.scenario import Scenario
@@ -63,8 +66,6 @@ def _fixed_budget(max_examples: int, steps: int) -> settings:
 
 
 def check_log_machine(module=None, max_examples: int = 300) -> None:
-    from conformance.log_machine import make_log_machine
-
     with impl_stack(module):
         run_state_machine_as_test(make_log_machine("sim"), settings=_fixed_budget(max_examples, 30))
 
@@ -76,8 +77,6 @@ def check_crash_scenarios(module=None) -> None:
 
 
 def check_crash_machine(module=None, max_examples: int = 300) -> None:
-    from conformance.crash_machine import make_crash_machine
-
     with impl_stack(module):
         run_state_machine_as_test(make_crash_machine("sim"), settings=_fixed_budget(max_examples, 40))
 
@@ -85,8 +84,6 @@ def check_crash_machine(module=None, max_examples: int = 300) -> None:
 def check_crash_exhaustive(module=None) -> None:
     """The ACE-style sweep (conformance/exhaustive.py) at its CI size, stopping at the first
     failing workload."""
-    from conformance.exhaustive import SIZES, explore, workloads
-
     size = SIZES["ci"]
     with impl_stack(module):
         for prelude, ops in workloads(size):
@@ -100,8 +97,6 @@ def check_split_sweep(module=None) -> None:
     """A crash at every storage operation of a load that splits an overflowed legacy segment, in
     loadSegmentFiles and in recoverLog, under every fault family (conformance/exhaustive.py
     ``split_scenario``, spec §5.5, §5.9)."""
-    from conformance.exhaustive import SIZES, split_scenario, sweep
-
     with impl_stack(module):
         for recover_log in (False, True):
             build = functools.partial(split_scenario, recover_log=recover_log)

@@ -3,7 +3,7 @@
 The catalogue lives in ``tests/mutants/`` of the source checkout (DESIGN.md "Mutants": never a flag in
 production code); this module finds it beside the installed ``conformance`` package — an editable
 install, or the code a campaign ships to its executors — and runs code with a mutant standing in for
-the impl module it edits (:func:`conformance.log_checks.impl_stack`).
+the impl module it edits (:func:`conformance.impl_stack.impl_stack`).
 """
 
 from __future__ import annotations

@@ -47,9 +47,8 @@ def fresh_cases():
     another of the same label (``ConjectureRunner.generate_mutations_from``: "the same value at
     multiple different points").  In the crash machine a case is a configuration, a history and a
     chain of faults; the copies keep the prefix and mostly repeat the same damage and crashes, and
-    they took about three quarters of its time (a profile at stop 26: 34 new cases and 161 copies
-    in 60 s).  Without them, on seeds 0–1 of the time-to-catch benchmark, every partial or missed
-    crash-machine row but one was found on both seeds (stop 26; corpora/README.md).
+    they take most of its time, so a fixed budget draws far fewer distinct cases with them (the
+    measurements: corpora/README.md, "Time to catch").
 
     Used by the crash machine's test (tests/test_crash_machine.py) and ``benchmarks/time_to_catch.py``,
     so the table measures what CI runs; not by campaigns, whose recorded findings replay the draws

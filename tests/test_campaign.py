@@ -131,9 +131,9 @@ def test_signature_ignores_particulars_but_not_the_property_or_place():
 
 
 def test_signature_tells_the_state_a_difference_lies_in():
-    """The two open idempotent-recovery findings of stop 23 (one in a log's segments, one in its
-    epoch cache) had one signature, an older fixed entry's; a same-kind difference elsewhere has one."""
-    frames = ("conformance.runner.RecoveryTracker.after_open",)
+    """Two idempotent-recovery findings, one in a log's segments and one in its epoch cache, are two
+    signatures; a same-kind difference elsewhere in the same state has one."""
+    frames = ("conformance.properties.crash_recovery.judge",)
     lead = "idempotent-recovery violated at step 5: model: after a crash during recovery, "
     tail = " (uninterrupted recovery first, then this one)"
     segments = signature("idempotent-recovery", lead + "/d0/legacy-0/segments: [[0, 56, 'b1']] != []" + tail, frames)
@@ -194,7 +194,7 @@ def test_exit_status_is_1_for_a_new_signature_and_0_once_it_is_known(tmp_path):
     assert json.loads(again.output)["skipped_seeds"] == 2 and json.loads(again.output)["findings"] == []
     # run again from scratch (a new results folder) beside the same corpus: the same seeds fail with
     # the signatures the corpus knows now, so nothing is new.  (Not two more seeds: other seeds may
-    # catch the mutant another way, a new signature — since stop 25 they do.)
+    # catch the mutant another way, a new signature.)
     at = args.index("--out") + 1
     fresh = CliRunner().invoke(main, [*args[:at], str(tmp_path / "o2"), *args[at + 1 :]])
     assert fresh.exit_code == 0, fresh.output

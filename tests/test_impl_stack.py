@@ -1,11 +1,11 @@
-"""A mutant runs under the whole impl stack (conformance.log_checks.impl_stack): every module that
+"""A mutant runs under the whole impl stack (conformance.impl_stack): every module that
 imports the mutated one is executed afresh against it, and the real modules come back afterwards.
 
 A module left out of LOG_STACK kept the real classes: impl.cleaner, imported lazily by impl.log, caught
 the real LogSegmentOffsetOverflow while the segments under a segment mutant raised the mutant stack's
 own, so a cleaning round of an overflowing legacy segment failed under every segment mutant, in any
 process that had imported the cleaner before (the time-to-catch benchmark's workers): a catch that
-was no catch, found at stop 21.
+was no catch.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pathlib
 import sys
 
 import impl
-from conformance.log_checks import LOG_STACK, impl_stack
+from conformance.impl_stack import LOG_STACK, impl_stack
 from tests.mutants import ALL_MUTANTS
 
 IMPL = pathlib.Path(impl.__file__).parent

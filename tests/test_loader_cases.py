@@ -322,8 +322,7 @@ def test_a_last_batch_below_the_base_is_no_overflow_and_the_load_fails():
     """§4.5 rule 4: hasOverflow needs the next offset above the segment's base.  A last batch whose
     base offset went below the segment's (damage outside the CRC) makes recovery throw the overflow
     (§4.6 step 3b), but the split refuses it (IllegalArgumentException, §5.5 step 1): the partition's
-    load fails naming the segment, and nothing is split (found by the time-to-catch control, stop 21:
-    both sides split it)."""
+    load fails naming the segment, and nothing is split."""
     p = "/k/d0/t-0"
     image = clean_partition(p, bases=(0,))
     image[f"{p}/{10:020d}.log"] = seg(10, batches=1) + seg(3, batches=1)
@@ -338,7 +337,7 @@ def test_a_split_below_the_base_leaves_the_new_segment_of_the_old_base_out_of_th
     10 and 2^32; replaceSegments takes the old segment out of the map by its base because that is
     not the smallest new base — the new segment 10 leaves with it, while its files are renamed into
     place.  The restarted recoverLog recovers new 0 and 2^32, not 10; the new segment 0 replaces
-    the original 0 (found by the time-to-catch control, stop 21: the model kept new 10 in the map)."""
+    the original 0."""
     p = "/k/d0/t-0"
     image = clean_partition(p, bases=(0,))
     image[f"{p}/{10:020d}.log"] = seg(10, batches=1) + seg(0, batches=1) + seg(2**32, batches=1)

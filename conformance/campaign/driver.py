@@ -18,22 +18,29 @@ function of its input row, so the same code runs on Spark executors or in local 
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+import multiprocessing
 import os
 import re
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
+import zipfile
 from collections.abc import Callable
+from importlib.metadata import version
 
 import attrs
 
 from conformance.campaign import corpus, table
+from conformance.campaign.report import write_report
 from conformance.campaign.tasks import Task, TaskError, reproduce, run_task, shrink
+from model.log_manager import BRANCHES
 
 
 class CampaignError(Exception):
@@ -92,8 +99,6 @@ def current_commit() -> str:
         ).stdout.strip()
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
-        from importlib.metadata import version
-
         return "v" + version("kafka-log-conformance")
 
 
@@ -176,9 +181,6 @@ class _Processes:
     """The baseline: a local process pool running the same functions."""
 
     def __init__(self, workers: int | None):
-        import concurrent.futures
-        import multiprocessing
-
         self.parallelism = workers or os.cpu_count() or 1
         self.pool = concurrent.futures.ProcessPoolExecutor(
             self.parallelism, mp_context=multiprocessing.get_context("fork")
@@ -207,7 +209,7 @@ class _Spark:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         try:
-            from pyspark.sql import SparkSession
+            from pyspark.sql import SparkSession  # pyspark: optional and slow to import
         except ImportError as e:
             raise CampaignError(f"pyspark is not installed ({e}); install the project (pip install -e .)") from None
         log4j = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
@@ -271,9 +273,6 @@ class _Spark:
 def _ship_code() -> str:
     """A zip of model/, impl/, conformance/ and tests/mutants for executors on other machines (their
     Python needs the project's dependencies installed; the code itself comes from this commit)."""
-    import tempfile
-    import zipfile
-
     path = os.path.join(tempfile.mkdtemp(prefix="klc-"), "klc-code.zip")
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for top in ("model", "impl", "conformance", "tests/mutants"):
@@ -401,9 +400,6 @@ def _reproduce(args) -> dict:
 
 
 def _write_outputs(out: str, report: str, rows: list[dict], findings: list[dict]) -> None:
-    from conformance.campaign.report import write_report
-    from model.log_manager import BRANCHES
-
     os.makedirs(out, exist_ok=True)
     keep = ("signature", "original_signature", "property", "witness", "target", "seed", "profile", "commit")
     summary = [{k: f.get(k) for k in keep} | {k: f[k] for k in ("flaky", "reproduced", "attempts", "corpus_path", "n_steps")} for f in findings]  # fmt: skip

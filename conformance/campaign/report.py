@@ -203,7 +203,7 @@ def _families_in_order(names: Iterable[str]) -> list[str]:
 
 def _svg(fig, salt: str) -> str:
     """The figure as an inline ``<svg>`` element (no XML prolog or doctype); closes the figure."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # matplotlib: optional and slow to import
 
     buf = io.StringIO()
     try:
@@ -226,7 +226,7 @@ def _unique_ids(svg: str, prefix: str) -> str:
 
 
 def _pyplot():
-    import matplotlib
+    import matplotlib  # matplotlib: optional and slow to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -236,7 +236,7 @@ def _pyplot():
 
 def _plot_context(salt: str):
     """Text as SVG text (small, selectable), fixed clip-path ids (same plot, same SVG), smaller type."""
-    import matplotlib
+    import matplotlib  # matplotlib: optional and slow to import
 
     return matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": f"klc-{salt}", "font.size": 9})
 
@@ -263,7 +263,7 @@ def _failure_plot(counts: dict[str, Counter]) -> str:
     props = list(counts)
     families = _families_in_order(f for c in counts.values() for f in c)
     plt = _pyplot()
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # matplotlib: optional and slow to import
 
     with _plot_context("failures"):
         cmap = plt.get_cmap("tab10")
@@ -290,7 +290,7 @@ def _branch_plot(counts: dict[str, int], tasks: int) -> str:
         return '<p class="note">No loader branches known.</p>'
     names = list(counts)
     plt = _pyplot()
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # matplotlib: optional and slow to import
 
     with _plot_context("branches"):
         fig, ax = plt.subplots(figsize=(9, 0.25 * len(names) + 1))

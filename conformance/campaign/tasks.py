@@ -227,9 +227,9 @@ def _path_kind(match: re.Match) -> str:
 def error_kind(witness: str) -> str:
     """A witness with its particulars taken out — the values after its last ``": "`` (``7 != 0``,
     ``only in first``), numbers and file paths but the kind of thing a path names: what went wrong
-    and where (a log's segments, its epoch cache), not with which data.  Two idempotent-recovery
-    findings, one in the segments and one in the epoch cache, had one signature when the whole path
-    was taken out (corpora/found/idempotent-recovery-6b9fcf50d5 and -0607043e93, stop 23)."""
+    and where (a log's segments, its epoch cache), not with which data: a difference in the segments
+    and one in the epoch cache are two bugs (corpora/found/idempotent-recovery-6b9fcf50d5 and
+    -0607043e93 keep their own signatures)."""
     first = witness.splitlines()[0] if witness else ""
     first = first.rsplit(": ", 1)[0]
     return _NUMBER.sub("N", _PATH.sub(_path_kind, first))[:200]
