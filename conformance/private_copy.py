@@ -1,61 +1,121 @@
 """A private copy of a data dir, so ``klc load`` can run the real loader (which deletes, renames,
 truncates and resizes, like Kafka's) without touching the operator's files.
 
-Sparse-aware: only the data extents of each file are copied (SEEK_DATA / SEEK_HOLE), so a
-preallocated 10 MiB index that holds a few entries costs a few bytes.  Modification times are kept
-(time retention falls back to them).  Unreadable entries are reported, never silently skipped.
+What a copy costs is what the data costs: only the data extents of each file are copied
+(SEEK_DATA / SEEK_HOLE), so a preallocated 10 MiB index that holds a few entries — or none, an
+all-zero index being one hole — costs its written bytes, on disk and in time.  Where the file
+system has no SEEK_DATA the file is copied whole.  Modification times are kept on every path (time
+retention falls back to them, spec §4.8).
+
+Kafka opens what a name points to (``java.io.File`` follows symbolic links), so a symlinked
+partition dir or segment is copied as what it points to.  Anything else that is not a regular file
+or a directory (a FIFO, a socket, a device, a dangling or looping link) is reported, never
+skipped in silence.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
+
+CHUNK = 1 << 20
 
 
-class CopyError(OSError):
-    pass
+def _data_extents(fd: int, size: int):
+    """(start, end) of every data extent of the file, holes left out.  Raises OSError when the
+    file system cannot tell (EINVAL, EOPNOTSUPP): the caller then copies the whole file."""
+    pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # no data after pos: the rest is one hole
+                return
+            raise
+        end = os.lseek(fd, start, os.SEEK_HOLE)
+        yield start, min(end, size)
+        pos = end
 
 
-def _copy_file(src: str, dst: str) -> None:
+def copy_file(src: str, dst: str) -> int:
+    """Copy ``src`` to ``dst`` sparsely, keeping its modification time; returns the bytes copied."""
+    copied = 0
     with open(src, "rb") as fin, open(dst, "wb") as fout:
         size = os.fstat(fin.fileno()).st_size
-        pos = 0
-        while pos < size:
-            try:
-                start = os.lseek(fin.fileno(), pos, os.SEEK_DATA)
-            except OSError:  # no data after pos (ENXIO) or no SEEK_DATA support: copy the rest plainly
-                start = size if pos else 0
-                if start == 0:
-                    shutil.copyfileobj(fin, fout)
-                    return
-                break
-            end = os.lseek(fin.fileno(), start, os.SEEK_HOLE)
+        try:
+            extents = list(_data_extents(fin.fileno(), size))
+        except OSError:
+            extents = [(0, size)]
+        for start, end in extents:
             fin.seek(start)
             fout.seek(start)
-            remaining = end - start
-            while remaining:
-                chunk = fin.read(min(remaining, 1 << 20))
-                if not chunk:
+            while start < end:
+                chunk = fin.read(min(end - start, CHUNK))
+                if not chunk:  # the file shrank under us: what is there is what is copied
                     break
                 fout.write(chunk)
-                remaining -= len(chunk)
-            pos = end
+                start += len(chunk)
+                copied += len(chunk)
         fout.truncate(size)
     shutil.copystat(src, dst)
+    return copied
 
 
 def private_copy(src: str, dst: str) -> list[str]:
-    """Copy the tree ``src`` to ``dst``; returns problems (unreadable paths), empty when complete."""
-    problems = []
-    for dirpath, _dirs, filenames in os.walk(src, onerror=lambda e: problems.append(f"{e.filename}: {e.strerror}")):
-        rel = os.path.relpath(dirpath, src)
-        os.makedirs(os.path.join(dst, rel), exist_ok=True)
+    """Copy the tree ``src`` to ``dst``; returns problems (unreadable or special paths), empty
+    when complete."""
+    problems: list[str] = []
+    seen: set[tuple[int, int]] = set()  # directories already copied: a symlink loop is reported once
+
+    def on_error(e: OSError) -> None:
+        problems.append(f"{e.filename}: {e.strerror}")
+
+    for dirpath, dirs, filenames in os.walk(src, onerror=on_error, followlinks=True):
+        st = os.stat(dirpath)
+        if (st.st_dev, st.st_ino) in seen:
+            problems.append(f"{dirpath}: a symbolic link loop (not copied again)")
+            dirs[:] = []
+            continue
+        seen.add((st.st_dev, st.st_ino))
+        target = os.path.join(dst, os.path.relpath(dirpath, src))
+        os.makedirs(target, exist_ok=True)
         for name in filenames:
-            s, d = os.path.join(dirpath, name), os.path.join(dst, rel, name)
-            try:
-                if os.path.islink(s) or not os.path.isfile(s):
-                    continue
-                _copy_file(s, d)
-            except OSError as e:
-                problems.append(f"{s}: {e.strerror or e}")
+            problem = _copy_entry(os.path.join(dirpath, name), os.path.join(target, name))
+            if problem:
+                problems.append(problem)
+    _copy_dir_times(src, dst)
     return problems
+
+
+def _copy_entry(s: str, d: str) -> str | None:
+    try:
+        mode = os.stat(s).st_mode  # follows a link, as Kafka does
+    except OSError as e:
+        return f"{s}: {e.strerror} (a dangling link?)" if os.path.islink(s) else f"{s}: {e.strerror}"
+    if not stat.S_ISREG(mode):
+        return f"{s}: not a regular file ({_kind(mode)}): not copied, the load will not see it"
+    try:
+        copy_file(s, d)
+    except OSError as e:
+        return f"{s}: {e.strerror or e}"
+    return None
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):  # fmt: skip
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _copy_dir_times(src: str, dst: str) -> None:
+    """Directories get their original modification times back (copying into them moved them)."""
+    for dirpath, _dirs, _files in os.walk(dst, topdown=False):
+        original = os.path.join(src, os.path.relpath(dirpath, dst))
+        try:
+            shutil.copystat(original, dirpath)
+        except OSError:
+            pass  # gone or unreadable since: already reported by the walk
