@@ -129,7 +129,8 @@ def _kafka_classpath(user: str) -> str:
     try:
         return os.pathsep.join([user, build()])
     except KafkaTargetError as e:
-        raise click.ClickException(str(e)) from None
+        click.echo(f"klc: {e}", err=True)
+        sys.exit(2)
 
 
 def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, as_json: bool) -> None:
@@ -206,7 +207,10 @@ def load(
     """Load broker data dirs as a broker would and report every partition: log start and end
     offsets, recovery point, segments, what recovery did, and any error.
 
-    DIRS are never modified: the loader runs on a private (sparse) copy.
+    DIRS are never modified: the loader runs on a private (sparse) copy.  Exit status: 0 every
+    partition loaded and nothing to report, 1 a partition was not loaded or something was not
+    copied or not loaded (a problem line says what), 2 bad arguments or the kafka target could not
+    run.  Every field of the report: docs/load.md.
     """
     from conformance.load_report import format_text, load_dirs, load_dirs_on_kafka  # local: impl log stack, slow
 
@@ -216,7 +220,8 @@ def load(
             classpath = _kafka_classpath(kafka_classpath) if kafka_classpath else None
             report = load_dirs_on_kafka(list(dirs), _config_items(config_items), shared(classpath))
         except KafkaTargetError as e:
-            raise click.ClickException(str(e)) from None
+            click.echo(f"klc load: {e}", err=True)
+            sys.exit(2)
     elif kafka_classpath:
         raise click.BadParameter("goes with --target kafka", param_hint="--kafka-classpath")
     else:
@@ -226,7 +231,7 @@ def load(
     else:
         for line in format_text(report):
             click.echo(line)
-    if report["problems"]:
+    if report["problems"] or any(p["error"] for p in report["partitions"]):
         sys.exit(1)
 
 

@@ -16,18 +16,59 @@ from impl.file_records import BatchScan
 from impl.log_manager import LogManager
 from impl.storage import OsStorage
 
+LOG_DIR_FILES = (".kafka_cleanshutdown", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                 "replication-offset-checkpoint", "meta.properties", "cleaner-offset-checkpoint")  # fmt: skip
+SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+
 
 def _copies(dirs: list[str], work: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """(original, private copy) of every dir that is one, and the problems met."""
-    copies, problems = [], []
+    """(original, private copy) of every dir that is a log dir, and the problems met."""
+    copies, problems, seen = [], [], {}
     for i, d in enumerate(dirs):
         if not os.path.isdir(d):
             problems.append(f"{d}: not a directory")
+            continue
+        real = os.path.realpath(d)
+        if real in seen:
+            problems.append(f"{d}: the same directory as {seen[real]}, loaded once")
+            continue
+        seen[real] = d
+        shape = not_a_log_dir(d)
+        if shape:
+            problems.append(f"{d}: {shape}")
             continue
         copy = os.path.join(work, f"dir{i}")
         problems += private_copy(d, copy)
         copies.append((d, copy))
     return copies, problems
+
+
+def not_a_log_dir(d: str) -> str | None:
+    """Why ``d`` is not a broker's log dir, or None: it must hold partition dirs or the files a
+    broker writes there (checkpoints, the clean-shutdown marker, meta.properties)."""
+    try:
+        names = os.listdir(d)
+    except OSError as e:
+        return f"cannot list it: {e.strerror}"
+    if not names:
+        return "empty: no partition directories and no checkpoint files, nothing a broker would load"
+    if any(n.endswith(SEGMENT_SUFFIXES) for n in names):
+        return "holds segment files itself: a partition directory? give its parent, the log dir"
+    if not any(os.path.isdir(os.path.join(d, n)) for n in names) and not set(names) & set(LOG_DIR_FILES):
+        return "not a Kafka log dir: no partition directories and no checkpoint files"
+    return None
+
+
+def _not_copied(problems: list[str], d: str) -> dict[str, list[str]]:
+    """Per partition dir name, the files of it the private copy could not take."""
+    out: dict[str, list[str]] = {}
+    for problem in problems:
+        path = problem.split(": ", 1)[0]
+        rel = os.path.relpath(path, d)
+        parts = rel.split(os.sep)
+        if len(parts) >= 2 and not rel.startswith(".."):
+            out.setdefault(parts[0], []).append(os.sep.join(parts[1:]))
+    return out
 
 
 def load_dirs_on_kafka(dirs: list[str], config: dict, jvm) -> dict:
@@ -70,6 +111,7 @@ def load_dirs_on_kafka(dirs: list[str], config: dict, jvm) -> dict:
             topic, _, partition = x["partition"].rpartition("-")
             error = x["error"] and x["error"].replace(work + "/" + x["dir"], d)
             entry = {"dir": d, "name": x["partition"], "topic": topic, "partition": int(partition), "error": error}
+            entry["not_copied"] = _not_copied(problems, d).get(x["partition"], [])
             p = state.get(f"{x['dir']}/{x['partition']}")
             if p is not None and not error:
                 folder = os.path.join(work, x["dir"], x["partition"])
@@ -123,6 +165,7 @@ def load_dirs(dirs: list[str], config: LogConfig) -> dict:
         seconds = time.perf_counter() - started
         stats = storage.stats.snapshot()
         names = {c: d for d, c in copies}
+        missing = {(d, name): files for d, _ in copies for name, files in _not_copied(problems, d).items()}
         partitions = []
         for load in loads:
             entry = {
@@ -131,6 +174,7 @@ def load_dirs(dirs: list[str], config: LogConfig) -> dict:
                 "topic": load.topic,
                 "partition": load.partition,
                 "error": load.error.replace(load.data_dir, names[load.data_dir]) if load.error else None,
+                "not_copied": missing.get((names[load.data_dir], load.name), []),
             }
             if load.log is not None:
                 log = load.log
@@ -193,6 +237,8 @@ def format_text(report: dict) -> list[str]:
             f"{p['topic']}-{p['partition']}: log start {p['log_start_offset']}, log end {p['log_end_offset']}, "
             f"recovery point {p['recovery_point']}, segments {segs}"
         )
+        if p.get("not_copied"):
+            lines.append(f"  INCOMPLETE: not copied, so the log above lacks them: {', '.join(p['not_copied'])}")
         if p.get("recovered_segments"):
             lines.append(f"  recovered segments {p['recovered_segments']}, {p['truncated_bytes']} bytes truncated")
         if p.get("removed_segments"):

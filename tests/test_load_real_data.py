@@ -90,9 +90,9 @@ def _expected(data_dir: Path) -> dict[str, dict]:
     return out
 
 
-def _load(*dirs: Path, target: str = "impl") -> dict:
+def _load(*dirs: Path, target: str = "impl", status: int = 0) -> dict:
     result = CliRunner().invoke(main, ["load", "--json", "--target", target, *map(str, dirs)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == status, result.output
     return json.loads(result.output)
 
 
@@ -181,7 +181,7 @@ def test_a_bad_partition_dir_is_reported_and_the_others_load(tmp_path):
     for name in ("good-0", "not_a_partition", "also-bad-x"):
         (data / name).mkdir(parents=True)
     (data / "good-0" / "00000000000000000000.log").write_bytes(b"")
-    report = _load(data)
+    report = _load(data, status=1)  # a partition NOT LOADED is not a clean bill of health
     by_name = {p["name"]: p for p in report["partitions"]}
     assert by_name["good-0"]["error"] is None and by_name["good-0"]["log_end_offset"] == 0
     for bad in ("not_a_partition", "also-bad-x"):
@@ -192,5 +192,20 @@ def test_a_bad_partition_dir_is_reported_and_the_others_load(tmp_path):
 def test_load_usage_errors(tmp_path):
     result = CliRunner().invoke(main, ["load", str(tmp_path / "missing")])
     assert result.exit_code == 1 and "not a directory" in result.output
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(main, ["load", str(tmp_path / "empty")])
+    assert result.exit_code == 1 and "empty: no partition directories" in result.output
+    partition = tmp_path / "d" / "t-0"
+    partition.mkdir(parents=True)
+    (partition / "00000000000000000000.log").write_bytes(b"")
+    result = CliRunner().invoke(main, ["load", str(partition)])
+    assert result.exit_code == 1 and "a partition directory? give its parent" in result.output
+    result = CliRunner().invoke(main, ["load", "--json", str(tmp_path / "d"), str(tmp_path / "d") + "/"])
+    assert result.exit_code == 1 and "the same directory as" in result.output
+    assert len(json.loads(result.output)["partitions"]) == 1
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("x")
+    result = CliRunner().invoke(main, ["load", str(tmp_path / "other")])
+    assert result.exit_code == 1 and "not a Kafka log dir" in result.output
     result = CliRunner().invoke(main, ["load", "--config", "segment.bytes=1", str(tmp_path)])
     assert result.exit_code == 2 and "segment.bytes" in result.output

@@ -84,3 +84,19 @@ def test_an_unreadable_file_is_reported(tmp_path):
     secret.chmod(0)
     problems = private_copy(str(src), str(dst))
     assert problems and "recovery-point-offset-checkpoint" in problems[0]
+
+
+def test_klc_load_marks_a_partition_whose_segment_was_not_copied(tmp_path):
+    """The log shown lacks the segment (here a FIFO named like one): the partition says so, and the
+    exit status is 1."""
+    from click.testing import CliRunner
+
+    from conformance.cli import main
+
+    d = tmp_path / "d0" / "t-0"
+    d.mkdir(parents=True)
+    (d / "00000000000000000000.log").write_bytes(b"")
+    os.mkfifo(d / "00000000000000000005.log")
+    result = CliRunner().invoke(main, ["load", str(tmp_path / "d0")])
+    assert result.exit_code == 1
+    assert "INCOMPLETE: not copied, so the log above lacks them: 00000000000000000005.log" in result.output
