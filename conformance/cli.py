@@ -201,8 +201,14 @@ def _config_option(values: tuple[str, ...]):
     help="kafka: what Apache Kafka's own loader (the pinned release, or --kafka-classpath) does on restart.",
 )
 @click.option("--kafka-classpath", metavar="PATH", help="With --target kafka: your own Kafka build's jars.")
+@click.option("--count-batches", is_flag=True, help="Also count every segment's batches (a CRC scan of all the data).")
 def load(
-    dirs: tuple[str, ...], as_json: bool, config_items: tuple[str, ...], target: str, kafka_classpath: str | None
+    dirs: tuple[str, ...],
+    as_json: bool,
+    config_items: tuple[str, ...],
+    target: str,
+    kafka_classpath: str | None,
+    count_batches: bool,
 ) -> None:
     """Load broker data dirs as a broker would and report every partition: log start and end
     offsets, recovery point, segments, what recovery did, and any error.
@@ -218,14 +224,14 @@ def load(
     if target == "kafka":
         try:
             classpath = _kafka_classpath(kafka_classpath) if kafka_classpath else None
-            report = load_dirs_on_kafka(list(dirs), _config_items(config_items), shared(classpath))
+            report = load_dirs_on_kafka(list(dirs), _config_items(config_items), shared(classpath), count_batches)
         except KafkaTargetError as e:
             click.echo(f"klc load: {e}", err=True)
             sys.exit(2)
     elif kafka_classpath:
         raise click.BadParameter("goes with --target kafka", param_hint="--kafka-classpath")
     else:
-        report = load_dirs(list(dirs), config)
+        report = load_dirs(list(dirs), config, count_batches)
     if as_json:
         click.echo(json.dumps(report, indent=1))
     else:

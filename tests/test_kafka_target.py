@@ -215,7 +215,7 @@ def test_klc_load_on_kafka_reports_a_missing_dir_and_refuses_a_stray_classpath(t
     assert stray.exit_code == 2 and "goes with --target kafka" in stray.output
     (tmp_path / "d" / "t-0").mkdir(parents=True)
     (tmp_path / "d" / "t-0" / "00000000000000000000.log").write_bytes(b"\0" * 100)  # a zeroed tail only
-    report = runner.invoke(main, ["load", "--target", "kafka", str(tmp_path / "d")])
+    report = runner.invoke(main, ["load", "--count-batches", "--target", "kafka", str(tmp_path / "d")])
     assert report.exit_code == 0, report.output
     assert report.output.splitlines()[0] == "as Apache Kafka 4.4.0 loads it (the kafka target)"
     assert "t-0: log start 0, log end 0, recovery point 0, segments 0(0 B, 0 batches)" in report.output

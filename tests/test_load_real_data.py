@@ -91,7 +91,7 @@ def _expected(data_dir: Path) -> dict[str, dict]:
 
 
 def _load(*dirs: Path, target: str = "impl", status: int = 0) -> dict:
-    result = CliRunner().invoke(main, ["load", "--json", "--target", target, *map(str, dirs)])
+    result = CliRunner().invoke(main, ["load", "--json", "--count-batches", "--target", target, *map(str, dirs)])
     assert result.exit_code == status, result.output
     return json.loads(result.output)
 
