@@ -247,7 +247,7 @@ def load(
     type=click.FloatRange(min=0),
     default=60.0,
     show_default=True,
-    help="Time for the state machines after the corpora.",
+    help="Time for the state machines, counted after the corpora; each runs at least one round (0: corpora only).",
 )
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
 def check(budget_seconds: float, as_json: bool) -> None:

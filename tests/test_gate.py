@@ -1,0 +1,22 @@
+"""``klc check`` must not pass what it did not run (conformance/gate.py)."""
+
+from __future__ import annotations
+
+from conformance import gate
+
+
+def test_every_machine_runs_at_least_one_round_whatever_the_budget():
+    report = gate.GateReport()
+    gate._run_machines(report, 0.001, progress=lambda line: None)
+    assert report.ok, report.violations
+    assert set(report.machine_cases) == set(gate._machines())
+    assert all(n >= 1 for n in report.machine_cases.values()), report.machine_cases
+
+
+def test_a_machine_that_ran_no_case_fails_the_gate(monkeypatch):
+    monkeypatch.setattr(gate, "run_state_machine_as_test", lambda machine, settings: None)
+    report = gate.GateReport()
+    gate._run_machines(report, 0.001, progress=lambda line: None)
+    assert not report.ok
+    assert len(report.violations) == len(gate._machines())
+    assert all("ran no case, so judged nothing (not a pass)" in v for v in report.violations)
