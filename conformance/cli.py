@@ -24,7 +24,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str))
+@click.argument("files", nargs=-1, required=True)  # each checked when dumped: one bad file fails only itself
 @click.option("--deep-iteration", is_flag=True, help="Decode every record inside each batch.")
 @click.option("--print-data-log", is_flag=True, help="Print keys and values (implies --deep-iteration).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line: per batch, per error, per file end.")

@@ -12,6 +12,7 @@ import base64
 import json
 import mmap
 import os
+import stat
 from collections.abc import Callable, Iterator
 
 import attrs
@@ -39,8 +40,21 @@ class DumpIOError(Exception):
     """The file could not be opened or read (the only failure that changes the exit status)."""
 
 
+def check_regular_file(path: str) -> None:
+    """DumpIOError unless ``path`` is a regular file (following links): a FIFO would block a
+    reader forever, a directory or a device is no segment."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise DumpIOError(f"cannot read {path}: {e.strerror or e}") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a special file"
+        raise DumpIOError(f"cannot read {path}: not a regular file ({kind})")
+
+
 def _open_buffer(path: str):
     """A read-only mmap of ``path`` (or ``b""`` for an empty file); caller closes what it gets."""
+    check_regular_file(path)
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size

@@ -9,11 +9,12 @@ entries before a zero-padded tail, or corruption).  Files are opened read-only a
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 from collections.abc import Callable, Iterator
 
-from conformance.dump import DumpIOError, DumpOptions, _open_buffer, base_offset_from_name
+from conformance.dump import DumpIOError, DumpOptions, _open_buffer, base_offset_from_name, check_regular_file
 from impl.errors import IndexFailure
 from impl.index import OffsetIndex, TimeIndex
 from impl.index_verify import verify_offset_index, verify_time_index
@@ -27,12 +28,13 @@ def dump_index_file(path: str, options: DumpOptions, emit: Callable[[str], None]
     base = base_offset_from_name(path)
     if base is None:
         raise DumpIOError(f"cannot read {path}: the file name does not start with a base offset (§2.1)")
-    if not os.path.isfile(path):
-        raise DumpIOError(f"cannot read {path}: no such file")
+    check_regular_file(path)
     storage = OsStorage(read_only=True)
     try:
-        if path.endswith(".txnindex"):
-            lines = _txn_lines(path, TransactionIndex(storage, path, base), options)
+        if path.endswith(".txnindex"):  # streamed: a transaction index may be gigabytes of records
+            for line in _txn_lines(path, TransactionIndex(storage, path, base), options):
+                emit(line)
+            return
         else:
             cls = OffsetIndex if path.endswith(".index") else TimeIndex
             index = cls(storage, path, base, max(os.path.getsize(path), cls.ENTRY_SIZE))
@@ -151,33 +153,31 @@ class _NoOffsetIndex:
         return self.base_offset, 0
 
 
-def _txn_lines(path: str, txn: TransactionIndex, options: DumpOptions) -> list[str]:
+def _txn_lines(path: str, txn: TransactionIndex, options: DumpOptions) -> Iterator[str]:
+    """The dump of a transaction index, line by line.  Kafka's dump reads every record before it
+    prints one (allAbortedTxns), so a bad record prints none: a first pass finds it, in bounded
+    memory, and the second prints."""
     try:
         if options.index_sanity_check:
-            return list(_sanity_lines(path, _verdict(txn.sanity_check), options.as_json))
+            yield from _sanity_lines(path, _verdict(txn.sanity_check), options.as_json)
+            return
         if options.verify_index_only:
             text = f"{path}: --verify-index-only does not apply to a transaction index; use --index-sanity-check"
-            return (
-                [json.dumps({"type": "verify-summary", "file": path, "applicable": False})]
-                if options.as_json
-                else [text]
-            )
-        try:
-            entries = txn.all_entries()
-            failure = None
-        except IndexFailure as e:
-            entries, failure = [], e
-        out = [] if options.as_json else [f"Dumping {path}"]
-        for i, e in enumerate(entries):
+            yield json.dumps({"type": "verify-summary", "file": path, "applicable": False}) if options.as_json else text
+            return
+        failure = _verdict(lambda: collections.deque(txn.iter_entries(), maxlen=0))
+        if not options.as_json:
+            yield f"Dumping {path}"
+        for i, e in enumerate(() if failure else txn.iter_entries()):
             if options.as_json:
-                out.append(json.dumps({"type": "aborted-txn", "file": path, "position": i * 34, **e._asdict()}))
+                yield json.dumps({"type": "aborted-txn", "file": path, "position": i * 34, **e._asdict()})
             else:
-                out.append(
+                yield (
                     f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
                     f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}"
                 )
         if failure is not None:
-            out.append(
+            yield (
                 json.dumps(
                     {
                         "type": "error",
@@ -190,6 +190,5 @@ def _txn_lines(path: str, txn: TransactionIndex, options: DumpOptions) -> list[s
                 if options.as_json
                 else f"Found invalid entry in {path}: {failure.kind} ({failure.reason}): {failure.detail}"
             )
-        return out
     finally:
         txn.close()

@@ -33,11 +33,6 @@ class TransactionIndex:
     def exists(self) -> bool:
         return self._file is not None
 
-    def _data(self) -> bytes:
-        if self._file is None:
-            return b""
-        return self._file.read(0, self._file.size())
-
     def append(self, txn: AbortedTxn) -> None:
         if self.last_offset is not None and self.last_offset >= txn.last_offset:
             raise IndexFailure(
@@ -53,21 +48,31 @@ class TransactionIndex:
             _RECORD.pack(txn.version, txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset)
         )
 
+    def iter_entries(self, records_per_read: int = 1 << 15):
+        """Every record in file order, read a bounded chunk at a time (a 2 GiB file is read, not
+        held); raises on the first record whose version byte Kafka refuses (§3.7)."""
+        if self._file is None:
+            return
+        size = self._file.size() // SIZE * SIZE  # a trailing partial record is not read (§3.7)
+        for start in range(0, size, SIZE * records_per_read):
+            data = self._file.read(start, min(SIZE * records_per_read, size - start))
+            for at in range(0, len(data) - SIZE + 1, SIZE):
+                yield self._record(data, at, start + at)
+
+    def _record(self, data: bytes, at: int, pos: int) -> AbortedTxn:
+        if data[at] and data[at] < 0x80:  # version read as the single high byte (§3.7 quirk)
+            raise IndexFailure(
+                "KafkaException",
+                "unexpected-txn-version",
+                f"Unexpected aborted transaction version {data[at]} at byte position {pos}",
+                self.path,
+            )
+        _, pid, first, last, lso = _RECORD.unpack_from(data, at)
+        version = data[at] - 256 if data[at] >= 0x80 else data[at]
+        return AbortedTxn(pid, first, last, lso, version)
+
     def all_entries(self) -> list[AbortedTxn]:
-        data = self._data()
-        out = []
-        for pos in range(0, len(data) - SIZE + 1, SIZE):
-            if data[pos] and data[pos] < 0x80:  # version read as the single high byte (§3.7 quirk)
-                raise IndexFailure(
-                    "KafkaException",
-                    "unexpected-txn-version",
-                    f"Unexpected aborted transaction version {data[pos]} at byte position {pos}",
-                    self.path,
-                )
-            _, pid, first, last, lso = _RECORD.unpack_from(data, pos)
-            version = data[pos] - 256 if data[pos] >= 0x80 else data[pos]
-            out.append(AbortedTxn(pid, first, last, lso, version))
-        return out
+        return list(self.iter_entries())
 
     def truncate_to(self, offset: int) -> None:
         if self._file is None:

@@ -138,9 +138,34 @@ def test_io_and_usage_errors(tmp_path, segment):
     assert run("dump").exit_code == 2
     assert run("dump", "--bogus", str(segment)).exit_code == 2
     r = run("dump", str(tmp_path / "00000000000000000000.index"))
-    assert r.exit_code == 1 and "no such file" in r.output
-    r = run("dump", str(tmp_path))
-    assert r.exit_code == 2
+    assert r.exit_code == 1 and "No such file" in r.output
+    r = run("dump", str(tmp_path), str(segment))
+    assert r.exit_code == 1 and "not a regular file (a directory)" in r.output and f"Dumping {segment}" in r.output
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path, segment):
+    for name in ("00000000000000000000.log", "00000000000000000000.txnindex", "00000000000000000000.index"):
+        fifo = tmp_path / name
+        os.mkfifo(fifo)
+        r = run("dump", str(fifo), str(segment))
+        assert r.exit_code == 1 and f"cannot read {fifo}: not a regular file (a FIFO)" in r.output
+        assert f"Dumping {segment}" in r.output
+        fifo.unlink()
+
+
+def test_a_large_transaction_index_is_streamed(tmp_path):
+    """Records are read a bounded chunk at a time and printed as they are read."""
+    from impl.storage import OsStorage
+    from impl.txn_index import SIZE, TransactionIndex
+
+    path = tmp_path / "00000000000000000000.txnindex"
+    with open(path, "wb") as f:
+        f.truncate(SIZE * 100_003 + 5)  # all-zero records, and a partial one Kafka does not read
+    txn = TransactionIndex(OsStorage(read_only=True), str(path), 0)
+    assert sum(1 for _ in txn.iter_entries(records_per_read=1000)) == 100_003
+    txn.close()
+    lines = run("dump", str(path)).output.splitlines()
+    assert len(lines) == 1 + 100_003 and lines[1].startswith("version: 0 producerId: 0")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads everything")
