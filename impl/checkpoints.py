@@ -14,7 +14,7 @@ truncated and written, fsynced, closed, renamed over ``<file>``, parent director
 
 from __future__ import annotations
 
-from impl.names import parse_java_number
+from impl.names import parse_java_number, quoted_input
 from impl.storage import Storage
 
 _WHITESPACE = str.maketrans("\t\x0b\f\r\n", "     ")
@@ -127,9 +127,7 @@ class _Numbers:
     def __call__(self, text: str, bits: int) -> int:
         value = parse_java_number(text, bits)
         if value is None:
-            raise CheckpointError(
-                "NumberFormatException", "number-format", self.file, self.line, f'For input string: "{text}"'
-            )
+            raise CheckpointError("NumberFormatException", "number-format", self.file, self.line, quoted_input(text))
         return value
 
 

@@ -6,6 +6,8 @@ script (``Character.digit``), in range.
 
 from __future__ import annotations
 
+import unicodedata
+
 _JAVA_SPACE = frozenset(" \t\n\x0b\f\r")
 _SUFFIXES = ("-delete", "-future", "-stray")
 
@@ -19,23 +21,28 @@ class BadName(ValueError):
 
 
 def parse_java_number(text: str, bits: int) -> int | None:
-    """The value Java's parser returns, or None where it throws NumberFormatException."""
-    if text.isascii() and text.isdigit():  # the common case: plain ASCII digits
-        value = int(text)
-    else:
-        negative = text[:1] == "-"
-        digits = text[1:] if text[:1] in ("+", "-") else text
-        if not digits:
+    """The value Java's parser returns, or None where it throws NumberFormatException.  Linear in
+    the text and bounded: the scan stops at the first digit past the type's range."""
+    negative = text[:1] == "-"
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits:
+        return None
+    bound = (1 << (bits - 1)) - (0 if negative else 1)
+    value = 0
+    for c in digits:
+        if not c.isdecimal() or ord(c) > 0xFFFF:  # Character.digit: any decimal digit of the BMP
             return None
-        value = 0
-        for c in digits:
-            if not c.isdecimal() or ord(c) > 0xFFFF:
-                return None
-            value = value * 10 + int(c)
-        if negative:
-            value = -value
-    limit = 1 << (bits - 1)
-    return value if -limit <= value < limit else None
+        value = value * 10 + unicodedata.decimal(c)
+        if value > bound:
+            return None
+    return -value if negative else value
+
+
+def quoted_input(text: str, limit: int = 60) -> str:
+    """``For input string: "…"`` as Java words it, cut to ``limit`` characters (with the length)."""
+    if len(text) <= limit:
+        return f'For input string: "{text}"'
+    return f'For input string: "{text[:limit]}…" ({len(text)} characters)'
 
 
 def offset_from_file_name(name: str) -> int:
@@ -44,7 +51,7 @@ def offset_from_file_name(name: str) -> int:
         raise BadName("StringIndexOutOfBoundsException", "no-dot", name, f"begin 0, end -1, length {len(name)}")
     value = parse_java_number(name[:dot], 64)
     if value is None:
-        raise BadName("NumberFormatException", "not-a-number", name, f'For input string: "{name[:dot]}"')
+        raise BadName("NumberFormatException", "not-a-number", name, quoted_input(name[:dot]))
     return value
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 
-from model.names import java_integer
+from model.names import java_integer, quoted_input
 
 VERSION = 0
 IO, NFE, IAE = "IOException", "NumberFormatException", "IllegalArgumentException"
@@ -117,7 +117,7 @@ def _read(data: str | bytes, file: str, width: int, entry) -> list:
 def _number(text: str, bits: int, file: str, line: int) -> int:
     value = java_integer(text, bits)
     if value is None:
-        raise CheckpointError(NFE, "number-format", file, line, f'For input string: "{text}"')
+        raise CheckpointError(NFE, "number-format", file, line, quoted_input(text))
     return value
 
 

@@ -9,6 +9,7 @@ digits outside the BMP are two surrogates to Java and are refused.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from model.errors import KAFKA
 
@@ -26,11 +27,25 @@ class NameError_(ValueError):
 
 
 def java_integer(text: str, bits: int) -> int | None:
-    """``Integer.parseInt`` (bits=32) / ``Long.parseLong`` (bits=64); None where Java throws NFE."""
+    """``Integer.parseInt`` (bits=32) / ``Long.parseLong`` (bits=64); None where Java throws NFE.
+    Any Unicode decimal digit of the BMP counts, as Character.digit counts it; leading zeros are
+    allowed in any number, so only the significant digits are converted (a number of thousands of
+    digits is an overflow, found without converting it)."""
     if not re.fullmatch(r"[+-]?\d+", text) or any(ord(c) > 0xFFFF for c in text):
         return None
-    value = int(text)  # int() reads every Nd digit, as Character.digit does
+    sign, digits = (text[0], text[1:]) if text[0] in "+-" else ("+", text)
+    significant = digits.lstrip("".join(c for c in set(digits) if unicodedata.decimal(c) == 0))
+    if len(significant) > 19:  # beyond every long
+        return None
+    value = int(significant or "0") * (-1 if sign == "-" else 1)  # int() reads every Nd digit
     return value if -(2 ** (bits - 1)) <= value < 2 ** (bits - 1) else None
+
+
+def quoted_input(text: str, limit: int = 60) -> str:
+    """``For input string: "…"`` as Java words it, cut to ``limit`` characters (with the length)."""
+    if len(text) <= limit:
+        return f'For input string: "{text}"'
+    return f'For input string: "{text[:limit]}…" ({len(text)} characters)'
 
 
 def filename_prefix(offset: int) -> str:
@@ -46,7 +61,7 @@ def offset_from_file_name(name: str) -> int:
     prefix = name.split(".", 1)[0]
     value = java_integer(prefix, 64)
     if value is None:
-        raise NameError_("NumberFormatException", "not-a-number", name, f'For input string: "{prefix}"')
+        raise NameError_("NumberFormatException", "not-a-number", name, quoted_input(prefix))
     return value
 
 

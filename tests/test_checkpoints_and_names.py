@@ -505,3 +505,28 @@ def test_real_checkpoint_files(shared_dir):
         assert set(offsets[root / "log-start-offset-checkpoint"]) <= set(recovery)
         if (root / ".kafka_cleanshutdown").exists():  # a clean shutdown checkpoints exactly its logs (§6.3 3a)
             assert set(recovery) == partitions, root
+
+
+NUMBERS = [
+    "9" * 5000,  # past Python's 4,300-digit int() limit: an overflow for Java
+    "0" * 5000 + "12",  # leading zeros are any number long for Java
+    "\u0663" * 300_000,  # Arabic-Indic digits: Character.digit reads them; an overflow
+    "-9223372036854775808", "9223372036854775808", "+7", "+", "-", "", "\u0660\u0660\u0663", "12a",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", NUMBERS, ids=lambda t: t[:12] + f"…{len(t)}" if len(t) > 12 else t or "empty")
+@pytest.mark.parametrize("bits", [32, 64])
+def test_java_number_parsers_agree_on_any_length(text, bits):
+    assert MN.java_integer(text, bits) == IN.parse_java_number(text, bits)
+
+
+def test_huge_numbers_overflow_and_are_quoted_short():
+    assert MN.java_integer("9" * 5000, 64) is None and MN.java_integer("0" * 5000 + "12", 64) == 12
+    assert MN.java_integer("\u0663" * 300_000, 64) is None and MN.java_integer("\u0660\u0660\u0663", 32) == 3
+    text = f"0\n1\nt 0 {'9' * 5000}\n"
+    for reader in (MC.parse_offsets, IC.parse_offsets):
+        with pytest.raises(Exception) as info:
+            reader(text, "d0/recovery-point-offset-checkpoint")
+        message = str(info.value)
+        assert "NumberFormatException" in message and "(5000 characters)" in message and len(message) < 300
