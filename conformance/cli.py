@@ -13,7 +13,7 @@ from conformance.dump import DumpIOError, DumpOptions, dump_file
 from conformance.dump_index import INDEX_SUFFIXES, dump_index_file
 from conformance.mutants import MutantError, mutant_stack
 from conformance.scenario import Scenario, ScenarioError
-from conformance.targets.kafka_jvm import KafkaTargetError, build, shared
+from conformance.targets.kafka_jvm import RELEASE, KafkaTargetError, build, shared
 from impl.config import ConfigError, LogConfig
 
 
@@ -76,11 +76,11 @@ def dump(
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str))
 @click.option(
     "--target",
-    type=click.Choice(["both", "model", "impl", "kafka"]),
     default="both",
     show_default=True,
+    callback=lambda ctx, param, value: _target_option(value),
     help="both: model against impl (checks conforms); kafka: model against Apache Kafka's own log layer "
-    "(docs/kafka-target.md); model or impl alone.",
+    "(the pinned release; kafka:VERSION another one, docs/kafka-target.md); model or impl alone.",
 )
 @click.option("--backend", type=click.Choice(["sim", "os"]), default="sim", show_default=True, help="impl's storage.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON verdict per scenario, with every step's results.")
@@ -107,9 +107,9 @@ def replay(
     kafka target could not run, 3 nothing violated but not judged to the end (a target could not express
     a step, or the scenario reached a known Kafka bug: corpora/kafka-findings).
     """
-    targets = {"both": ("model", "impl"), "kafka": ("model", "kafka")}.get(target, (target,))
+    targets = {"both": ("model", "impl")}.get(target, ("model", target) if target.startswith("kafka") else (target,))
     if kafka_classpath:
-        if target != "kafka":
+        if not target.startswith("kafka"):
             raise click.BadParameter("goes with --target kafka", param_hint="--kafka-classpath")
         os.environ["KLC_KAFKA_CLASSPATH"] = _kafka_classpath(kafka_classpath)
     stack = contextlib.ExitStack()
@@ -119,6 +119,15 @@ def replay(
         raise click.BadParameter(str(e), param_hint="--mutant") from None
     with stack:
         _replay(scenarios, targets, backend, as_json)
+
+
+def _target_option(value: str) -> str:
+    """--target of replay: both, model, impl, kafka or kafka:VERSION (MAJOR.MINOR.PATCH)."""
+    if value in ("both", "model", "impl", "kafka"):
+        return value
+    if value.startswith("kafka:") and RELEASE.fullmatch(value.removeprefix("kafka:")):
+        return value
+    raise click.BadParameter(f"{value!r}: use both, model, impl, kafka or kafka:VERSION (e.g. kafka:2.8.2)")
 
 
 def _kafka_classpath(user: str) -> str:

@@ -52,14 +52,15 @@ STEP_FAMILIES = (conforms.judge, index_agrees.judge, clean_restart.judge)
 
 
 def make_target(kind: str, scenario: sc.Scenario, backend: str = "sim") -> Target:
-    """A target by name: ``model``, ``impl`` (on ``backend``), or ``kafka`` (Kafka's own jars)."""
+    """A target by name: ``model``, ``impl`` (on ``backend``), ``kafka`` (Kafka's own jars, the
+    pinned release) or ``kafka:VERSION`` (that release, by its generation's adapter)."""
     if kind == "model":
         return ModelTarget(scenario)
     if kind == "impl":
         return ImplTarget(scenario, backend)
-    if kind == "kafka":
-        return KafkaTarget(scenario)
-    raise ValueError(f"unknown target {kind!r} (model, impl or kafka)")
+    if kind == "kafka" or kind.startswith("kafka:"):
+        return KafkaTarget(scenario, release=kind.partition(":")[2] or None)
+    raise ValueError(f"unknown target {kind!r} (model, impl, kafka or kafka:VERSION)")
 
 
 class Session:

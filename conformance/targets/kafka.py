@@ -22,7 +22,7 @@ import attrs
 
 from conformance import scenario as sc
 from conformance.targets import TargetBase, partition_state
-from conformance.targets.kafka_jvm import KafkaTargetError, shared
+from conformance.targets.kafka_jvm import HALT_STATUS, KafkaTargetError, NoAdapter, shared
 from model.checkpoints import CheckpointError, parse_offsets, render_offsets
 
 NOT_COMPARED = (".lock",)
@@ -60,10 +60,17 @@ class KafkaTarget(TargetBase):
     def refusals():
         return (KafkaRefusal,)
 
-    def __init__(self, scenario: sc.Scenario, classpath: str | None = None):
+    def __init__(self, scenario: sc.Scenario, classpath: str | None = None, release: str | None = None):
+        """``release``: the Kafka release to run (None: the pinned one, kafka_jvm.PINNED); a release
+        no adapter runs is :class:`Unsupported`."""
         super().__init__(scenario)
-        self.jvm = shared(classpath or os.environ.get("KLC_KAFKA_CLASSPATH") or None)
-        self.name = "kafka"
+        self.classpath = classpath or os.environ.get("KLC_KAFKA_CLASSPATH") or None
+        self.release = release
+        try:
+            self.jvm = shared(self.classpath, release)
+        except NoAdapter as e:
+            raise Unsupported(str(e)) from None
+        self.name = "kafka" if release is None else f"kafka:{release}"
         self.version = self.jvm.version
         self.root = tempfile.mkdtemp(prefix="klc-kafka-")
         for d in self.dir_names:
@@ -72,16 +79,15 @@ class KafkaTarget(TargetBase):
         self.started = False
         self.stamped: dict[str, int] = {}  # path → the mtime (ns) last given to it
         try:
-            self._request(
-                "configure",
-                root=self.root,
-                data_dirs=self.dir_names,
-                config=scenario.config,
-                clock_ms=self.clock(),
-            )
+            self._configure()
         except BaseException:  # unsupported, refused or the JVM gone: no target, no directory left
             shutil.rmtree(self.root, ignore_errors=True)
             raise
+
+    def _configure(self) -> None:
+        self._request(
+            "configure", root=self.root, data_dirs=self.dir_names, config=self.scenario.config, clock_ms=self.clock()
+        )
 
     def _request(self, op: str, **fields) -> dict:
         answer = self.jvm.request({"op": op, "now_ms": self.clock(), **fields})
@@ -110,7 +116,10 @@ class KafkaTarget(TargetBase):
     # --- the broker's life --------------------------------------------------------------------
 
     def _open(self) -> list[dict]:
-        answer = self._request("open")
+        return self._open_answer()
+
+    def _open_answer(self, **fields) -> list[dict]:
+        answer = self._request("open", **fields)
         self.started = answer["started"]
         return answer["loaded"]
 
@@ -130,6 +139,25 @@ class KafkaTarget(TargetBase):
         if self.running:
             self._request("halt")
         super().halt()
+
+    def crash_inside_open(self, point: str, count: int) -> bool:
+        """Start the broker and let its JVM die right after the ``count``-th ``point`` of the load
+        (``segment-recovered``: a LogSegment.recover returned; ``partition-loaded``: a log was
+        built) — a process crash inside Kafka's own load, files as the JVM left them
+        (docs/kafka-target.md, ``halt_at``).  A fresh JVM serves the next step, as an operator's
+        restart would.  False when the load had fewer such events (it then completed: running)."""
+        if self.running:
+            raise KafkaRefusal("AlreadyRunning", "the broker is running")
+        try:
+            self.last_load = self._open_answer(halt_at={"point": point, "count": count})
+        except KafkaTargetError:
+            if self.jvm.alive() or self.jvm.process.returncode != HALT_STATUS:
+                raise
+            self.jvm = shared(self.classpath, self.release)  # the operator's restart: a new process
+            self._configure()
+            return True
+        self.running = self.started
+        return False
 
     def restore(self, files, directories, mtimes):
         """Start over from a disk image: the JVM lets go of the old broker, the root is rewritten."""

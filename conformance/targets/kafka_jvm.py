@@ -1,6 +1,11 @@
-"""The JVM behind the kafka target: building it from ``kafka-target/`` and talking to it.
+"""The JVM behind the kafka target: building it and talking to it.
 
-The Maven project is built on first use (offline when the local repository already holds what it
+One adapter per generation of Kafka's log API, each a Maven project speaking the same JSON lines
+(docs/kafka-target.md): ``kafka-target/`` for the storage module of 4.x (the pinned release,
+:data:`PINNED`), ``kafka-target-scala/`` for the Scala ``kafka.log.Log`` of 2.x, built once per
+release into ``target/<version>/``; both compile the protocol classes of
+``kafka-target/src/shared``.  :func:`build_for` picks the adapter of a release, or says there is
+none.  A project is built on first use (offline when the local repository already holds what it
 needs, online otherwise) and its jar and classpath are reused while no source changed.  One JVM
 serves every kafka target of a process (a test worker, a campaign task): starting it costs more
 than most scenarios (docs/kafka-target.md).  Every failure — no Java, no Maven, a build that
@@ -16,13 +21,19 @@ import fcntl
 import json
 import os
 import queue
+import re
 import shutil
 import subprocess
 import threading
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[2] / "kafka-target"
-JAR = "kafka-target-1.jar"
+CHECKOUT = Path(__file__).resolve().parents[2]
+PROJECT = CHECKOUT / "kafka-target"  # the storage module of 4.x: the pinned release
+SCALA_PROJECT = CHECKOUT / "kafka-target-scala"  # the Scala kafka.log.Log of 2.x
+SHARED_SOURCES = PROJECT / "src" / "shared"  # the protocol classes both compile
+PINNED = "4.4.0"  # kafka-target/pom.xml's kafka.version (tests/test_kafka_target.py checks)
+RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+HALT_STATUS = 70  # the exit status of a JVM halted by an open's halt_at (LoadCrash.java)
 ANSWER_TIMEOUT_S = float(os.environ.get("KLC_KAFKA_TIMEOUT", "120"))
 BUILD_TIMEOUT_S = 900
 # small heap work, short-lived: the serial collector and the C1 compiler start fastest; the target
@@ -35,33 +46,63 @@ class KafkaTargetError(RuntimeError):
     never a verdict about Kafka."""
 
 
+class NoAdapter(KafkaTargetError):
+    """No adapter can run this release (its generation has none yet, or it is no release)."""
+
+
+def build_for(version: str | None = None) -> str:
+    """The classpath of the adapter that runs Kafka ``version`` (None: the pinned release)."""
+    if version is None or version == PINNED:
+        return build(PROJECT)
+    m = RELEASE.fullmatch(version)
+    if m is None:
+        raise NoAdapter(f"kafka target: {version!r} is not a Kafka release (MAJOR.MINOR.PATCH, e.g. 2.8.2)")
+    major, minor = int(m[1]), int(m[2])
+    if major == 2 and minor >= 4:  # kafka_2.13 is published from 2.4.0 on
+        return build(SCALA_PROJECT, version)
+    generation = {3: "UnifiedLog with the Scala LogLoader (3.x)", 4: "the storage module (4.x) at another release"}
+    raise NoAdapter(
+        f"kafka {version}: no adapter for {generation.get(major, 'this generation')} yet "
+        f"(adapters: {PINNED} and 2.4–2.8; docs/kafka-target.md)"
+    )
+
+
+def _directory(project: Path, version: str | None) -> Path:
+    return project / "target" / version if version else project / "target"
+
+
+def _jar(project: Path, version: str | None) -> Path:
+    return _directory(project, version) / f"{project.name}-1.jar"
+
+
 def _newest_source(project: Path) -> float:
-    files = [project / "pom.xml", *(project / "src").rglob("*")]
+    files = [project / "pom.xml", *(project / "src").rglob("*"), *SHARED_SOURCES.rglob("*")]
     return max(f.stat().st_mtime for f in files if f.is_file())
 
 
-def _built(project: Path) -> bool:
+def _built(project: Path, version: str | None = None) -> bool:
     """The jar is newer than every source and every jar its classpath names is in the local
     Maven repository (a fresh machine has a classpath file only if someone copied it there)."""
-    jar, classpath = project / "target" / JAR, project / "target" / "classpath.txt"
+    jar, classpath = _jar(project, version), _directory(project, version) / "classpath.txt"
     if not (jar.is_file() and classpath.is_file() and jar.stat().st_mtime >= _newest_source(project)):
         return False
     return all(os.path.isfile(p) for p in classpath.read_text().strip().split(os.pathsep) if p)
 
 
-def build(project: Path = PROJECT) -> str:
-    """The classpath of the built target (jar first), building it when any source is newer."""
+def build(project: Path = PROJECT, version: str | None = None) -> str:
+    """The classpath of the built target (jar first), building it when any source is newer;
+    ``version`` builds that Kafka release into ``target/<version>/`` (``-Dkafka.version``)."""
     if not (project / "pom.xml").is_file():
         raise KafkaTargetError(f"kafka target: no Maven project at {project}")
     with open(project.parent / ".kafka-target.lock", "w") as lock:  # xdist workers build once
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _built(project):
-            _run_maven(project)
-    classpath = (project / "target" / "classpath.txt").read_text().strip()
-    return os.pathsep.join([str(project / "target" / JAR), classpath])
+        if not _built(project, version):
+            _run_maven(project, version)
+    classpath = (_directory(project, version) / "classpath.txt").read_text().strip()
+    return os.pathsep.join([str(_jar(project, version)), classpath])
 
 
-def _run_maven(project: Path) -> None:
+def _run_maven(project: Path, version: str | None = None) -> None:
     for tool in ("java", "mvn"):
         if shutil.which(tool) is None:
             raise KafkaTargetError(
@@ -69,12 +110,13 @@ def _run_maven(project: Path) -> None:
             )
     last = None
     for offline in (True, False):  # offline first: a warm local repository needs no network
-        cmd = ["mvn", "-q", "-B", *(["-o"] if offline else []), "package", "-DskipTests"]
+        release = [f"-Dkafka.version={version}"] if version else []
+        cmd = ["mvn", "-q", "-B", *(["-o"] if offline else []), "package", "-DskipTests", *release]
         try:
             done = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise KafkaTargetError(f"kafka target: the Maven build did not finish in {BUILD_TIMEOUT_S} s") from None
-        if done.returncode == 0 and _built(project):
+        if done.returncode == 0 and _built(project, version):
             return
         last = (done.stdout + done.stderr).strip().splitlines()
     errors = [line.strip() for line in last if "ERROR" in line and ("/" in line or ":" in line)][:3] or last[-3:]
@@ -159,9 +201,10 @@ class Jvm:
 _SHARED: dict[str, Jvm] = {}
 
 
-def shared(classpath: str | None = None) -> Jvm:
-    """The process's JVM for ``classpath`` (default: the project's build), started on first use."""
-    classpath = classpath or build()
+def shared(classpath: str | None = None, version: str | None = None) -> Jvm:
+    """The process's JVM for ``classpath`` (default: the build of ``version``'s adapter, the pinned
+    release when None), started on first use."""
+    classpath = classpath or build_for(version)
     jvm = _SHARED.get(classpath)
     if jvm is None or not jvm.alive():
         jvm = _SHARED[classpath] = Jvm(classpath)

@@ -3,8 +3,6 @@ package klc.kafka;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import org.apache.kafka.storage.internals.log.UnifiedLog;
-
 import java.util.HexFormat;
 
 /** The protocol's ops, each read from its request and handed to the broker. */
@@ -22,7 +20,7 @@ final class Steps {
             broker.clockAt(number(r, "now_ms")); // the scenario's clock, moved only by tick steps
         }
         switch (op) {
-            case "open": return broker.open();
+            case "open": return open(broker, r);
             case "shutdown": return broker.shutdown();
             case "halt": return broker.halt();
             case "tick": return broker.tick();
@@ -40,7 +38,7 @@ final class Steps {
             case "clean": throw new Unsupported("a log-cleaner round: this target does not run Kafka's LogCleaner yet");
             default: break;
         }
-        UnifiedLog log = broker.log(text(r, "topic"), (int) number(r, "partition"));
+        var log = broker.log(text(r, "topic"), (int) number(r, "partition")); // the generation's log class
         switch (op) {
             case "append":
                 return broker.append(log, HexFormat.of().parseHex(text(r, "data")), r.path("leader").asBoolean(true),
@@ -57,6 +55,20 @@ final class Steps {
             case "flush":
                 return broker.flush(log, r.path("offset").isNull() || r.path("offset").isMissingNode() ? null : number(r, "offset"));
             default: throw new BadRequest("unknown op " + op);
+        }
+    }
+
+    /** Kafka's load; with {@code halt_at}, the process dies at the chosen point of it. */
+    private static ObjectNode open(Broker broker, JsonNode r) throws Exception {
+        JsonNode haltAt = r.path("halt_at");
+        if (haltAt.isMissingNode() || haltAt.isNull()) {
+            return broker.open();
+        }
+        LoadCrash.arm(text(haltAt, "point"), number(haltAt, "count"));
+        try {
+            return broker.open();
+        } finally {
+            LoadCrash.disarm();
         }
     }
 

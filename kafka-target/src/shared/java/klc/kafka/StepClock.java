@@ -1,6 +1,9 @@
 package klc.kafka;
 
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.utils.Time;
+
+import java.util.function.Supplier;
 
 /**
  * Kafka's clock, moved only by the scenario's {@code tick} steps (docs/scenario-format.md,
@@ -31,5 +34,14 @@ final class StepClock implements Time {
     @Override
     public void sleep(long ms) {
         nowMs += ms; // nothing in the log layer sleeps on the step path; if it did, time passes
+    }
+
+    /** Abstract in Kafka 2.x's Time; the log layer does not wait. Nothing else runs while a step
+     *  waits, so a condition false now stays false: the wait times out at once. */
+    @Override
+    public void waitObject(Object obj, Supplier<Boolean> condition, long deadlineMs) {
+        if (!condition.get()) {
+            throw new TimeoutException("Condition not satisfied before deadline");
+        }
     }
 }

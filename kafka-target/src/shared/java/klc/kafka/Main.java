@@ -4,10 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import org.apache.kafka.common.utils.internals.AppInfoParser;
-import org.apache.kafka.common.utils.internals.Exit;
-import org.apache.kafka.storage.internals.log.RecordValidationException;
-
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
@@ -25,7 +21,8 @@ import java.nio.charset.StandardCharsets;
 public final class Main {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** Kafka halts the JVM when every log dir fails; here that ends the step, not the process. */
+    /** Kafka exits or halts the JVM when every log dir fails; here that ends the step, not the
+     *  process ({@link Release#trapExits}). */
     static final class Halted extends RuntimeException {
         Halted(int status, String message) {
             super("Kafka asked the JVM to exit with status " + status + ": " + message);
@@ -37,10 +34,9 @@ public final class Main {
     public static void main(String[] args) throws Exception {
         PrintStream protocol = new PrintStream(System.out, true, StandardCharsets.UTF_8);
         System.setOut(System.err); // nothing but answers on the protocol stream
-        Exit.setExitProcedure((status, message) -> { throw new Halted(status, message); });
-        Exit.setHaltProcedure((status, message) -> { throw new Halted(status, message); });
+        Release.trapExits();
         KafkaLog kafkaLog = KafkaLog.install();
-        Recoveries.install();
+        Advices.install();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         Broker broker = null;
         String line;
@@ -56,7 +52,7 @@ public final class Main {
                     broker = new Broker(request);
                     answer.set("ok", JSON.createObjectNode());
                 } else if (op.equals("hello")) {
-                    answer.putObject("ok").put("kafka", AppInfoParser.getVersion()).put("protocol", 1);
+                    answer.putObject("ok").put("kafka", Release.version()).put("protocol", 1);
                 } else if (op.equals("quit")) {
                     protocol.println("{\"ok\":{}}");
                     return;
@@ -80,8 +76,7 @@ public final class Main {
                 answer.removeAll();
                 answer.put("harness", e.getMessage());
             } catch (RuntimeException | java.io.IOException e) {
-                // the broker answers a RecordValidationException with the exception it wraps
-                Throwable refusal = e instanceof RecordValidationException v ? v.invalidException() : e;
+                Throwable refusal = Release.refusal(e);
                 answer.removeAll();
                 answer.put("refused", refusal.getClass().getSimpleName());
                 answer.put("message", String.valueOf(refusal.getMessage()));

@@ -1,0 +1,494 @@
+package klc.kafka;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import kafka.log.CleanerConfig;
+import kafka.log.LazyIndex;
+import kafka.log.Log;
+import kafka.log.LogAppendInfo;
+import kafka.log.LogConfig;
+import kafka.log.LogManager;
+import kafka.log.LogSegment;
+import kafka.log.OffsetIndex;
+import kafka.log.OffsetPosition;
+import kafka.log.TimeIndex;
+import kafka.log.TimestampOffset;
+import kafka.server.BrokerTopicStats;
+import kafka.server.FetchDataInfo;
+import kafka.server.FetchHighWatermark$;
+import kafka.server.FetchIsolation;
+import kafka.server.FetchLogEnd$;
+import kafka.server.LogDirFailureChannel;
+import kafka.server.LogOffsetMetadata;
+import kafka.server.epoch.EpochEntry;
+import kafka.server.epoch.LeaderEpochFileCache;
+import kafka.utils.FileLock;
+
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.OffsetOutOfRangeException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.record.FileRecords;
+import org.apache.kafka.common.record.MemoryRecords;
+import org.apache.kafka.common.record.Records;
+
+import scala.Function0;
+import scala.Option;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * One broker's log layer on Kafka 2.x: Kafka's own LogManager over the scenario's data dirs,
+ * driven one step at a time. Each method is one op of the JSON-lines protocol
+ * (docs/kafka-target.md) and calls the Kafka method the scenario format names for that step
+ * (docs/scenario-format.md). Calls whose signature changed within 2.x go through {@link Scala}.
+ */
+final class Broker {
+    private static final HexFormat HEX = HexFormat.of();
+    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Kafka 2.x's default transactional.id.expiration.ms, which LogManager.apply passes as maxPidExpirationMs. */
+    private static final int MAX_PID_EXPIRATION_MS = 7 * 24 * 3600 * 1000;
+    /** keepPartitionMetadataFile (2.8): a 2.8 broker keeps partition.metadata (its IBP uses topic ids). */
+    private static final boolean KEEP_PARTITION_METADATA = true;
+    private static final String BEFORE_MAX = "message.timestamp.before.max.ms";
+    private static final String AFTER_MAX = "message.timestamp.after.max.ms";
+
+    private final File root;
+    private final List<File> dataDirs = new ArrayList<>();
+    private final Properties topicConfig = new Properties();
+    private final int recoveryThreads;
+    private final StepClock clock;
+    private final StepScheduler scheduler;
+    private final LogConfig logConfig;
+    private LogManager manager;
+
+    Broker(JsonNode request) {
+        this.root = new File(request.path("root").asText());
+        for (JsonNode d : request.path("data_dirs")) {
+            dataDirs.add(new File(root, d.asText()).getAbsoluteFile());
+        }
+        int threads = 1;
+        Iterator<Map.Entry<String, JsonNode>> fields = request.path("config").fields();
+        while (fields.hasNext()) {
+            Map.Entry<String, JsonNode> e = fields.next();
+            if (e.getKey().equals("num.recovery.threads.per.data.dir")) {
+                threads = e.getValue().asInt();
+            } else {
+                topicConfig.put(e.getKey(), e.getValue().asText());
+            }
+        }
+        this.recoveryThreads = threads;
+        expressTimestampBounds();
+        refuseUnknownConfigs();
+        this.clock = new StepClock(request.path("clock_ms").asLong());
+        this.scheduler = new StepScheduler(clock);
+        this.logConfig = LogConfig.apply(topicConfig, LogConfig.apply$default$2()); // Kafka refuses a bad value here
+    }
+
+    /** Kafka 2.x bounds a CreateTime by one message.timestamp.difference.max.ms either way of the
+     *  broker's clock; 3.6 split it into a bound before and one after. Equal bounds are one. */
+    private void expressTimestampBounds() {
+        String before = topicConfig.getProperty(BEFORE_MAX);
+        String after = topicConfig.getProperty(AFTER_MAX);
+        if (before == null && after == null) {
+            return;
+        }
+        if (before == null || !before.equals(after)) {
+            throw new Unsupported(BEFORE_MAX + " and " + AFTER_MAX + " unless equal: Kafka " + Release.version()
+                    + " has one message.timestamp.difference.max.ms for both");
+        }
+        topicConfig.remove(BEFORE_MAX);
+        topicConfig.remove(AFTER_MAX);
+        topicConfig.put("message.timestamp.difference.max.ms", before);
+    }
+
+    private void refuseUnknownConfigs() {
+        List<String> known = Scala.list(LogConfig.configNames());
+        for (String key : topicConfig.stringPropertyNames()) {
+            if (!known.contains(key)) {
+                throw new Unsupported("topic config " + key + ": Kafka " + Release.version() + " has no such config");
+            }
+        }
+        if (Long.parseLong(topicConfig.getProperty("segment.jitter.ms", "0")) != 0) {
+            throw new Unsupported("segment.jitter.ms > 0: Kafka draws the jitter from java.util.Random, the scenario from its jitter_seed");
+        }
+    }
+
+    // --- the broker's life ------------------------------------------------------------------
+
+    ObjectNode open() {
+        Recoveries.reset();
+        String failed = null;
+        try {
+            manager = newLogManager(new LogDirFailureChannel(dataDirs.size())); // up to 2.7 its constructor loads the logs
+            startup();
+            for (Log log : logs()) {
+                log.updateHighWatermark(log.logEndOffset());
+            }
+            scheduler.runDue();
+        } catch (Exception e) {
+            // the broker does not start (Kafka's failure policy: an exception out of the load
+            // ends the startup); it stays down with its files as the load left them. A
+            // LogManager whose constructor threw is never seen here: its dir locks leave this
+            // JVM's lock table when the garbage collector in halt() takes them
+            failed = "the broker's startup failed: " + e.getClass().getSimpleName() + ": " + e.getMessage();
+            halt();
+        }
+        ObjectNode out = JSON.createObjectNode();
+        out.put("started", failed == null);
+        ArrayNode loaded = out.putArray("loaded");
+        for (File dir : dataDirs) {
+            File[] children = dir.listFiles(File::isDirectory);
+            if (children == null) {
+                continue;
+            }
+            Arrays.sort(children, Comparator.comparing(File::getName));
+            for (File child : children) {
+                TopicPartition tp = partitionOf(child);
+                if (tp != null) {
+                    loadedEntry(loaded.addObject(), dir, child, tp, failed);
+                }
+            }
+        }
+        return out;
+    }
+
+    private void loadedEntry(ObjectNode entry, File dir, File child, TopicPartition tp, String failed) {
+        entry.put("dir", dir.getName());
+        entry.put("partition", child.getName());
+        Option<Log> log = failed == null ? manager.getLog(tp, false) : Option.empty();
+        if (log.isDefined() && log.get().dir().getAbsoluteFile().getParentFile().equals(dir)) {
+            entry.putNull("error");
+        } else if (failed != null) {
+            entry.put("error", failed);
+        } else {
+            entry.put("error", manager.isLogDirOnline(dir.getAbsolutePath())
+                    ? "not loaded" : "log dir " + dir.getName() + " went offline during the load");
+        }
+        ArrayNode rec = entry.putArray("recovered");
+        Recoveries.of(dir, child.getName()).forEach(rec::add);
+    }
+
+    /** LogManager's constructor: 2.8 takes a config repository (no override here) and
+     *  keepPartitionMetadataFile; 2.4 to 2.7 a map of topic configs and the broker's BrokerState. */
+    private LogManager newLogManager(LogDirFailureChannel failures) {
+        CleanerConfig noCleaner = new CleanerConfig(1, 4L << 20, 0.9, 1 << 20, 32 << 20, Double.MAX_VALUE, 15_000L, false, "MD5");
+        Object[] common = {Scala.seq(dataDirs), Scala.seq(List.<File>of()), null, logConfig, noCleaner, recoveryThreads,
+            Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, MAX_PID_EXPIRATION_MS, scheduler};
+        Object[] v28 = concat(common, new BrokerTopicStats(), failures, clock, KEEP_PARTITION_METADATA);
+        v28[2] = Scala.noProperties("kafka.server.metadata.ConfigRepository");
+        Object[] v20 = concat(common, Scala.newInstance("kafka.server.BrokerState"), new BrokerTopicStats(), failures, clock);
+        v20[2] = scala.collection.immutable.Map$.MODULE$.empty();
+        return Scala.constructFirst(LogManager.class, v28, v20);
+    }
+
+    /** LogManager.startup: 2.8 takes the topics whose config overrides to fetch (none here). */
+    private void startup() {
+        Scala.callFirst(manager, "startup", new Object[] {scala.collection.immutable.Set$.MODULE$.empty()}, new Object[0]);
+    }
+
+    ObjectNode shutdown() {
+        manager.shutdown();
+        scheduler.forget();
+        ObjectNode out = JSON.createObjectNode();
+        ObjectNode dirs = out.putObject("shutdown");
+        for (File dir : dataDirs) {
+            dirs.put(dir.getName(), new File(dir, Log.CleanShutdownFile()).exists());
+        }
+        manager = null;
+        return out;
+    }
+
+    /** The process dies: nothing is flushed, trimmed or closed; only the dir locks are let go so
+     *  the next LogManager in this JVM can take them (an OS releases them with the process). */
+    ObjectNode halt() {
+        if (manager != null) {
+            @SuppressWarnings("unchecked")
+            scala.collection.Iterable<FileLock> locks = (scala.collection.Iterable<FileLock>) Scala.field(manager, LogManager.class, "dirLocks");
+            Scala.list(locks).forEach(FileLock::destroy);
+        }
+        manager = null;
+        scheduler.forget();
+        System.gc(); // the abandoned logs' channels and mappings go with their objects
+        return JSON.createObjectNode();
+    }
+
+    void clockAt(long nowMs) {
+        clock.set(nowMs);
+    }
+
+    /** Time has passed (the request's now_ms): the tasks now due run, as Kafka's scheduler runs them. */
+    ObjectNode tick() {
+        scheduler.tick();
+        return JSON.createObjectNode();
+    }
+
+    void afterStep() {
+        if (manager == null) {
+            return;
+        }
+        scheduler.runDue();
+        for (Log log : logs()) {
+            log.updateHighWatermark(log.logEndOffset());
+        }
+    }
+
+    // --- steps on one partition ---------------------------------------------------------------
+
+    /** getOrCreateLog: 2.8 takes the partition alone, 2.7 also a LogConfig supplier, 2.4 a LogConfig. */
+    ObjectNode create(String topic, int partition, int dir) {
+        TopicPartition tp = new TopicPartition(topic, partition);
+        manager.maybeUpdatePreferredLogDir(tp, dataDirs.get(dir % dataDirs.size()).getAbsolutePath());
+        Function0<LogConfig> config = () -> logConfig;
+        Scala.callFirst(manager, "getOrCreateLog", new Object[] {tp}, new Object[] {tp, config}, new Object[] {tp, logConfig});
+        return JSON.createObjectNode();
+    }
+
+    /** A leader append as a produce request makes it (appendAsLeader's defaults: a client's
+     *  append at the latest inter-broker protocol); a follower's carries no epoch in 2.x. */
+    ObjectNode append(Log log, byte[] data, boolean leader, int leaderEpoch) {
+        MemoryRecords records = MemoryRecords.readableRecords(ByteBuffer.wrap(data));
+        LogAppendInfo info = leader
+                ? (LogAppendInfo) Scala.call(log, "appendAsLeader", records, leaderEpoch)
+                : log.appendAsFollower(records);
+        ObjectNode out = JSON.createObjectNode();
+        out.put("first", firstOffset(info));
+        out.put("last", info.lastOffset());
+        return out;
+    }
+
+    ObjectNode roll(Log log) {
+        return JSON.createObjectNode().put("base", log.roll(Option.empty()).baseOffset());
+    }
+
+    /** A fetch bounded by {@code maxOffset} the way a follower's high watermark bounds it (§4.5). */
+    ObjectNode read(Log log, long offset, int maxBytes, Long maxOffset, boolean minOne) throws IOException {
+        FetchIsolation isolation = FetchLogEnd$.MODULE$;
+        if (maxOffset != null) {
+            if (maxOffset < log.logStartOffset() || maxOffset > log.logEndOffset()) {
+                throw new OffsetOutOfRangeException("max offset " + maxOffset + " outside the log");
+            }
+            log.updateHighWatermark(maxOffset);
+            isolation = FetchHighWatermark$.MODULE$;
+        }
+        try {
+            FetchDataInfo info = log.read(offset, maxBytes, isolation, minOne);
+            return JSON.createObjectNode().put("bytes", HEX.formatHex(bytesOf(info.records())));
+        } finally {
+            log.updateHighWatermark(log.logEndOffset());
+        }
+    }
+
+    /** Kafka 2.x's fetchOffsetByTimestamp knows two special timestamps, −1 (latest) and −2
+     *  (earliest); −3, the offset of the largest timestamp, came with 3.0 (KIP-734). */
+    ObjectNode offsetForTimestamp(Log log, long timestamp) {
+        if (timestamp < -2) {
+            throw new Unsupported("offset_for_timestamp " + timestamp + ": Kafka " + Release.version()
+                    + " knows -1 (latest) and -2 (earliest) only; -3 (max timestamp) came with 3.0 (KIP-734)");
+        }
+        Option<FileRecords.TimestampAndOffset> found = log.fetchOffsetByTimestamp(timestamp);
+        ObjectNode out = JSON.createObjectNode();
+        if (found.isEmpty()) {
+            out.putNull("found");
+        } else {
+            out.putArray("found").add(found.get().timestamp).add(found.get().offset);
+        }
+        return out;
+    }
+
+    ObjectNode truncate(Log log, long offset) {
+        boolean truncated = offset < log.logEndOffset();
+        if (offset < 0) {
+            log.truncateTo(offset); // Kafka's own refusal
+        }
+        manager.truncateTo(scalaMap(log.topicPartition(), offset), false);
+        return JSON.createObjectNode().put("truncated", truncated);
+    }
+
+    ObjectNode truncateFully(Log log, long offset) {
+        manager.truncateFullyAndStartAt(log.topicPartition(), offset, false);
+        return JSON.createObjectNode();
+    }
+
+    /** maybeIncrementLogStartOffset: 2.7 and 2.8 take the reason, a client's DeleteRecords here. */
+    ObjectNode deleteRecords(Log log, long offset) {
+        Object reason = Scala.object("kafka.log.ClientRecordDeletion");
+        Scala.callFirst(log, "maybeIncrementLogStartOffset", new Object[] {offset, reason}, new Object[] {offset});
+        return JSON.createObjectNode().put("log_start_offset", log.logStartOffset());
+    }
+
+    /** The harness's precondition (the step's offset lies within the log), then Kafka's flush,
+     *  which in 2.x flushes the offsets below the one given. */
+    ObjectNode flush(Log log, Long offset) {
+        long to = offset == null ? log.logEndOffset() : offset;
+        if (to < 0 || to > log.logEndOffset()) {
+            throw new OffsetOutOfRangeException("cannot flush to " + to + ": the log ends at " + log.logEndOffset());
+        }
+        log.flush(to);
+        return JSON.createObjectNode();
+    }
+
+    ObjectNode retention() {
+        int deleted = 0;
+        for (Log log : sortedLogs()) {
+            deleted += log.deleteOldSegments();
+        }
+        return JSON.createObjectNode().put("deleted", deleted);
+    }
+
+    ObjectNode checkpoint() {
+        manager.checkpointLogRecoveryOffsets();
+        manager.checkpointLogStartOffsets();
+        return JSON.createObjectNode();
+    }
+
+    Log log(String topic, int partition) {
+        Option<Log> log = manager.getLog(new TopicPartition(topic, partition), false);
+        if (log.isEmpty()) {
+            throw new UnknownTopicOrPartitionException(topic + "-" + partition + " has no log");
+        }
+        return log.get();
+    }
+
+    // --- observations -------------------------------------------------------------------------
+
+    ObjectNode state() {
+        ObjectNode out = JSON.createObjectNode();
+        ObjectNode parts = out.putObject("partitions");
+        for (Log log : sortedLogs()) {
+            ObjectNode p = parts.putObject(keyOf(log));
+            p.put("log_start_offset", log.logStartOffset());
+            p.put("log_end_offset", log.logEndOffset());
+            p.put("recovery_point", log.recoveryPoint());
+            ArrayNode segments = p.putArray("segments");
+            for (LogSegment s : Scala.list(log.logSegments())) {
+                segments.addArray().add(s.baseOffset()).add(s.size()).add(s.log().file().getName());
+            }
+            ArrayNode epochs = p.putArray("epochs");
+            Option<LeaderEpochFileCache> cache = log.leaderEpochCache();
+            if (cache.isDefined()) {
+                for (EpochEntry e : Scala.list(cache.get().epochEntries())) {
+                    epochs.addArray().add(e.epoch()).add(e.startOffset());
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The entries of every segment whose two indexes are materialised (reading an index that is
+     *  not would materialise it, which changes what Kafka does next: KAFKA-7283, lazy since 2.3). */
+    ObjectNode indexEntries() {
+        ObjectNode out = JSON.createObjectNode();
+        ObjectNode segs = out.putObject("segments");
+        for (Log log : sortedLogs()) {
+            List<LogSegment> segments = Scala.list(log.logSegments());
+            for (int i = 0; i < segments.size(); i++) {
+                LogSegment s = segments.get(i);
+                if (materialised(s.lazyOffsetIndex()) && materialised(s.lazyTimeIndex())) {
+                    long end = i + 1 < segments.size() ? segments.get(i + 1).baseOffset() : log.logEndOffset();
+                    indexEntry(segs.putObject(keyOf(log) + "/" + s.baseOffset()), s, i == segments.size() - 1, end);
+                }
+            }
+        }
+        return out;
+    }
+
+    private static void indexEntry(ObjectNode e, LogSegment s, boolean active, long end) {
+        ArrayNode offsets = e.putArray("offsets");
+        OffsetIndex oi = s.offsetIndex();
+        for (int k = 0; k < oi.entries(); k++) {
+            OffsetPosition op = oi.entry(k);
+            offsets.addArray().add(op.offset()).add(op.position());
+        }
+        ArrayNode times = e.putArray("times");
+        TimeIndex ti = s.timeIndex();
+        for (int k = 0; k < ti.entries(); k++) {
+            TimestampOffset to = ti.entry(k);
+            times.addArray().add(to.timestamp()).add(to.offset());
+        }
+        e.put("active", active);
+        e.put("end", end);
+    }
+
+    boolean running() {
+        return manager != null;
+    }
+
+    // --- helpers ------------------------------------------------------------------------------
+
+    private List<Log> logs() {
+        return Scala.list(manager.allLogs());
+    }
+
+    private List<Log> sortedLogs() {
+        List<Log> logs = logs();
+        logs.sort(Comparator.comparing((Log l) -> l.topicPartition().topic())
+                .thenComparingInt(l -> l.topicPartition().partition()));
+        return logs;
+    }
+
+    private static String keyOf(Log log) {
+        return log.dir().getAbsoluteFile().getParentFile().getName() + "/" + log.dir().getName();
+    }
+
+    /** A partition dir as Kafka's loader names it; null for anything else it finds there. */
+    private static TopicPartition partitionOf(File dir) {
+        String name = dir.getName();
+        if (name.endsWith("-delete") || name.endsWith("-future")) {
+            return null;
+        }
+        try {
+            return Log.parseTopicPartitionName(dir);
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    /** The offset of LogAppendInfo.firstOffset: a Long up to 2.7, a LogOffsetMetadata in 2.8; -1 when none. */
+    private static long firstOffset(LogAppendInfo info) {
+        Option<?> first = info.firstOffset();
+        if (first.isEmpty()) {
+            return -1;
+        }
+        Object v = first.get();
+        return v instanceof LogOffsetMetadata m ? m.messageOffset() : (Long) v;
+    }
+
+    private static boolean materialised(LazyIndex<?> lazy) {
+        return Scala.field(lazy, LazyIndex.class, "indexWrapper").getClass().getName().endsWith("IndexValue");
+    }
+
+    private static scala.collection.immutable.Map<TopicPartition, Object> scalaMap(TopicPartition tp, long offset) {
+        return scala.collection.immutable.Map$.MODULE$.<TopicPartition, Object>empty().updated(tp, offset);
+    }
+
+    private static Object[] concat(Object[] head, Object... tail) {
+        Object[] all = Arrays.copyOf(head, head.length + tail.length);
+        System.arraycopy(tail, 0, all, head.length, tail.length);
+        return all;
+    }
+
+    private static byte[] bytesOf(Records records) throws IOException {
+        ByteBuffer buffer = ByteBuffer.allocate(records.sizeInBytes());
+        if (records instanceof FileRecords file) {
+            file.readInto(buffer, 0);
+        } else if (records instanceof MemoryRecords memory) {
+            buffer.put(memory.buffer().duplicate());
+        } else {
+            throw new IllegalStateException("records of type " + records.getClass().getName());
+        }
+        return buffer.array();
+    }
+}

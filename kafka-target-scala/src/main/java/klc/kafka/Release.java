@@ -1,0 +1,26 @@
+package klc.kafka;
+
+import kafka.common.RecordValidationException;
+
+import org.apache.kafka.common.utils.AppInfoParser;
+import org.apache.kafka.common.utils.Exit;
+
+/** What the protocol needs of Kafka 2.x outside the log layer. */
+final class Release {
+    private Release() { }
+
+    static String version() {
+        return AppInfoParser.getVersion();
+    }
+
+    /** Kafka's exits and halts (every log dir failed) end the step, not the process. */
+    static void trapExits() {
+        Exit.setExitProcedure((status, message) -> { throw new Main.Halted(status, message); });
+        Exit.setHaltProcedure((status, message) -> { throw new Main.Halted(status, message); });
+    }
+
+    /** The refusal a broker would answer: a RecordValidationException answers with the exception it wraps. */
+    static Throwable refusal(Throwable e) {
+        return e instanceof RecordValidationException v ? v.invalidException() : e;
+    }
+}

@@ -1,0 +1,196 @@
+package klc.kafka;
+
+import scala.jdk.javaapi.CollectionConverters;
+
+import java.lang.reflect.Constructor;
+import java.lang.reflect.Executable;
+import java.lang.reflect.Field;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+
+/**
+ * Calling Kafka's Scala API from Java across 2.x releases. Where a signature differs between
+ * releases the caller lists the argument lists it knows, newest release first, and the first one
+ * the running release's method accepts is used; Scala's default arguments (the
+ * {@code name$default$N} methods the Scala compiler writes) fill whatever a list leaves off.
+ */
+final class Scala {
+    private Scala() { }
+
+    /** {@code target.name(args...)} with the first of {@code alternatives} the method accepts. */
+    static Object callFirst(Object target, String name, Object[]... alternatives) {
+        for (Object[] args : alternatives) {
+            for (Method m : target.getClass().getMethods()) {
+                if (m.getName().equals(name) && accepts(m, args) && hasDefaults(target.getClass(), m, args.length)) {
+                    return invoke(target, m, withDefaults(target, m, args));
+                }
+            }
+        }
+        throw new IllegalStateException("Kafka " + Release.version() + " has no " + name + " taking any of the known argument lists");
+    }
+
+    static Object call(Object target, String name, Object... args) {
+        return callFirst(target, name, args);
+    }
+
+    /** {@code new type(args...)} with the first of {@code alternatives} a public constructor accepts. */
+    static <T> T constructFirst(Class<T> type, Object[]... alternatives) {
+        for (Object[] args : alternatives) {
+            for (Constructor<?> c : type.getConstructors()) {
+                if (c.getParameterCount() == args.length && accepts(c, args)) {
+                    try {
+                        return type.cast(c.newInstance(args));
+                    } catch (InvocationTargetException e) {
+                        throw sneaky(e.getCause());
+                    } catch (ReflectiveOperationException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }
+            }
+        }
+        throw new IllegalStateException("Kafka " + Release.version() + " has no " + type.getSimpleName() + " constructor taking any of the known argument lists");
+    }
+
+    /** The Scala {@code object} of that name, or null where this release does not have it. */
+    static Object object(String className) {
+        try {
+            return Class.forName(className + "$").getField("MODULE$").get(null);
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
+
+    /** A new instance of a class with a public no-argument constructor, or null where this release lacks it. */
+    static Object newInstance(String className) {
+        try {
+            return Class.forName(className).getConstructor().newInstance();
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
+
+    /** An implementation of an interface whose every method answering Properties answers none
+     *  (a config repository with no override), or null where this release lacks the interface. */
+    static Object noProperties(String interfaceName) {
+        Class<?> type;
+        try {
+            type = Class.forName(interfaceName);
+        } catch (ClassNotFoundException e) {
+            return null;
+        }
+        return Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, (proxy, method, args) -> {
+            if (method.getReturnType() == Properties.class) {
+                return new Properties();
+            }
+            switch (method.getName()) {
+                case "hashCode": return System.identityHashCode(proxy);
+                case "equals": return proxy == args[0];
+                case "toString": return "no topic config overrides";
+                default: throw new UnsupportedOperationException(method.toString());
+            }
+        });
+    }
+
+    /** The value of a private field, found by the end of its name (Scala may mangle it). */
+    static Object field(Object target, Class<?> declaring, String name) {
+        for (Field f : declaring.getDeclaredFields()) {
+            if (f.getName().equals(name) || f.getName().endsWith("$$" + name)) {
+                try {
+                    f.setAccessible(true);
+                    return f.get(target);
+                } catch (IllegalAccessException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+        }
+        throw new IllegalStateException(declaring.getName() + " of Kafka " + Release.version() + " has no field " + name);
+    }
+
+    static <T> List<T> list(scala.collection.Iterable<T> items) {
+        List<T> out = new ArrayList<>();
+        CollectionConverters.asJava(items).forEach(out::add);
+        return out;
+    }
+
+    static <T> scala.collection.immutable.List<T> seq(List<T> items) {
+        return CollectionConverters.asScala(items).toList();
+    }
+
+    // --- helpers ------------------------------------------------------------------------------
+
+    private static boolean accepts(Executable m, Object[] args) {
+        Class<?>[] types = m.getParameterTypes();
+        if (types.length < args.length) {
+            return false;
+        }
+        for (int i = 0; i < args.length; i++) {
+            if (args[i] == null || !box(types[i]).isInstance(args[i])) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Whether every parameter after the first {@code given} has a Scala default. */
+    private static boolean hasDefaults(Class<?> type, Method m, int given) {
+        for (int i = given; i < m.getParameterCount(); i++) {
+            try {
+                type.getMethod(m.getName() + "$default$" + (i + 1));
+            } catch (NoSuchMethodException e) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static Object[] withDefaults(Object target, Method m, Object[] args) {
+        Object[] all = new Object[m.getParameterCount()];
+        System.arraycopy(args, 0, all, 0, args.length);
+        for (int i = args.length; i < all.length; i++) {
+            try {
+                all[i] = target.getClass().getMethod(m.getName() + "$default$" + (i + 1)).invoke(target);
+            } catch (ReflectiveOperationException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+        return all;
+    }
+
+    private static Object invoke(Object target, Method m, Object[] args) {
+        try {
+            return m.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw sneaky(e.getCause()); // Kafka's own exception, checked or not, as a direct call throws it
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static Class<?> box(Class<?> type) {
+        if (!type.isPrimitive()) {
+            return type;
+        }
+        if (type == long.class) {
+            return Long.class;
+        }
+        if (type == int.class) {
+            return Integer.class;
+        }
+        if (type == boolean.class) {
+            return Boolean.class;
+        }
+        if (type == double.class) {
+            return Double.class;
+        }
+        throw new IllegalArgumentException("no boxing for " + type);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <E extends Throwable> RuntimeException sneaky(Throwable e) throws E {
+        throw (E) e;
+    }
+}

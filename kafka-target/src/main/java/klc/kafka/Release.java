@@ -1,0 +1,25 @@
+package klc.kafka;
+
+import org.apache.kafka.common.utils.internals.AppInfoParser;
+import org.apache.kafka.common.utils.internals.Exit;
+import org.apache.kafka.storage.internals.log.RecordValidationException;
+
+/** What the protocol needs of Kafka 4.x outside the log layer. */
+final class Release {
+    private Release() { }
+
+    static String version() {
+        return AppInfoParser.getVersion();
+    }
+
+    /** Kafka's exits and halts (every log dir failed) end the step, not the process. */
+    static void trapExits() {
+        Exit.setExitProcedure((status, message) -> { throw new Main.Halted(status, message); });
+        Exit.setHaltProcedure((status, message) -> { throw new Main.Halted(status, message); });
+    }
+
+    /** The refusal a broker would answer: a RecordValidationException answers with the exception it wraps. */
+    static Throwable refusal(Throwable e) {
+        return e instanceof RecordValidationException v ? v.invalidException() : e;
+    }
+}

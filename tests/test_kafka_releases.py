@@ -1,0 +1,73 @@
+"""Kafka releases as targets (issue 31, docs/kafka-target.md): ``kafka:VERSION`` runs a release by
+its generation's adapter, and the historical bugs show on the releases that shipped them."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import scenario as sc
+from conformance.properties.crash_recovery import recovery_skipped
+from conformance.runner import run
+from conformance.targets.kafka import KafkaTarget, Unsupported
+from conformance.targets.kafka_jvm import PINNED
+
+pytestmark = pytest.mark.no_cover  # the JVM's time, not Python's lines
+
+RECORDS = (sc.Rec(1_700_000_000_000, "k", "v"),)
+
+
+def _broker_with_segments(release: str | None) -> KafkaTarget:
+    """A broker that wrote two segments of one partition and shut down cleanly."""
+    target = KafkaTarget(sc.Scenario((), {"segment.bytes": 200}), release=release)
+    for step in (sc.Open(), sc.Create(), *[sc.Append(batches=(sc.BatchSpec(RECORDS),))] * 6, sc.Shutdown()):
+        result = target.apply(step)
+        assert "error" not in result, (step, result)
+    return target
+
+
+@pytest.mark.parametrize("release, red", [("2.7.2", True), ("2.8.2", False), (None, False)])
+def test_kafka_10471_marker_kept_through_a_crash_inside_the_load(release, red):
+    """KAFKA-10471 (fixed in 2.8.0): up to 2.7 the clean-shutdown marker is deleted only after the
+    load, which already resized the active segment's indexes; a crash in between leaves the marker
+    over them, so the next start skips recovery and trusts them.  Shown on the releases
+    themselves: the JVM dies right after the first partition's log is built (halt_at)."""
+    target = _broker_with_segments(release)
+    try:
+        before = target.files()
+        assert "d0/.kafka_cleanshutdown" in before
+        assert target.crash_inside_open("partition-loaded", 1)
+        witness = recovery_skipped(before, target.files(), {"d0/t-0"})
+        assert (witness is not None) == red, witness
+        if red:
+            assert "KAFKA-10471" in witness and "d0/.kafka_cleanshutdown" in witness
+        loaded = target.apply(sc.Open())["loaded"]
+        recovered = [x["recovered"] for x in loaded if x["partition"] == "t-0"][0]
+        assert (recovered == []) == red  # the next start skips recovery exactly when the marker stayed
+    finally:
+        target.close()
+
+
+@pytest.mark.parametrize("release, verdict", [("2.7.2", "fail"), ("2.8.2", "pass")])
+def test_kafka_10101_recovery_point_on_the_releases(release, verdict):
+    """KAFKA-10101 (fixed in 2.8.0): the recovery point after an unclean recovery."""
+    case = sc.Scenario.load("corpora/KAFKA-10101/recovery-point-stays-after-unclean-recovery.json")
+    v = run(case, ("model", f"kafka:{release}"))
+    assert ("pass" if v.ok else "fail") == verdict, [str(x) for x in v.violations]
+    if verdict == "fail":
+        assert "recovery_point" in v.violations[0].witness
+
+
+def test_a_release_without_an_adapter_is_unsupported_not_a_pass():
+    for release in ("3.0.0", "1.1.1", "not-a-release"):
+        with pytest.raises(Unsupported, match="no adapter|not a Kafka release"):
+            KafkaTarget(sc.Scenario(()), release=release)
+    verdict = run(sc.Scenario((sc.Create(),)), ("model", "kafka:3.0.0"))
+    assert verdict.unsupported and not verdict.ok
+
+
+def test_the_pinned_release_is_the_default():
+    target = KafkaTarget(sc.Scenario(()))
+    try:
+        assert target.name == "kafka" and target.version == PINNED
+    finally:
+        target.close()
