@@ -16,7 +16,7 @@ import contextlib
 
 import attrs
 
-from conformance.properties import CLEAN_RESTART, CONFORMS, DURABLE, IDEMPOTENT_RECOVERY, INDEX_AGREES
+from conformance.properties import CLEAN_RESTART, CONFORMS, DURABLE, IDEMPOTENT_RECOVERY, INDEX_AGREES, PREFIX
 
 
 @attrs.frozen
@@ -110,6 +110,15 @@ TABLE = (
         "recovered from 0): that load is another load, not a partial one to compare with the uninterrupted load",
         "§6.2 steps 3–4",
         None,
+    ),
+    Allowance(
+        "deletion-after-a-recovery-cut-interrupted", PREFIX,
+        "a fault inside a load whose recovery cut a segment (model.log_manager.LATER_DELETED) stops the "
+        "deletion of the later segments, which goes lowest first and is neither atomic nor redone: the next "
+        "load finds nothing left to cut and keeps the later segments not yet deleted, after a hole",
+        "§5.6 step 1b; LogLoader.recoverLog's removeAndDeleteSegments",
+        "corpora/found/prefix-cff9be2e4a",
+        SHOWN,
     ),
     Allowance(
         "log-end-below-log-start", DURABLE,

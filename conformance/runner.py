@@ -255,6 +255,8 @@ class Session:
             if results is None:
                 return
         if self.model is not None and self.model.running:
+            if isinstance(during, sc.Open):
+                self.tracker.load_interrupted(self.model)
             self.tracker.observe(self.model, during, crashed=True, result=results.get(self.model.name))
         if source.backend == "sim":  # how many operations the fault chose from (the crash image's size)
             results[source.name] = {**results[source.name], "pending": len(journal(source.raw_storage))}

@@ -182,6 +182,27 @@ class RecoveryTracker:
         for mixed in mixes:
             self.pairs[key].update((a[2], b[2]) for a, b in zip(mixed, mixed[1:], strict=False))
 
+    def load_interrupted(self, model) -> None:
+        """A fault inside a load whose uninterrupted run (the model's, just done) cut a segment and
+        deleted the segments after it (§5.6 step 1b, LATER_DELETED).  The deletion goes lowest
+        first and is neither atomic nor redone: a load stopped in it leaves the later segments it
+        had not reached, and the next load, finding nothing left to cut, keeps them — so the last
+        batch kept before the cut may neighbour the first batch of any later segment (Kafka's own
+        ``deletion-after-a-recovery-cut-interrupted``)."""
+        if not kafkas_own.applies("deletion-after-a-recovery-cut-interrupted"):
+            return
+        before_batches, before_bases = self.last
+        after, state = model.batches(), model.state()["partitions"]
+        for key in partitions_that_took(model, LATER_DELETED):
+            kept, segments = after.get(key, []), state.get(key, {}).get("segments", [])
+            if not kept or not segments:
+                continue
+            cut = segments[-1][0]  # the segment the recovery cut is the log's last after the load
+            for base in (b for b in before_bases.get(key, []) if b > cut):
+                first = next((b for b in before_batches.get(key, []) if b[0] >= base), None)
+                if first is not None:
+                    self.pairs[key].add((kept[-1][2], first[2]))
+
     def crashed(self, reference: Reference | None, during_open: bool) -> None:
         self.faulted = self.ever_faulted = True
         if during_open:
