@@ -1,13 +1,25 @@
 package klc.kafka;
 
 import kafka.common.RecordValidationException;
+import kafka.log.LogSegment;
 
 import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.common.utils.Exit;
 
 /** What the protocol needs of Kafka 2.x outside the log layer. */
 final class Release {
+    /** The classes {@link Advices} weaves into: a segment, and {@code Log}, whose constructor loads
+     *  the partition in 2.x (segments, recovery, producer state). */
+    static final String SEGMENT_CLASS = "kafka.log.LogSegment";
+    static final String LOG_CLASS = "kafka.log.Log";
+
     private Release() { }
+
+    /** A LogSegment.recover call starts: which file, which base offset. */
+    static void recovering(Object segment) {
+        LogSegment s = (LogSegment) segment;
+        Recoveries.recovering(s.log().file(), s.baseOffset());
+    }
 
     static String version() {
         return AppInfoParser.getVersion();

@@ -2,11 +2,22 @@ package klc.kafka;
 
 import org.apache.kafka.common.utils.internals.AppInfoParser;
 import org.apache.kafka.common.utils.internals.Exit;
+import org.apache.kafka.storage.internals.log.LogSegment;
 import org.apache.kafka.storage.internals.log.RecordValidationException;
 
 /** What the protocol needs of Kafka 4.x outside the log layer. */
 final class Release {
+    /** The classes {@link Advices} weaves into: a segment, and the log built once a partition loaded. */
+    static final String SEGMENT_CLASS = "org.apache.kafka.storage.internals.log.LogSegment";
+    static final String LOG_CLASS = "org.apache.kafka.storage.internals.log.UnifiedLog";
+
     private Release() { }
+
+    /** A LogSegment.recover call starts: which file, which base offset. */
+    static void recovering(Object segment) {
+        LogSegment s = (LogSegment) segment;
+        Recoveries.recovering(s.log().file(), s.baseOffset());
+    }
 
     static String version() {
         return AppInfoParser.getVersion();

@@ -1,32 +1,29 @@
 package klc.kafka;
 
-import kafka.log.LogSegment;
-
 import net.bytebuddy.agent.ByteBuddyAgent;
 import net.bytebuddy.agent.builder.AgentBuilder;
 import net.bytebuddy.asm.Advice;
 import net.bytebuddy.matcher.ElementMatchers;
 
 /**
- * What this target weaves into Kafka 2.x's classes when the JVM starts (Byte Buddy attaches to
- * its own JVM): every {@code LogSegment.recover} call is recorded ({@link Recoveries}) and, on its
- * return, reported to {@link LoadCrash}; so is the end of every {@code kafka.log.Log}
- * constructor, which in 2.x loads the partition itself (segments, recovery, producer state).
+ * What this target weaves into Kafka's classes when the JVM starts (Byte Buddy attaches to its
+ * own JVM): every {@code LogSegment.recover} call is recorded ({@link Recoveries}) and, on its
+ * return, reported to {@link LoadCrash}; so is the end of every constructor of the partition's log
+ * class, which has then loaded the partition.  Which classes: {@link Release} of the generation
+ * ({@code UnifiedLog} in 4.x, built after LogLoader ran; {@code kafka.log.Log} in 2.x, which loads
+ * the partition itself).
  */
 public final class Advices {
-    private static final String SEGMENT = "kafka.log.LogSegment";
-    private static final String LOG = "kafka.log.Log";
-
     private Advices() { }
 
     static void install() {
         new AgentBuilder.Default()
                 .disableClassFormatChanges()
                 .with(AgentBuilder.RedefinitionStrategy.RETRANSFORMATION)
-                .type(ElementMatchers.named(SEGMENT))
+                .type(ElementMatchers.named(Release.SEGMENT_CLASS))
                 .transform((builder, type, loader, module, domain) ->
                         builder.visit(Advice.to(OnRecover.class).on(ElementMatchers.named("recover"))))
-                .type(ElementMatchers.named(LOG))
+                .type(ElementMatchers.named(Release.LOG_CLASS))
                 .transform((builder, type, loader, module, domain) ->
                         builder.visit(Advice.to(OnLogBuilt.class).on(ElementMatchers.isConstructor())))
                 .installOn(ByteBuddyAgent.install());
@@ -34,8 +31,7 @@ public final class Advices {
 
     /** Called from inside LogSegment.recover (public: the woven code runs in Kafka's package). */
     public static void recovering(Object segment) {
-        LogSegment s = (LogSegment) segment;
-        Recoveries.recovering(s.log().file(), s.baseOffset());
+        Release.recovering(segment);
     }
 
     /** Inlined into LogSegment.recover. */
@@ -53,7 +49,7 @@ public final class Advices {
         }
     }
 
-    /** Inlined at the end of Log's constructor. */
+    /** Inlined at the end of the log class's constructors. */
     static final class OnLogBuilt {
         private OnLogBuilt() { }
 
