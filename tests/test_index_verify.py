@@ -79,37 +79,37 @@ def test_lookups_through_checked_indexes_are_never_wrong(logs_, kind, damage_tim
     event(f"damage {kind} to {'time' if damage_time else 'offset'} index")
     good_o, good_t, _ = rebuild_from_log(log, base, INTERVAL, MAX)
     other_o, other_t, _ = rebuild_from_log(other_case[1], base, INTERVAL, MAX)
-    d = tempfile.mkdtemp(prefix="klc-verify-")
-    op, tp = f"{d}/{base:020d}.index", f"{d}/{base:020d}.timeindex"
-    o_bytes, t_bytes = good_o.file_bytes(), good_t.file_bytes()
-    if damage_time:
-        t_bytes = damage(data.draw, kind, t_bytes, 12, other_t.file_bytes())
-    else:
-        o_bytes = damage(data.draw, kind, o_bytes, 8, other_o.file_bytes())
-    write(op, o_bytes)
-    write(tp, t_bytes)
-    with open(f"{d}/{base:020d}.log", "wb") as f:
-        f.write(log)
-    storage = OsStorage()
-    config = LogConfig(index_interval_bytes=INTERVAL, segment_index_bytes=MAX)
-    segment = LogSegment(storage, d, base, config, 0, existing=True)  # as loaded without recovery
-    try:
-        batches = [b.header() for b in iterate_file(log).batches]
-        targets = sorted({o for h in batches for o in range(h.offset, h.last_offset + 2)} | {base - 1, 10**9})
-        for t in targets:
-            expected = next((h for h in batches if h.last_offset >= t), None)
-            got = segment.translate_offset(t)
-            assert (None if got is None else got.position) == (None if expected is None else expected.position), t
-        if kind == "none":
-            assert segment.rebuilt_because is None
-        event("shadowed" if segment.rebuilt_because else "kept")
-        # the index files stay Kafka's whatever the proof found: lookups alone go through the shadow
-        assert read(op) == o_bytes and read(tp) == t_bytes
-        newest = max((h.max_timestamp for h in batches), default=-1)
-        assert max(segment.content_max_timestamp_and_offset()[0], 0) == max(newest, 0)
-    finally:
-        segment.close_handlers()
-        storage.close_all()
+    with tempfile.TemporaryDirectory(prefix="klc-verify-") as d:  # one dir per example: none left behind
+        op, tp = f"{d}/{base:020d}.index", f"{d}/{base:020d}.timeindex"
+        o_bytes, t_bytes = good_o.file_bytes(), good_t.file_bytes()
+        if damage_time:
+            t_bytes = damage(data.draw, kind, t_bytes, 12, other_t.file_bytes())
+        else:
+            o_bytes = damage(data.draw, kind, o_bytes, 8, other_o.file_bytes())
+        write(op, o_bytes)
+        write(tp, t_bytes)
+        with open(f"{d}/{base:020d}.log", "wb") as f:
+            f.write(log)
+        storage = OsStorage()
+        config = LogConfig(index_interval_bytes=INTERVAL, segment_index_bytes=MAX)
+        segment = LogSegment(storage, d, base, config, 0, existing=True)  # as loaded without recovery
+        try:
+            batches = [b.header() for b in iterate_file(log).batches]
+            targets = sorted({o for h in batches for o in range(h.offset, h.last_offset + 2)} | {base - 1, 10**9})
+            for t in targets:
+                expected = next((h for h in batches if h.last_offset >= t), None)
+                got = segment.translate_offset(t)
+                assert (None if got is None else got.position) == (None if expected is None else expected.position), t
+            if kind == "none":
+                assert segment.rebuilt_because is None
+            event("shadowed" if segment.rebuilt_because else "kept")
+            # the index files stay Kafka's whatever the proof found: lookups alone go through the shadow
+            assert read(op) == o_bytes and read(tp) == t_bytes
+            newest = max((h.max_timestamp for h in batches), default=-1)
+            assert max(segment.content_max_timestamp_and_offset()[0], 0) == max(newest, 0)
+        finally:
+            segment.close_handlers()
+            storage.close_all()
 
 
 def test_kafka_verify_index_only_rules(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -29,10 +30,11 @@ ops = st.lists(
 
 @given(ops, st.sampled_from([0, 10]))
 def test_transaction_index_conforms(steps, base):
-    import tempfile
+    with tempfile.TemporaryDirectory(prefix="klc-txn-") as d:  # one dir per example: none left behind
+        _transaction_index_conforms(steps, os.path.join(d, f"{base:020d}.txnindex"), base)
 
-    d = tempfile.mkdtemp(prefix="klc-txn-")
-    path = os.path.join(d, f"{base:020d}.txnindex")
+
+def _transaction_index_conforms(steps, path: str, base: int) -> None:
     storage = OsStorage()
     model = M.TransactionIndex(base)
     impl = I.TransactionIndex(storage, path, base)
