@@ -148,37 +148,24 @@ final class Broker {
         }
         ObjectNode out = JSON.createObjectNode();
         out.put("started", failed == null);
-        ArrayNode loaded = out.putArray("loaded");
-        for (File dir : dataDirs) {
-            File[] children = dir.listFiles(File::isDirectory);
-            if (children == null) {
-                continue;
+        LoadedPartitions.list(out.putArray("loaded"), dataDirs, failed, new LoadedPartitions.Manager() {
+            @Override
+            public TopicPartition partitionOf(File dir) {
+                return Broker.partitionOf(dir);
             }
-            Arrays.sort(children, Comparator.comparing(File::getName));
-            for (File child : children) {
-                TopicPartition tp = partitionOf(child);
-                if (tp != null) {
-                    loadedEntry(loaded.addObject(), dir, child, tp, failed);
-                }
-            }
-        }
-        return out;
-    }
 
-    private void loadedEntry(ObjectNode entry, File dir, File child, TopicPartition tp, String failed) {
-        entry.put("dir", dir.getName());
-        entry.put("partition", child.getName());
-        Option<Log> log = failed == null ? manager.getLog(tp, false) : Option.empty();
-        if (log.isDefined() && log.get().dir().getAbsoluteFile().getParentFile().equals(dir)) {
-            entry.putNull("error");
-        } else if (failed != null) {
-            entry.put("error", failed);
-        } else {
-            entry.put("error", manager.isLogDirOnline(dir.getAbsolutePath())
-                    ? "not loaded" : "log dir " + dir.getName() + " went offline during the load");
-        }
-        ArrayNode rec = entry.putArray("recovered");
-        Recoveries.of(dir, child.getName()).forEach(rec::add);
+            @Override
+            public boolean loadedIn(TopicPartition tp, File dataDir) {
+                Option<Log> log = manager.getLog(tp, false);
+                return log.isDefined() && log.get().dir().getAbsoluteFile().getParentFile().equals(dataDir);
+            }
+
+            @Override
+            public boolean online(File dataDir) {
+                return manager.isLogDirOnline(dataDir.getAbsolutePath());
+            }
+        });
+        return out;
     }
 
     /** LogManager's constructor: 2.8 takes a config repository (no override here) and

@@ -124,35 +124,23 @@ final class Broker {
         }
         ObjectNode out = JSON.createObjectNode();
         out.put("started", failed == null);
-        ArrayNode loaded = out.putArray("loaded");
-        for (File dir : dataDirs) {
-            File[] children = dir.listFiles(File::isDirectory);
-            if (children == null) {
-                continue;
+        LoadedPartitions.list(out.putArray("loaded"), dataDirs, failed, new LoadedPartitions.Manager() {
+            @Override
+            public TopicPartition partitionOf(File dir) {
+                return Broker.partitionOf(dir);
             }
-            java.util.Arrays.sort(children, Comparator.comparing(File::getName));
-            for (File child : children) {
-                TopicPartition tp = partitionOf(child);
-                if (tp == null) {
-                    continue;
-                }
-                ObjectNode entry = loaded.addObject();
-                entry.put("dir", dir.getName());
-                entry.put("partition", child.getName());
-                Optional<UnifiedLog> log = failed == null ? manager.getLog(tp) : Optional.empty();
-                boolean here = log.isPresent() && new File(log.get().parentDir()).equals(dir);
-                if (here) {
-                    entry.putNull("error");
-                } else if (failed != null) {
-                    entry.put("error", failed);
-                } else {
-                    entry.put("error", manager.isLogDirOnline(dir.getAbsolutePath())
-                            ? "not loaded" : "log dir " + dir.getName() + " went offline during the load");
-                }
-                ArrayNode rec = entry.putArray("recovered");
-                Recoveries.of(dir, child.getName()).forEach(rec::add);
+
+            @Override
+            public boolean loadedIn(TopicPartition tp, File dataDir) {
+                Optional<UnifiedLog> log = manager.getLog(tp);
+                return log.isPresent() && new File(log.get().parentDir()).equals(dataDir);
             }
-        }
+
+            @Override
+            public boolean online(File dataDir) {
+                return manager.isLogDirOnline(dataDir.getAbsolutePath());
+            }
+        });
         return out;
     }
 

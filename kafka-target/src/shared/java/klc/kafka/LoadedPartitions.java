@@ -1,0 +1,64 @@
+package klc.kafka;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.TopicPartition;
+
+import java.io.File;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.List;
+
+/**
+ * The {@code loaded} list of an {@code open} answer, the same for every generation: one entry per
+ * partition directory of every data dir, in name order — its load error (null when its log is
+ * loaded from that dir) and the segments Kafka recovered ({@link Recoveries}).
+ */
+final class LoadedPartitions {
+    /** What a generation's LogManager says of the partition directories. */
+    interface Manager {
+        /** The directory's partition as Kafka parses its name; null if Kafka does not load it as one. */
+        TopicPartition partitionOf(File dir);
+
+        /** Whether the loaded log of {@code tp} lives in the data dir {@code dataDir}. */
+        boolean loadedIn(TopicPartition tp, File dataDir);
+
+        /** Whether the data dir is still online (the log-dir failure channel did not take it). */
+        boolean online(File dataDir);
+    }
+
+    private LoadedPartitions() { }
+
+    /** ``failed``: why the startup failed (every partition then carries it), or null. */
+    static void list(ArrayNode loaded, List<File> dataDirs, String failed, Manager manager) {
+        for (File dir : dataDirs) {
+            File[] children = dir.listFiles(File::isDirectory);
+            if (children == null) {
+                continue;
+            }
+            Arrays.sort(children, Comparator.comparing(File::getName));
+            for (File child : children) {
+                TopicPartition tp = manager.partitionOf(child);
+                if (tp != null) {
+                    entry(loaded.addObject(), dir, child, tp, failed, manager);
+                }
+            }
+        }
+    }
+
+    private static void entry(ObjectNode entry, File dir, File child, TopicPartition tp, String failed, Manager manager) {
+        entry.put("dir", dir.getName());
+        entry.put("partition", child.getName());
+        if (failed != null) {
+            entry.put("error", failed);
+        } else if (manager.loadedIn(tp, dir)) {
+            entry.putNull("error");
+        } else {
+            entry.put("error", manager.online(dir)
+                    ? "not loaded" : "log dir " + dir.getName() + " went offline during the load");
+        }
+        ArrayNode recovered = entry.putArray("recovered");
+        Recoveries.of(dir, child.getName()).forEach(recovered::add);
+    }
+}
