@@ -89,7 +89,7 @@ class Session:
         self.steps: list[sc.Step] = []
         self._shutdown_at = None
         self.tracker = RecoveryTracker()
-        self.unloadable: set[str] = set()  # partitions the last open left out: their files are not compared
+        self.unloadable: set[str] = set()  # partitions the last open left out (isolate policy): files not compared
         self.shutdown_dirs: dict[str, bool] = {}  # data dir → whether the last shutdown wrote its marker
         if scenario.image is not None and not self.broken:
             self._restore(scenario.image, scenario.clock_start_ms)
@@ -146,7 +146,8 @@ class Session:
             return
         if index >= 0:
             self.verdict.results.append(results)
-        if isinstance(step, sc.Open):
+        if isinstance(step, sc.Open) and self.header.failure_policy == "isolate":
+            # under Kafka's policy a failed load's files are compared: the startup fails with them
             self.unloadable = {
                 x["partition"] for t in self.targets for x in results[t.name].get("loaded", ()) if x["error"]
             }
@@ -154,6 +155,9 @@ class Session:
             self._judge(step, index, results)
             if self.broken:
                 return
+        if isinstance(step, sc.Open) and all(r.get("started") is False for r in results.values()):
+            self._startup_failed()
+            return
         if (
             self.model is not None
             and self.model.running
@@ -225,6 +229,17 @@ class Session:
             finally:
                 judgement.close()
         return False
+
+    def _startup_failed(self) -> None:
+        """Every target's startup failed (Kafka's failure policy, §6.2 step 7): the process is
+        gone, the files as the loads left them — each target gets the image source's, as after a
+        process crash, so the next open of every target loads the same bytes."""
+        if self.source is not None:
+            files, dirs, mtimes = self.source.image(Fault("process"))
+            for t in self.targets:
+                t.restore(files, dirs, mtimes)
+        self.tracker.crashed(None, during_open=False)
+        self._shutdown_at = None
 
     # --- fault steps ------------------------------------------------------------------------------
 

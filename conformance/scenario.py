@@ -512,6 +512,7 @@ STEPS: dict[str, type[Step]] = {
 RACE_STEPS = (Append, Roll, Read, OffsetForTimestamp)  # what a race's threads may run
 RACE_WRITERS = (Append, Roll)
 IO_ERRORS = ("EIO", "ENOSPC")
+FAILURE_POLICIES = ("kafka", "isolate")  # Scenario.failure_policy
 
 
 def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
@@ -806,9 +807,15 @@ class Scenario:
     note: str = ""
     expect: dict = attrs.Factory(dict)  # e.g. {"violation": "conforms"} for a corpus case
     image: DiskImage | None = None  # the data dirs as the broker finds them at its first startup
+    # what a partition that fails to load costs (docs/scenario-format.md, "Failure policy"): "kafka",
+    # Kafka's (the broker's startup fails, §6.2 step 7), or "isolate", impl's (the partition is left
+    # out, the rest starts); every target runs under the one in force
+    failure_policy: str = "kafka"
 
     def to_json(self) -> dict:
         out = {"format": FORMAT, "version": VERSION, "config": self.config, "data_dirs": self.data_dirs}
+        if self.failure_policy != "kafka":
+            out["failure_policy"] = self.failure_policy
         out |= {"clock_start_ms": self.clock_start_ms, "jitter_seed": self.jitter_seed}
         if self.note:
             out["note"] = self.note
@@ -840,6 +847,7 @@ class Scenario:
             "note",
             "expect",
             "image",
+            "failure_policy",
             "steps",
         }
         if extra:
@@ -856,6 +864,9 @@ class Scenario:
             raise ScenarioError(f"{where}: 'steps' must be a list")
         data_dirs = _int(d, "data_dirs", where, 1, 1, 16)
         image = None if d.get("image") is None else DiskImage.from_json(d["image"], f"{where}: image", data_dirs)
+        policy = d.get("failure_policy", "kafka")
+        if policy not in FAILURE_POLICIES:
+            raise ScenarioError(f"{where}: 'failure_policy' must be one of {', '.join(FAILURE_POLICIES)}, got {policy!r}")
         return cls(
             tuple(step_from_json(s, f"{where}: steps[{i}]") for i, s in enumerate(steps)),
             config,
@@ -865,6 +876,7 @@ class Scenario:
             d.get("note", "") if isinstance(d.get("note", ""), str) else "",
             d.get("expect", {}) if isinstance(d.get("expect", {}), dict) else {},
             image,
+            policy,
         )
 
     @classmethod

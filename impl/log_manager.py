@@ -3,11 +3,15 @@ clean-shutdown marker (spec §6.1–§6.5).
 
 Startup, per data dir: the marker is deleted as soon as it is seen (KAFKA-10471), both offset
 checkpoints are read (an unreadable one counts as empty), and every partition directory is loaded.
-Better than Kafka, and documented (DESIGN.md ``isolated``): a directory whose name is not a
-partition name, or a partition whose files cannot be loaded, is reported with the file and
-reason and left out — every other partition loads (Kafka aborts the broker or offlines the whole
-dir).  Such a dir is not certified clean at the next shutdown (no marker), so its partitions are
-recovered next time.
+What a partition that cannot be loaded costs is the failure policy (docs/scenario-format.md):
+
+* ``kafka`` (Kafka's, the default): every partition's load runs, then a load that failed with
+  anything but an I/O error — or a directory whose name is not a partition name — fails the startup
+  (``startup_error``; §6.2 step 7); an I/O error takes the partition's data dir offline once its
+  loads are done (§6.6 item 3).
+* ``isolate`` (better for operators; DESIGN.md ``isolated``): such a partition or directory is
+  reported with the file and reason and left out, every other partition loads.  Its data dir is not
+  certified clean at the next shutdown (no marker), so its partitions are recovered next time.
 
 Partitions of one data dir load in parallel on ``num.recovery.threads.per.data.dir`` threads (§6.2;
 default 1) when the storage declares itself thread-safe (``thread_safe`` on its class: the real
@@ -37,7 +41,7 @@ from impl.errors import IndexFailure, LogError, LogFormatError
 from impl.index import TimeIndex
 from impl.leader_epoch import LeaderEpochCache
 from impl.loader import LoadError, LoadReport, PartitionLoader
-from impl.log import PartitionLog, Scheduler, storage_errors
+from impl.log import STORAGE_ERROR, PartitionLog, Scheduler, storage_errors
 from impl.names import parse_topic_partition
 from impl.segment import LogSegment, filename_prefix
 from impl.storage import Storage
@@ -60,6 +64,8 @@ class PartitionLoad:
     log: PartitionLog | None
     error: str | None
     report: LoadReport | None = None
+    # the error is one Kafka rethrows out of its startup (not an I/O error, which offlines the dir)
+    fatal: bool = False
 
 
 @attrs.define
@@ -81,6 +87,7 @@ class _Loaded:
     loader: PartitionLoader
     log: PartitionLog | None
     error: str | None
+    io_error: bool = False  # the load failed on storage (Kafka: IOException, KafkaStorageException)
 
 
 def _in_order(futures: list[Future]) -> Iterator[_Loaded]:
@@ -110,6 +117,7 @@ class LogManager:
         jitter: Callable[[str, int], int] = _random_jitter,
         topic_configs: dict[str, LogConfig] | None = None,
         broker_epoch: int = -1,
+        failure_policy: str = "kafka",
     ):
         self.storage = storage
         self.data_dirs = list(data_dirs)
@@ -124,6 +132,8 @@ class LogManager:
         self._dir_of: dict[tuple[str, int], str] = {}
         self.failed: dict[tuple[str, int], str] = {}  # partitions whose load failed → why
         self.loads: list[PartitionLoad] = []
+        self.failure_policy = failure_policy
+        self.startup_error: str | None = None  # why the startup failed (the kafka policy), or None
 
     def config_for(self, topic: str) -> LogConfig:
         return self.topic_configs.get(topic, self.config)
@@ -161,6 +171,8 @@ class LogManager:
             except OSError as e:  # the marker could not be deleted, the dir not listed: offline
                 loads.append(self._offline(data_dir, e))
         self.loads = loads
+        if self.failure_policy == "kafka":
+            self.startup_error = next((load.error for load in loads if load.fatal), None)
         return loads
 
     def _offline(self, data_dir: str, e: OSError) -> PartitionLoad:
@@ -199,8 +211,8 @@ class LogManager:
                 continue
             try:
                 topic, partition, _kind = parse_topic_partition(name)
-            except Exception as e:
-                entries.append(PartitionLoad(state.path, name, None, None, None, f"{path}: {e}"))
+            except Exception as e:  # Kafka: a KafkaException out of loadLogs (fatal, §2.3)
+                entries.append(PartitionLoad(state.path, name, None, None, None, f"{path}: {e}", fatal=True))
                 continue
             if topic == METADATA_TOPIC:
                 continue
@@ -216,7 +228,21 @@ class LogManager:
         for entry in entries:
             loads.append(entry if isinstance(entry, PartitionLoad) else self._register(state, next(loaded)))
         state.load_completed = all(load.error is None for load in loads)
+        io_failed = next((load for load in loads if load.error and not load.fatal), None)
+        if self.failure_policy == "kafka" and io_failed is not None:
+            self._offline_after_load(state, loads, io_failed)
         return loads
+
+    def _offline_after_load(self, state: DataDirState, loads: list[PartitionLoad], failed: PartitionLoad) -> None:
+        """§6.6 item 3: an I/O error in one partition's load takes its whole data dir offline once
+        the dir's loads are done; the logs loaded there are closed without a flush."""
+        state.offline = True
+        for load in loads:
+            if load.log is not None:
+                self.logs.pop((load.topic, load.partition)).close_handlers()
+                del self._dir_of[(load.topic, load.partition)]
+                load.log, load.fatal = None, False
+                load.error = f"{state.path}/{load.name}: log dir offline after {failed.name} failed to load ({failed.error})"
 
     def _parallel(self, load, jobs: list, threads: int) -> Iterator[_Loaded]:
         """``load`` of every job on ``threads`` workers; the results in job order.  All jobs run to
@@ -247,7 +273,11 @@ class LogManager:
         )
         try:
             return _Loaded(name, topic, partition, loader, loader.load(), None)
-        except (LoadError, LogFormatError, IndexFailure, LogError, OSError, ValueError) as e:
+        except OSError as e:
+            return _Loaded(name, topic, partition, loader, None, str(e), io_error=True)
+        except LogError as e:
+            return _Loaded(name, topic, partition, loader, None, str(e), io_error=e.kind == STORAGE_ERROR)
+        except (LoadError, LogFormatError, IndexFailure, ValueError) as e:
             return _Loaded(name, topic, partition, loader, None, str(e))
 
     def _register(self, state: DataDirState, loaded: _Loaded) -> PartitionLoad:
@@ -260,7 +290,9 @@ class LogManager:
         if loaded.error is not None:
             if tp not in self.logs:
                 self.failed[tp] = loaded.error
-            return PartitionLoad(state.path, name, topic, partition, None, loaded.error, loader.report)
+            return PartitionLoad(
+                state.path, name, topic, partition, None, loaded.error, loader.report, fatal=not loaded.io_error
+            )
         if tp in self.logs:
             log.close_handlers()
             other = self._dir_of[tp]
@@ -272,6 +304,7 @@ class LogManager:
                 None,
                 f"Duplicate log directories for {topic}-{partition} are found in both {other} and {path}",
                 loader.report,
+                fatal=True,  # IllegalStateException (§6.2 step 6)
             )
         self.logs[tp] = log
         self._dir_of[tp] = state.path

@@ -14,7 +14,8 @@ from model.indexes import file_entries
 def judge(obs: Observation):
     if isinstance(obs.step, sc.Shutdown):
         for t in obs.targets:
-            yield CLEAN_RESTART, _untrimmed(t, obs)
+            if "error" not in obs.results[t.name]:  # a refused shutdown (not running) trimmed nothing
+                yield CLEAN_RESTART, _untrimmed(t, obs)
     if isinstance(obs.step, sc.Open) and obs.shutdown_at is not None:
         for t in obs.targets:
             yield CLEAN_RESTART, _recovered(t, obs)

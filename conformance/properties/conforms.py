@@ -20,7 +20,9 @@ def judge(obs: Observation):
     refused = isinstance(step, sc.Open) and any(
         (r or {}).get("error") == "AlreadyRunning" for r in obs.results.values()
     )
-    settled = isinstance(step, sc.Shutdown | sc.Open) and not refused
+    # a failed startup leaves the loads' indexes as a process death does (preallocated, untrimmed)
+    failed = isinstance(step, sc.Open) and any((r or {}).get("started") is False for r in obs.results.values())
+    settled = isinstance(step, sc.Shutdown | sc.Open) and not refused and not failed
     a = obs.targets[0] if obs.targets else None
     for b in obs.targets[1:]:
         witness = _difference(obs, a, b, settled)
@@ -54,7 +56,7 @@ def comparable(result: dict) -> dict:
     """A step's result as compared: load errors by whether there is one (their texts name files
     the same way but are worded per implementation)."""
     if "loaded" in result:
-        return {"loaded": [{**x, "error": bool(x["error"])} for x in result["loaded"]]}
+        return {**result, "loaded": [{**x, "error": bool(x["error"])} for x in result["loaded"]]}
     return result
 
 

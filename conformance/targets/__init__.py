@@ -132,12 +132,24 @@ class TargetBase:
         return {}
 
     def open(self) -> dict:
-        """LogManager startup: every partition of every data dir loaded."""
+        """LogManager startup: every partition of every data dir loaded.  ``started`` is false when
+        the startup failed (the scenario's failure policy, docs/scenario-format.md): the broker is
+        then down, its files as the loads left them."""
         if self.running:
             return {"error": "AlreadyRunning"}
         self.last_load = self._open()
-        self.running = True
-        return {"loaded": self.last_load}
+        self.running = self._started()
+        if not self.running:
+            self._startup_failed()
+        return {"loaded": self.last_load, "started": self.running}
+
+    def _started(self) -> bool:
+        """Whether the last ``_open`` started the broker."""
+        return True
+
+    def _startup_failed(self) -> None:
+        """Let go of a broker whose startup failed, its files kept as the loads left them."""
+        self.manager = None
 
     def shutdown(self) -> dict:
         """LogManager shutdown: per data dir, whether it wrote its clean-shutdown marker."""

@@ -108,7 +108,10 @@ class ImplTarget(TargetBase):
         return total
 
     def _open(self) -> list[dict]:
-        self.manager = impl.log_manager.LogManager(self.storage, self._dirs(), self.config, self.clock, self.jitter)
+        self.manager = impl.log_manager.LogManager(
+            self.storage, self._dirs(), self.config, self.clock, self.jitter,
+            failure_policy=self.scenario.failure_policy,
+        )  # fmt: skip
         tail = self.tail_bytes()
         before = self.storage.stats.snapshot()
         loads = self.last_reports = self.manager.startup()
@@ -137,6 +140,13 @@ class ImplTarget(TargetBase):
             for load in loads
         ]
 
+    def _started(self) -> bool:
+        return self.manager.startup_error is None
+
+    def _startup_failed(self) -> None:
+        self._close_handles()  # what the loads opened goes with the process
+        super()._startup_failed()
+
     def _shutdown(self):
         return {d.removeprefix(self.root + "/"): why is None for d, why in self.manager.shutdown().items()}
 
@@ -144,12 +154,17 @@ class ImplTarget(TargetBase):
         self.manager.tick()
 
     def halt(self) -> None:
-        if self.running and self.manager and self.backend == "os":
-            for log in self.manager.logs.values():
-                log.close_handlers()
-        if self.backend == "os":
+        if self.running and self.manager:
+            self._close_handles()
+        elif self.backend == "os":
             self.raw_storage.close_all()
         super().halt()
+
+    def _close_handles(self) -> None:
+        if self.backend == "os":
+            for log in self.manager.logs.values():
+                log.close_handlers()
+            self.raw_storage.close_all()
 
     def arm(self, at: int | None, failure=None) -> None:
         if failure is None:

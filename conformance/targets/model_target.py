@@ -28,12 +28,22 @@ class ModelTarget(TargetBase):
 
     def _open(self) -> list[dict]:
         self.manager = model.log_manager.load(
-            self.image, self.dir_names, self.config, self.clock, self.jitter, self.directories, mtimes=self.mtimes
+            self.image, self.dir_names, self.config, self.clock, self.jitter, self.directories, mtimes=self.mtimes,
+            failure_policy=self.scenario.failure_policy,
         )
         return [
             {"dir": o.data_dir, "partition": o.name, "error": o.error, "recovered": o.recovered}
             for o in self.manager.outcomes
         ]
+
+    def _started(self) -> bool:
+        return self.manager.startup_error is None
+
+    def _startup_failed(self) -> None:
+        self.image = self.manager.files()
+        self.mtimes = self.manager.mtimes()
+        self.directories = self.manager.directories()
+        self.manager = None
 
     def _shutdown(self):
         outcome = {d: why is None for d, why in self.manager.shutdown().items()}

@@ -128,8 +128,9 @@ final class Broker {
 
     // --- the broker's life ------------------------------------------------------------------
 
-    ObjectNode open() {
+    ObjectNode open() throws InterruptedException {
         Recoveries.reset();
+        RecoveryPools pools = new RecoveryPools();
         String failed = null;
         try {
             manager = newLogManager(new LogDirFailureChannel(dataDirs.size())); // up to 2.7 its constructor loads the logs
@@ -144,7 +145,7 @@ final class Broker {
             // LogManager whose constructor threw is never seen here: its dir locks leave this
             // JVM's lock table when the garbage collector in halt() takes them
             failed = "the broker's startup failed: " + e.getClass().getSimpleName() + ": " + e.getMessage();
-            halt();
+            pools.awaitDrained(); // the loads queued behind the failed one still run (§6.2 step 7)
         }
         ObjectNode out = JSON.createObjectNode();
         out.put("started", failed == null);
@@ -156,6 +157,9 @@ final class Broker {
 
             @Override
             public boolean loadedIn(TopicPartition tp, File dataDir) {
+                if (manager == null) {
+                    return false; // up to 2.7 the constructor loads: one that threw holds no log
+                }
                 Option<Log> log = manager.getLog(tp, false);
                 return log.isDefined() && log.get().dir().getAbsoluteFile().getParentFile().equals(dataDir);
             }
@@ -165,6 +169,9 @@ final class Broker {
                 return manager.isLogDirOnline(dataDir.getAbsolutePath());
             }
         });
+        if (failed != null) {
+            halt();
+        }
         return out;
     }
 

@@ -109,6 +109,7 @@ final class Broker {
                 (config, dirs, logs, channel, time) -> {
                     throw new IllegalStateException("the log cleaner is not started by this target");
                 });
+        RecoveryPools pools = new RecoveryPools();
         String failed = null;
         try {
             manager.startup(Set.of());
@@ -120,7 +121,7 @@ final class Broker {
             // the broker does not start (Kafka's failure policy: an exception out of the load
             // ends the startup); it stays down with its files as the load left them
             failed = "the broker's startup failed: " + e.getClass().getSimpleName() + ": " + e.getMessage();
-            halt();
+            pools.awaitDrained(); // the loads queued behind the failed one still run (§6.2 step 7)
         }
         ObjectNode out = JSON.createObjectNode();
         out.put("started", failed == null);
@@ -141,6 +142,9 @@ final class Broker {
                 return manager.isLogDirOnline(dataDir.getAbsolutePath());
             }
         });
+        if (failed != null) {
+            halt();
+        }
         return out;
     }
 

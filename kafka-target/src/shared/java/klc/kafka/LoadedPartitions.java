@@ -30,7 +30,7 @@ final class LoadedPartitions {
 
     private LoadedPartitions() { }
 
-    /** ``failed``: why the startup failed (every partition then carries it), or null. */
+    /** ``failed``: why the startup failed (every partition not loaded then carries it), or null. */
     static void list(ArrayNode loaded, List<File> dataDirs, String failed, Manager manager) {
         for (File dir : dataDirs) {
             File[] children = dir.listFiles(File::isDirectory);
@@ -50,10 +50,10 @@ final class LoadedPartitions {
     private static void entry(ObjectNode entry, File dir, File child, TopicPartition tp, String failed, Manager manager) {
         entry.put("dir", dir.getName());
         entry.put("partition", child.getName());
-        if (failed != null) {
-            entry.put("error", failed);
-        } else if (manager.loadedIn(tp, dir)) {
+        if (manager.loadedIn(tp, dir)) {
             entry.putNull("error");
+        } else if (failed != null) {
+            entry.put("error", failed);
         } else {
             entry.put("error", manager.online(dir)
                     ? "not loaded" : "log dir " + dir.getName() + " went offline during the load");
