@@ -590,9 +590,14 @@ class CrashMachine(LogMachine):
         return super()._do(step)
 
     def _open(self) -> None:
-        self._do(sc.Open())
-        self.running = True
+        result = self._do(sc.Open())
+        # a failed startup (Kafka's failure policy) leaves the broker down: the next operation
+        # opens again, on the files the failed load left
+        self.running = result.get("started", True)
         self.down_for = 0
+        if not self.running:
+            event("open: the startup failed")
+            return
         model = self.session.model
         if model is None or model.manager is None:
             return

@@ -35,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import attrs
 
-from impl.checkpoints import read_offsets, write_offsets
+from impl.checkpoints import CheckpointError, read_offsets, write_offsets
 from impl.config import LogConfig
 from impl.errors import IndexFailure, LogError, LogFormatError
 from impl.index import TimeIndex
@@ -74,6 +74,7 @@ class DataDirState:
     had_clean_shutdown: bool = False
     load_completed: bool = False
     offline: bool = False
+    queued_offline: str | None = None  # the I/O error that queued it offline during the load (§6.6)
     warnings: list[str] = attrs.Factory(list)
 
 
@@ -151,6 +152,8 @@ class LogManager:
             return read_offsets(self.storage, f"{state.path}/{name}")
         except Exception as e:  # §6.2 steps 3–4: any failure → empty map (recover everything)
             state.warnings.append(f"{state.path}/{name}: {e}; using an empty map")
+            if isinstance(e, OSError) or getattr(e, "kind", None) == "IOException":  # §6.5 rule 6
+                state.queued_offline = state.queued_offline or f"{state.path}/{name}: {e}"
             return {}
 
     def startup(self) -> list[PartitionLoad]:
@@ -173,7 +176,29 @@ class LogManager:
         self.loads = loads
         if self.failure_policy == "kafka":
             self.startup_error = next((load.error for load in loads if load.fatal), None)
+            if self.startup_error is None:
+                self._take_offline(loads)
         return loads
+
+    def _take_offline(self, loads: list[PartitionLoad]) -> None:
+        """The log-dir failure handler after the load (§6.6 item 2): each data dir an I/O error
+        queued offline stops serving its logs, closed without a flush.  The first data dir holds the
+        broker's metadata log (KRaft's default ``metadata.log.dir``): its failure halts the broker,
+        as does losing the last live dir."""
+        for d in self.data_dirs:
+            state = self.dirs[d]
+            if state.queued_offline is None or state.offline:
+                continue
+            if d == self.data_dirs[0] or all(self.dirs[x].offline for x in self.data_dirs if x != d):
+                self.startup_error = f"log dir {d} failed ({state.queued_offline}): the broker halts"
+                return
+            state.offline = True
+            for load in loads:
+                if load.data_dir == d and load.log is not None:
+                    self.logs.pop((load.topic, load.partition)).close_handlers()
+                    del self._dir_of[(load.topic, load.partition)]
+                    load.log = None
+                    load.error = f"{d}/{load.name}: log dir {d} offline ({state.queued_offline})"
 
     def _offline(self, data_dir: str, e: OSError) -> PartitionLoad:
         """§6.6: an I/O error outside any one partition takes the whole data dir offline."""
@@ -229,20 +254,9 @@ class LogManager:
             loads.append(entry if isinstance(entry, PartitionLoad) else self._register(state, next(loaded)))
         state.load_completed = all(load.error is None for load in loads)
         io_failed = next((load for load in loads if load.error and not load.fatal), None)
-        if self.failure_policy == "kafka" and io_failed is not None:
-            self._offline_after_load(state, loads, io_failed)
+        if io_failed is not None:  # §6.6 item 3: the dir is queued offline once its loads are done
+            state.queued_offline = state.queued_offline or io_failed.error
         return loads
-
-    def _offline_after_load(self, state: DataDirState, loads: list[PartitionLoad], failed: PartitionLoad) -> None:
-        """§6.6 item 3: an I/O error in one partition's load takes its whole data dir offline once
-        the dir's loads are done; the logs loaded there are closed without a flush."""
-        state.offline = True
-        for load in loads:
-            if load.log is not None:
-                self.logs.pop((load.topic, load.partition)).close_handlers()
-                del self._dir_of[(load.topic, load.partition)]
-                load.log, load.fatal = None, False
-                load.error = f"{state.path}/{load.name}: log dir offline after {failed.name} failed to load ({failed.error})"
 
     def _parallel(self, load, jobs: list, threads: int) -> Iterator[_Loaded]:
         """``load`` of every job on ``threads`` workers; the results in job order.  All jobs run to
@@ -277,6 +291,8 @@ class LogManager:
             return _Loaded(name, topic, partition, loader, None, str(e), io_error=True)
         except LogError as e:
             return _Loaded(name, topic, partition, loader, None, str(e), io_error=e.kind == STORAGE_ERROR)
+        except CheckpointError as e:  # the leader-epoch checkpoint, read as the epoch cache is built
+            return _Loaded(name, topic, partition, loader, None, str(e), io_error=e.kind == "IOException")
         except (LoadError, LogFormatError, IndexFailure, ValueError) as e:
             return _Loaded(name, topic, partition, loader, None, str(e))
 
@@ -318,6 +334,11 @@ class LogManager:
         tp = (topic, partition)
         if tp in self.logs:
             return self.logs[tp]
+        offline = sorted(d for d, state in self.dirs.items() if state.offline)
+        if offline:  # getOrCreateLog (§6.6): no new log while any dir is offline
+            raise LogError(
+                "KafkaStorageException", f"Can not create log for {topic}-{partition}: log dirs {','.join(offline)} are offline"
+            )
         if tp in self.failed:
             # Kafka would have offlined the whole dir (§6.6); we refuse just this partition
             raise LogError(
@@ -392,14 +413,14 @@ class LogManager:
 
     @storage_errors
     def checkpoint_recovery_points(self, data_dir: str | None = None) -> None:
-        for d in [data_dir] if data_dir else self.data_dirs:
+        for d in [data_dir] if data_dir else [d for d in self.data_dirs if not self.dirs[d].offline]:
             entries = {tp: log.recovery_point for tp, log in self.logs_in(d)}
             write_offsets(self.storage, f"{d}/{RECOVERY_POINT_CHECKPOINT}", entries)
 
     @storage_errors
     def checkpoint_log_start_offsets(self, data_dir: str | None = None) -> None:
         """Only logs whose start offset is above their first segment's base are written (§6.3 b)."""
-        for d in [data_dir] if data_dir else self.data_dirs:
+        for d in [data_dir] if data_dir else [d for d in self.data_dirs if not self.dirs[d].offline]:
             entries = {
                 tp: log.log_start_offset
                 for tp, log in self.logs_in(d)

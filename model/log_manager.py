@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import attrs
 
-from model.checkpoints import parse_epochs, parse_offsets, render_epochs, render_offsets
+from model.checkpoints import IO, CheckpointError, parse_epochs, parse_offsets, render_epochs, render_offsets
 from model.config import Config
 from model.errors import IndexFailure, LogError, RecordFormatError
 from model.file_records import iterate_file
@@ -46,6 +46,11 @@ class PartitionLoadError(Exception):
     def __init__(self, path: str, message: str):
         self.path = path
         super().__init__(f"{path}: {message}")
+
+
+class DirQueuedOffline(PartitionLoadError):
+    """An I/O error ended this partition's load (a KafkaStorageException the load job swallows):
+    the partition is not loaded and its data dir is queued offline (§6.2 step 6, §6.6)."""
 
 
 # Every loader branch a load can take, by the spec rule behind it (§5, §6.2): what `event()` and
@@ -89,6 +94,7 @@ class LoadOutcome:
     topic: str | None
     partition: int | None
     error: str | None
+    fatal: bool = True  # an error Kafka's startup rethrows (not an I/O error, which offlines the dir)
     recovered: list[int] = attrs.Factory(list)
     truncated_bytes: int = 0
     branches: list[str] = attrs.Factory(list)  # the loader rules this load went through (§5, §6.2)
@@ -118,6 +124,21 @@ class PartitionFiles:
     data_dir: str
     other: dict[str, bytes] = attrs.Factory(dict)  # name → bytes (snapshots, partition.metadata, …)
     epoch_text: bytes = b""  # leader-epoch-checkpoint as last written
+
+
+def _partition_files(p: PartitionFiles, indexes: bool = True) -> dict[str, bytes]:
+    """A loaded partition's files by name in its directory."""
+    log = p.log
+    out = dict(p.other)
+    out[EPOCHS] = render_epochs(log.epochs).encode() if log.epoch_writes else p.epoch_text
+    out.update(segment_files(log, indexes))
+    return out
+
+
+def _partition_mtimes(p: PartitionFiles) -> dict[str, int]:
+    path = f"{p.data_dir}/{p.log.name}"
+    segments = list(p.log.strays.values()) + p.log.segments + list(p.log.deleted.values())
+    return {f"{path}/{prefix(s.base_offset)}.log{'.deleted' if s.deleted else ''}": s.mtime_ms for s in segments}
 
 
 def _children(image: dict[str, bytes], directory: str) -> dict[str, bytes]:
@@ -158,6 +179,8 @@ class LogManager:
         self.load_completed: dict[str, bool] = {}
         self.outcomes: list[LoadOutcome] = []
         self.startup_error: str | None = None  # why the startup failed (Kafka's failure policy), or None
+        self.queued_offline: dict[str, str] = {}  # data dir → the I/O error the load queued it offline for
+        self.offline: dict[str, str] = {}  # data dirs the failure handler took offline (§6.6) → why
 
     # --- the image ------------------------------------------------------------------------------
 
@@ -167,13 +190,10 @@ class LogManager:
         for d, files in self.dir_files.items():
             out.update({f"{d}/{n}": b for n, b in files.items()})
         for p in self.partitions.values():
-            log = p.log
-            path = f"{p.data_dir}/{log.name}"
-            out.update({f"{path}/{n}": b for n, b in p.other.items()})
-            out[f"{path}/{EPOCHS}"] = render_epochs(log.epochs).encode() if log.epoch_writes else p.epoch_text
-            if log.epoch_writes:  # a checkpoint write goes through <name>.tmp, renamed over (§6.5)
+            path = f"{p.data_dir}/{p.log.name}"
+            if p.log.epoch_writes:  # a checkpoint write goes through <name>.tmp, renamed over (§6.5)
                 out.pop(f"{path}/{EPOCHS}.tmp", None)
-            out.update({f"{path}/{n}": b for n, b in segment_files(log, indexes).items()})
+            out.update({f"{path}/{n}": b for n, b in _partition_files(p, indexes).items()})
         return out
 
     def mtimes(self) -> dict[str, int]:
@@ -181,9 +201,7 @@ class LogManager:
         also of those kept as found or as a failed load left them: the next start loads them."""
         out = {p: t for p, t in self.extra_mtimes.items() if p in self.extra_files}
         for p in self.partitions.values():
-            path = f"{p.data_dir}/{p.log.name}"
-            for s in list(p.log.strays.values()) + p.log.segments + list(p.log.deleted.values()):
-                out[f"{path}/{prefix(s.base_offset)}.log{'.deleted' if s.deleted else ''}"] = s.mtime_ms
+            out.update(_partition_mtimes(p))
         return out
 
     def directories(self) -> set[str]:
@@ -202,6 +220,9 @@ class LogManager:
             return self.partitions[(topic, partition)].log
         if (topic, partition) in self.failed:
             raise LogError("KafkaStorageException", refused_create(topic, partition, self.failed[(topic, partition)]))
+        if self.offline:  # getOrCreateLog (§6.6): no new log while any dir is offline
+            dirs = ",".join(sorted(self.offline))
+            raise LogError("KafkaStorageException", f"Can not create log for {topic}-{partition}: log dirs {dirs} are offline")
         parse_topic_partition(f"{topic}-{partition}")
         log = Log(topic, partition, self.config, self.clock, self.jitter, [])
         log.segments.append(log.new_segment(0))
@@ -238,14 +259,17 @@ class LogManager:
         log, in (topic, partition) order; the number of segments deleted."""
         return sum(p.log.delete_old_segments() for _, p in sorted(self.partitions.items()))
 
+    def live_dirs(self) -> list[str]:
+        return [d for d in self.data_dirs if d not in self.offline]
+
     def checkpoint_recovery_points(self, data_dir: str | None = None) -> None:
-        for d in [data_dir] if data_dir else self.data_dirs:
+        for d in [data_dir] if data_dir else self.live_dirs():
             entries = {tp: log.recovery_point for tp, log in self.logs_in(d)}
             self.dir_files[d][RECOVERY_POINTS] = render_offsets(entries).encode()
             self.dir_files[d].pop(RECOVERY_POINTS + ".tmp", None)  # written via the temp file (§6.5)
 
     def checkpoint_log_start_offsets(self, data_dir: str | None = None) -> None:
-        for d in [data_dir] if data_dir else self.data_dirs:
+        for d in [data_dir] if data_dir else self.live_dirs():
             entries = {
                 tp: log.log_start_offset
                 for tp, log in self.logs_in(d)
@@ -259,6 +283,9 @@ class LogManager:
         for p in self.partitions.values():  # delayed deletions are dropped; their files stay
             p.log.delete_tasks = []
         for d in self.data_dirs:
+            if d in self.offline:  # not a live dir: no checkpoints, no marker (§6.6)
+                outcome[d] = f"log dir {d} is offline ({self.offline[d]})"
+                continue
             failed = None  # each log is flushed and closed by a job of its own (§6.3)
             for _, log in self.logs_in(d):
                 log.flush(log.log_end_offset, inclusive=True)
@@ -291,8 +318,32 @@ def load(
     partition that failed to load sets ``startup_error``: the startup failed, the broker is down."""
     manager = _load(image, data_dirs, config, clock, jitter, directories, broker_epoch, mtimes)
     if failure_policy == "kafka":
-        manager.startup_error = next((o.error for o in manager.outcomes if o.error), None)
+        manager.startup_error = next((o.error for o in manager.outcomes if o.error and o.fatal), None)
+        if manager.startup_error is None:
+            _take_offline(manager)
     return manager
+
+
+def _take_offline(manager: LogManager) -> None:
+    """The log-dir failure handler after the load (§6.6 item 2): each data dir an I/O error queued
+    offline stops serving its logs, which are closed without a flush, their files as the load left
+    them.  The first data dir holds the broker's metadata log (KRaft's default ``metadata.log.dir``):
+    its failure halts the broker, as does losing the last live dir."""
+    for d in [d for d in manager.data_dirs if d in manager.queued_offline]:
+        why = manager.queued_offline[d]
+        if d == manager.data_dirs[0] or len(manager.offline) + 1 == len(manager.data_dirs):
+            manager.startup_error = f"log dir {d} failed ({why}): the broker halts"
+            return
+        manager.offline[d] = why
+        for tp, log in manager.logs_in(d):
+            pf = manager.partitions.pop(tp)
+            path = f"{d}/{log.name}"
+            manager.extra_dirs.add(path)
+            manager.extra_files.update({f"{path}/{n}": b for n, b in _partition_files(pf).items()})
+            manager.extra_mtimes.update({p: t for p, t in _partition_mtimes(pf).items()})
+        for o in manager.outcomes:
+            if o.data_dir == d and not o.error:
+                o.error = f"{d}/{o.name}: log dir {d} offline ({why})"
 
 
 def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_epoch, mtimes) -> LogManager:
@@ -309,8 +360,8 @@ def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_e
         for name in (RECOVERY_POINTS, LOG_STARTS):
             files.setdefault(name, b"")
         manager.dir_files[d] = files
-        recovery_points = _read_offsets(files[RECOVERY_POINTS], f"{d}/{RECOVERY_POINTS}")
-        log_starts = _read_offsets(files[LOG_STARTS], f"{d}/{LOG_STARTS}")
+        recovery_points = _read_offsets(manager, d, files[RECOVERY_POINTS], f"{d}/{RECOVERY_POINTS}")
+        log_starts = _read_offsets(manager, d, files[LOG_STARTS], f"{d}/{LOG_STARTS}")
         bad_checkpoints = None in (recovery_points, log_starts)
         recovery_points, log_starts = recovery_points or {}, log_starts or {}
         ok = True
@@ -346,6 +397,9 @@ def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_e
                 outcome.written, outcome.files_now, outcome.log_now = {}, None, None  # only a failure needs them
             except (PartitionLoadError, LogError, IndexFailure, RecordFormatError) as e:
                 outcome.error = str(e)
+                if isinstance(e, DirQueuedOffline):
+                    outcome.fatal = False
+                    manager.queued_offline.setdefault(d, str(e))
                 outcome.took("load failed")
                 if (topic, partition) not in manager.partitions:
                     manager.failed[(topic, partition)] = outcome.error
@@ -432,10 +486,14 @@ def _epoch_cache(entries: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return cache
 
 
-def _read_offsets(data: bytes, path: str) -> dict:
+def _read_offsets(manager: LogManager, data_dir: str, data: bytes, path: str) -> dict | None:
+    """§6.2 steps 3–4: any failure → an empty map (None: tell the caller); an IOException also
+    queues the data dir offline (CheckpointFileWithFailureHandler, §6.5 rule 6)."""
     try:
-        return parse_offsets(data.decode("utf-8"), path)
-    except Exception:  # §6.2: any failure → an empty map (None: tell the caller)
+        return parse_offsets(data, path)
+    except CheckpointError as e:
+        if e.kind == IO:
+            manager.queued_offline.setdefault(data_dir, str(e))
         return None
 
 
@@ -445,9 +503,9 @@ def _load_partition(
     files = dict(files)
     epochs_text = files.pop(EPOCHS, b"")
     try:
-        epochs = parse_epochs(epochs_text.decode("utf-8"), f"{path}/{EPOCHS}")
-    except Exception as e:
-        raise PartitionLoadError(f"{path}/{EPOCHS}", str(e)) from None
+        epochs = parse_epochs(epochs_text, f"{path}/{EPOCHS}")
+    except CheckpointError as e:  # read first, as the epoch cache is built (§6.5 rule 6)
+        raise (DirQueuedOffline if e.kind == IO else PartitionLoadError)(f"{path}/{EPOCHS}", str(e)) from None
     log = Log(topic, partition, config, clock, jitter, [], epochs=_epoch_cache(epochs))
     pf = PartitionFiles(log, "", epoch_text=epochs_text)
     outcome.files_now = files  # changed in place below, as Kafka changes the directory

@@ -325,6 +325,24 @@ CRASH_MUTANTS += (
         description="the roll decision taken from impl's proven view of the indexes instead of Kafka's loaded ones: a trusted time index judged unsound is not full for the roll, so the append does not roll where Kafka does (§4.3 rule 4) and the recovery point and segments differ (impl's old in-place rebuild did this)",
         caught_by=("crash-scenarios", "regression-corpus"),
     ),
+    Mutant(
+        name="startup-goes-on-after-a-failed-load",
+        module="impl.log_manager",
+        old="            self.startup_error = next((load.error for load in loads if load.fatal), None)\n",
+        new="            self.startup_error = None\n",
+        description="the broker starts without a partition whose load threw, where Kafka's loadLogs rethrows the job's exception and the startup fails (§6.2 step 7; pinned by corpora/crash/failed-load-keeps-its-split.json)",
+        caught_by=("crash-scenarios", "regression-corpus"),
+    ),
+    Mutant(
+        name="unreadable-checkpoint-keeps-its-dir-online",
+        module="impl.log_manager",
+        old="""            if isinstance(e, OSError) or getattr(e, "kind", None) == "IOException":  # §6.5 rule 6
+                state.queued_offline = state.queued_offline or f"{state.path}/{name}: {e}"
+""",
+        new="",
+        description="an offset checkpoint whose read throws IOException only resets the map, where Kafka's failure handler also queues its dir offline (§6.5 rule 6, §6.6; pinned by corpora/crash/unreadable-checkpoint-takes-its-dir-offline.json)",
+        caught_by=("crash-scenarios", "regression-corpus"),
+    ),
 )
 
 SWAP_MUTANTS = (

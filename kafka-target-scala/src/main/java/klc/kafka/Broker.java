@@ -133,12 +133,16 @@ final class Broker {
         RecoveryPools pools = new RecoveryPools();
         String failed = null;
         try {
-            manager = newLogManager(new LogDirFailureChannel(dataDirs.size())); // up to 2.7 its constructor loads the logs
+            LogDirFailureChannel failures = new LogDirFailureChannel(dataDirs.size());
+            manager = newLogManager(failures); // up to 2.7 its constructor loads the logs
             startup();
-            for (Log log : logs()) {
-                log.updateHighWatermark(log.logEndOffset());
+            failed = takeOfflineDirs(failures);
+            if (failed == null) {
+                for (Log log : logs()) {
+                    log.updateHighWatermark(log.logEndOffset());
+                }
+                scheduler.runDue();
             }
-            scheduler.runDue();
         } catch (Exception e) {
             // the broker does not start (Kafka's failure policy: an exception out of the load
             // ends the startup); it stays down with its files as the load left them. A
@@ -193,8 +197,34 @@ final class Broker {
         Scala.callFirst(manager, "startup", new Object[] {scala.collection.immutable.Set$.MODULE$.empty()}, new Object[0]);
     }
 
+    /**
+     * What ReplicaManager's log-dir failure handler does with the dirs the load queued offline:
+     * each stops serving its logs ({@code LogManager.handleLogDirFailure}); a 2.x (ZooKeeper)
+     * broker halts only when no live dir is left. Returns why the broker halted, or null.
+     */
+    private String takeOfflineDirs(LogDirFailureChannel failures) {
+        // 2.x has no hasOfflineLogDir, and takeNextOfflineLogDir blocks: read the channel's map
+        @SuppressWarnings("unchecked")
+        Map<String, String> queued = (Map<String, String>) Scala.field(failures, LogDirFailureChannel.class, "offlineLogDirs");
+        for (File dir : dataDirs) {
+            if (!queued.containsKey(dir.getAbsolutePath())) {
+                continue;
+            }
+            if (manager.liveLogDirs().size() == 1) {
+                return "log dir " + dir.getName() + " failed, the last live one: the broker halts";
+            }
+            manager.handleLogDirFailure(dir.getAbsolutePath());
+        }
+        return null;
+    }
+
     ObjectNode shutdown() {
-        manager.shutdown();
+        try {
+            manager.shutdown();
+        } catch (Exception e) {
+            // KafkaServer.shutdown swallows it (CoreUtils.swallow), as after a log dir failure
+            org.slf4j.LoggerFactory.getLogger(Broker.class).warn("LogManager.shutdown threw; swallowed as KafkaServer.shutdown does", e);
+        }
         scheduler.forget();
         ObjectNode out = JSON.createObjectNode();
         ObjectNode dirs = out.putObject("shutdown");

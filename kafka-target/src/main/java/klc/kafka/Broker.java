@@ -113,10 +113,13 @@ final class Broker {
         String failed = null;
         try {
             manager.startup(Set.of());
-            for (UnifiedLog log : manager.allLogs()) {
-                log.updateHighWatermark(log.logEndOffset());
+            failed = takeOfflineDirs();
+            if (failed == null) {
+                for (UnifiedLog log : manager.allLogs()) {
+                    log.updateHighWatermark(log.logEndOffset());
+                }
+                scheduler.runDue();
             }
-            scheduler.runDue();
         } catch (Exception e) {
             // the broker does not start (Kafka's failure policy: an exception out of the load
             // ends the startup); it stays down with its files as the load left them
@@ -148,8 +151,36 @@ final class Broker {
         return out;
     }
 
+    /**
+     * What ReplicaManager's log-dir failure handler does with the dirs the load queued offline (an
+     * unreadable checkpoint, an I/O error in a partition's load): each stops serving its logs
+     * ({@code LogManager.handleLogDirFailure}). The first data dir holds the metadata log (KRaft's
+     * default {@code metadata.log.dir}), whose failure halts the broker, as does losing the last
+     * live dir. Returns why the broker halted, or null.
+     */
+    private String takeOfflineDirs() {
+        for (File dir : dataDirs) {
+            String path = dir.getAbsolutePath();
+            if (!failures.hasOfflineLogDir(path)) {
+                continue;
+            }
+            if (dir.equals(dataDirs.get(0)) || manager.liveLogDirs().size() == 1) {
+                return "log dir " + dir.getName() + " failed: the broker halts";
+            }
+            manager.handleLogDirFailure(path);
+        }
+        return null;
+    }
+
     ObjectNode shutdown() throws IOException {
-        manager.shutdown(BROKER_EPOCH);
+        try {
+            manager.shutdown(BROKER_EPOCH);
+        } catch (Exception e) {
+            // BrokerServer.shutdown swallows it (CoreUtils.swallow): after a log dir failure the
+            // dir's lock is destroyed twice, and the second release throws once the checkpoints
+            // and markers of the live dirs are written
+            org.slf4j.LoggerFactory.getLogger(Broker.class).warn("LogManager.shutdown threw; swallowed as BrokerServer.shutdown does", e);
+        }
         scheduler.forget();
         ObjectNode out = JSON.createObjectNode();
         ObjectNode dirs = out.putObject("shutdown");

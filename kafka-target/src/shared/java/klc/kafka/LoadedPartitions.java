@@ -55,8 +55,9 @@ final class LoadedPartitions {
         } else if (failed != null) {
             entry.put("error", failed);
         } else {
-            entry.put("error", manager.online(dir)
-                    ? "not loaded" : "log dir " + dir.getName() + " went offline during the load");
+            String where = dir.getName() + "/" + child.getName() + ": ";
+            entry.put("error", where + (manager.online(dir)
+                    ? "not loaded" : "log dir " + dir.getName() + " went offline during the load"));
         }
         ArrayNode recovered = entry.putArray("recovered");
         Recoveries.of(dir, child.getName()).forEach(recovered::add);
