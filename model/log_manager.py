@@ -131,6 +131,8 @@ def _partition_files(p: PartitionFiles, indexes: bool = True) -> dict[str, bytes
     log = p.log
     out = dict(p.other)
     out[EPOCHS] = render_epochs(log.epochs).encode() if log.epoch_writes else p.epoch_text
+    if log.epoch_writes:  # a checkpoint write goes through <name>.tmp, renamed over (§6.5)
+        out.pop(f"{EPOCHS}.tmp", None)
     out.update(segment_files(log, indexes))
     return out
 
@@ -191,8 +193,6 @@ class LogManager:
             out.update({f"{d}/{n}": b for n, b in files.items()})
         for p in self.partitions.values():
             path = f"{p.data_dir}/{p.log.name}"
-            if p.log.epoch_writes:  # a checkpoint write goes through <name>.tmp, renamed over (§6.5)
-                out.pop(f"{path}/{EPOCHS}.tmp", None)
             out.update({f"{path}/{n}": b for n, b in _partition_files(p, indexes).items()})
         return out
 
