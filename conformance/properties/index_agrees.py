@@ -50,13 +50,17 @@ def index_problem(
     cut_chunk = kafkas_own.applies("cleaned-entry-below-kept-offset")
     # the largest offset an entry may name: below the segment's end, past its last batch (Kafka's own)
     past = last_offset if end is None or last_offset is None or not cut_chunk else end - 1
+    # the offset after the last batch: what the segment's end falls back to once a load forgets a cut
+    after = last_offset + 1 if last_offset is not None else base
     for i, (key, position) in enumerate(offset_entries):
+        # at the cut (the log's end), naming an offset the log does not hold up to the segment's end:
+        # a truncation inside the batch it names
         if (
             cut_chunk
             and position == len(log)
-            and past is not None
-            and last_offset is not None
-            and last_offset < key <= past
+            and end is not None
+            and (last_offset is None or last_offset < key)
+            and key <= max(end - 1, after if after is not None else end - 1)
         ):
             continue
         if position not in starts:
