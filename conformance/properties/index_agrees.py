@@ -45,7 +45,7 @@ def index_problem(
         offset_entries = [e for e in offset_entries if e[0] >= base]
         time_entries = [e for e in time_entries if e[1] >= base]
     batches = [(b.position, b.header()) for b in iterate_file(log).batches]
-    starts = {p: (h.offset if h.magic >= 2 else h.last_offset) for p, h in batches}
+    starts = _lowest_offsets(batches, base)
     last_offset = batches[-1][1].last_offset if batches else None
     cut_chunk = kafkas_own.applies("cleaned-entry-below-kept-offset")
     # the largest offset an entry may name: below the segment's end, past its last batch (Kafka's own)
@@ -79,3 +79,20 @@ def index_problem(
         if running >= ts:
             return f"time index entry {i} ({ts}, {offset}): an earlier batch already reached {running}"
     return None
+
+
+def _lowest_offsets(batches, base: int | None) -> dict[int, int]:
+    """Per batch position, the lowest offset an entry may name there: a v2 batch's base offset; a
+    legacy message set's offsets after the previous batch's last one, up to its own (a compressed
+    wrapper's inner messages, which a zero slot or a split's entry may name: still a lower bound on
+    their position)."""
+    out, previous = {}, None
+    for position, h in batches:
+        if h.magic >= 2:
+            out[position] = h.offset
+        elif previous is not None:
+            out[position] = min(previous + 1, h.last_offset)
+        else:
+            out[position] = min(base, h.last_offset) if base is not None else h.last_offset
+        previous = h.last_offset
+    return out
