@@ -63,6 +63,8 @@ def index_problem(
             and key <= max(end - 1, after if after is not None else end - 1)
         ):
             continue
+        if i and key <= offset_entries[i - 1][0]:
+            return f"offset index entry {i} ({key}, {position}) does not increase on entry {i - 1}"
         if position not in starts:
             return f"offset index entry {i} ({key}, {position}) does not point at a batch start"
         if starts[position] > key or past is None or key > past:
