@@ -223,9 +223,9 @@ def load(
     offsets, recovery point, segments, what recovery did, and any error.
 
     DIRS are never modified: the loader runs on a private (sparse) copy.  Exit status: 0 every
-    partition loaded and nothing to report, 1 a partition was not loaded or something was not
-    copied or not loaded (a problem line says what), 2 bad arguments or the kafka target could not
-    run.  Every field of the report: docs/load.md.
+    partition loaded and nothing to report, 1 a partition was not loaded, Kafka's startup would
+    fail, or something was not copied or not loaded (a problem line says what), 2 bad arguments or
+    the kafka target could not run.  Every field of the report: docs/load.md.
     """
     from conformance.load_report import format_text, load_dirs, load_dirs_on_kafka  # local: impl log stack, slow
 
@@ -246,7 +246,7 @@ def load(
     else:
         for line in format_text(report):
             click.echo(line)
-    if report["problems"] or any(p["error"] for p in report["partitions"]):
+    if report["problems"] or report["startup_error"] or any(p["error"] for p in report["partitions"]):
         sys.exit(1)
 
 

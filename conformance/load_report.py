@@ -109,7 +109,7 @@ def load_dirs_on_kafka(dirs: list[str], config: dict, jvm, count_batches: bool =
         for x in loaded:
             d = names[x["dir"]]
             topic, _, partition = x["partition"].rpartition("-")
-            error = x["error"] and x["error"].replace(work + "/" + x["dir"], d)
+            error = _in_dirs(x["error"], {f"{work}/{copy}": name for copy, name in names.items()})
             entry = {"dir": d, "name": x["partition"], "topic": topic, "partition": int(partition), "error": error}
             entry["not_copied"] = _not_copied(problems, d).get(x["partition"], [])
             p = state.get(f"{x['dir']}/{x['partition']}")
@@ -131,10 +131,12 @@ def load_dirs_on_kafka(dirs: list[str], config: dict, jvm, count_batches: bool =
                 }
             partitions.append(entry)
         jvm.request({"op": "halt"})
+        failed = None if opened["started"] else next((p["error"] for p in partitions if p["error"]), "the startup failed")
         return {
             "kafka": jvm.version,
             "dirs": [{"dir": d, "clean_shutdown": marked[d], "warnings": []} for d, _ in copies],
             "problems": problems,
+            "startup_error": failed,
             "partitions": partitions,
             "load": {"seconds": round(seconds, 4), "log_bytes_read": None, "index_bytes_read": None},
         }
@@ -179,7 +181,7 @@ def load_dirs(dirs: list[str], config: LogConfig, count_batches: bool = False) -
                 "name": load.name,
                 "topic": load.topic,
                 "partition": load.partition,
-                "error": load.error.replace(load.data_dir, names[load.data_dir]) if load.error else None,
+                "error": _in_dirs(load.error, names),
                 "not_copied": missing.get((names[load.data_dir], load.name), []),
             }
             if load.log is not None:
@@ -215,6 +217,7 @@ def load_dirs(dirs: list[str], config: LogConfig, count_batches: bool = False) -
                 for _, c in copies
             ],
             "problems": problems,
+            "startup_error": _in_dirs(manager.startup_error, names),
             "partitions": partitions,
             "load": {
                 "seconds": round(seconds, 4),
@@ -226,6 +229,13 @@ def load_dirs(dirs: list[str], config: LogConfig, count_batches: bool = False) -
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _in_dirs(text: str | None, names: dict[str, str]) -> str | None:
+    """``text`` with the private copies' paths given back as the dirs the user named."""
+    for copy, name in names.items():
+        text = text and text.replace(copy, name)
+    return text
+
+
 def format_text(report: dict) -> list[str]:
     lines = [f"as Apache Kafka {report['kafka']} loads it (the kafka target)"] if report.get("kafka") else []
     for d in report["dirs"]:
@@ -234,9 +244,17 @@ def format_text(report: dict) -> list[str]:
         )
         lines += [f"  warning: {w}" for w in d["warnings"]]
     lines += [f"problem: {p}" for p in report["problems"]]
+    if report.get("startup_error"):
+        lines.append(
+            f"STARTUP FAILS: {report['startup_error']} — the broker does not start (spec §6.2 step 7); "
+            "each partition below is as its own load left it"
+        )
     for p in report["partitions"]:
         if p["error"]:
             lines.append(f"{p['name']}: NOT LOADED: {p['error']}")
+            continue
+        if "segments" not in p:  # loaded, then the startup failed: Kafka shows no state of it
+            lines.append(f"{p['name']}: loaded, not served (the startup failed)")
             continue
         segs = ", ".join(
             f"{s['base_offset']}({s['size']} B{f', {n} batches' if (n := s.get('batches')) is not None else ''})"

@@ -91,6 +91,14 @@ class _Loaded:
     io_error: bool = False  # the load failed on storage (Kafka: IOException, KafkaStorageException)
 
 
+class _StartupAborted(Exception):
+    """A data dir holds a directory whose name Kafka cannot parse (the kafka failure policy)."""
+
+    def __init__(self, bad: PartitionLoad):
+        self.bad = bad
+        super().__init__(bad.error)
+
+
 def _in_order(futures: list[Future]) -> Iterator[_Loaded]:
     """The results of finished futures in order; an exception is raised when its turn comes, and
     then (or if the caller stops early) the logs loaded behind it are closed, never registered."""
@@ -168,17 +176,42 @@ class LogManager:
                 live.append(data_dir)
             except OSError as e:
                 loads.append(self._offline(data_dir, e))
-        for data_dir in live:
+        for i, data_dir in enumerate(live):
             try:
                 loads += self._load_dir(self.dirs[data_dir])
             except OSError as e:  # the marker could not be deleted, the dir not listed: offline
                 loads.append(self._offline(data_dir, e))
+            except _StartupAborted as e:
+                self.loads = loads + self._not_loaded(live[i:], e.bad)
+                self.startup_error = e.bad.error
+                return self.loads
         self.loads = loads
         if self.failure_policy == "kafka":
             self.startup_error = next((load.error for load in loads if load.fatal), None)
             if self.startup_error is None:
                 self._take_offline(loads)
         return loads
+
+    def _not_loaded(self, data_dirs: list[str], bad: PartitionLoad) -> list[PartitionLoad]:
+        """The entries of a startup aborted at ``bad``: it, then every partition of its dir and of
+        the later ones, none loaded (their files as found, later dirs' markers kept)."""
+        out = [bad]
+        why = f"not loaded: the startup failed at {bad.data_dir}/{bad.name}"
+        for data_dir in data_dirs:
+            for name in self.storage.list_dir(data_dir):
+                path = f"{data_dir}/{name}"
+                if (data_dir, name) == (bad.data_dir, bad.name) or name in IGNORED_DIRS:
+                    continue
+                if not self.storage.is_dir(path):
+                    continue
+                try:
+                    topic, partition, _kind = parse_topic_partition(name)
+                except Exception as e:  # reported too: an operator fixes them all before a restart
+                    out.append(PartitionLoad(data_dir, name, None, None, None, f"{path}: {e}", fatal=True))
+                    continue
+                if topic != METADATA_TOPIC:
+                    out.append(PartitionLoad(data_dir, name, topic, partition, None, f"{path}: {why}"))
+        return out
 
     def _take_offline(self, loads: list[PartitionLoad]) -> None:
         """The log-dir failure handler after the load (§6.6 item 2): each data dir an I/O error
@@ -242,6 +275,11 @@ class LogManager:
             if topic == METADATA_TOPIC:
                 continue
             entries.append((name, topic, partition))
+        bad = next((e for e in entries if isinstance(e, PartitionLoad)), None)
+        if bad is not None and self.failure_policy == "kafka":
+            # Kafka parses every name before it submits a load: the KafkaException leaves loadLogs
+            # with nothing of this dir loaded (§2.3, §6.2 step 5)
+            raise _StartupAborted(bad)
         jobs = [e for e in entries if isinstance(e, tuple)]
 
         def load(job: tuple[str, str, int]) -> _Loaded:

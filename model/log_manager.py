@@ -316,12 +316,52 @@ def load(
     """The broker's startup on ``image`` (``mtimes``: modification times of its files, 0 where not
     given): a new LogManager holding every loadable partition.  Under Kafka's failure policy a
     partition that failed to load sets ``startup_error``: the startup failed, the broker is down."""
-    manager = _load(image, data_dirs, config, clock, jitter, directories, broker_epoch, mtimes)
+    manager = _load(image, data_dirs, config, clock, jitter, directories, broker_epoch, mtimes, failure_policy)
     if failure_policy == "kafka":
         manager.startup_error = next((o.error for o in manager.outcomes if o.error and o.fatal), None)
         if manager.startup_error is None:
             _take_offline(manager)
     return manager
+
+
+def _unparseable(names: list[str]) -> tuple[str, Exception] | None:
+    """The first partition directory name Kafka cannot parse, with why (§2.3)."""
+    for name in names:
+        if name == "remote-log-index-cache":
+            continue
+        try:
+            parse_topic_partition(name)
+        except Exception as e:
+            return name, e
+    return None
+
+
+def _abort_startup(manager: LogManager, image, dirs: set[str], d: str, bad: tuple[str, Exception]) -> None:
+    """Kafka's loadLogs parses a data dir's partition names before it submits their loads, and a
+    name it cannot parse is a KafkaException out of loadLogs (§2.3, §6.2 step 5): that dir and every
+    later one load nothing, their files as found (later dirs keep their markers)."""
+    name, e = bad
+    manager.outcomes.append(LoadOutcome(d, name, None, None, f"{d}/{name}: {e}"))
+    why = f"not loaded: the startup failed at {d}/{name}"
+    later = manager.data_dirs[manager.data_dirs.index(d) :]
+    for dd in later:
+        if dd != d:
+            files = _children(image, dd)
+            for checkpoint in (RECOVERY_POINTS, LOG_STARTS):
+                files.setdefault(checkpoint, b"")  # created by LogManager's constructor (§6.1 item 4)
+            manager.dir_files[dd] = files
+        for sub in _subdirs(image, dd, dirs):
+            _keep(manager, image, f"{dd}/{sub}", dirs)
+            if (dd, sub) == (d, name):
+                continue
+            try:
+                topic, partition, _ = parse_topic_partition(sub)
+            except Exception as e:  # reported too: an operator fixes them all before a restart
+                if sub != "remote-log-index-cache":
+                    manager.outcomes.append(LoadOutcome(dd, sub, None, None, f"{dd}/{sub}: {e}"))
+                continue
+            if topic != "__cluster_metadata":
+                manager.outcomes.append(LoadOutcome(dd, sub, topic, partition, f"{dd}/{sub}: {why}"))
 
 
 def _take_offline(manager: LogManager) -> None:
@@ -346,7 +386,7 @@ def _take_offline(manager: LogManager) -> None:
                 o.error = f"{d}/{o.name}: log dir {d} offline ({why})"
 
 
-def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_epoch, mtimes) -> LogManager:
+def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_epoch, mtimes, policy) -> LogManager:
     manager = LogManager(data_dirs, config, clock, jitter, broker_epoch)
     dirs = set(directories)
     inside = lambda p: any(p.startswith(d.rstrip("/") + "/") or p == d for d in data_dirs)  # noqa: E731
@@ -364,6 +404,10 @@ def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_e
         log_starts = _read_offsets(manager, d, files[LOG_STARTS], f"{d}/{LOG_STARTS}")
         bad_checkpoints = None in (recovery_points, log_starts)
         recovery_points, log_starts = recovery_points or {}, log_starts or {}
+        bad = _unparseable(_subdirs(image, d, dirs)) if policy == "kafka" else None
+        if bad is not None:
+            _abort_startup(manager, image, dirs, d, bad)
+            return manager
         ok = True
         for name in _subdirs(image, d, dirs):
             path = f"{d}/{name}"

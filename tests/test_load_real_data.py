@@ -176,14 +176,19 @@ def test_the_model_loader_agrees(data_dirs, name):
         assert [list(e) for e in log.epochs] == got["leader_epochs"]
 
 
-def test_a_bad_partition_dir_is_reported_and_the_others_load(tmp_path):
+def test_a_bad_partition_dir_fails_the_startup_and_every_one_is_reported(tmp_path):
+    """Kafka's startup ends at a name it cannot parse, before any load of that dir (§2.3, §6.2):
+    the report says so, names every bad dir (an operator fixes them all before a restart) and the
+    partitions that did not load, in the dirs the user named."""
     data = tmp_path / "data"
     for name in ("good-0", "not_a_partition", "also-bad-x"):
         (data / name).mkdir(parents=True)
     (data / "good-0" / "00000000000000000000.log").write_bytes(b"")
-    report = _load(data, status=1)  # a partition NOT LOADED is not a clean bill of health
+    report = _load(data, status=1)  # a startup that fails is not a clean bill of health
+    assert "not in the form of topic-partition" in report["startup_error"]
     by_name = {p["name"]: p for p in report["partitions"]}
-    assert by_name["good-0"]["error"] is None and by_name["good-0"]["log_end_offset"] == 0
+    assert "the startup failed at" in by_name["good-0"]["error"] and "log_end_offset" not in by_name["good-0"]
+    assert str(data) in by_name["good-0"]["error"] and "klc-load-" not in by_name["good-0"]["error"]
     for bad in ("not_a_partition", "also-bad-x"):
         assert bad in by_name[bad]["error"] and "not in the form of topic-partition" in by_name[bad]["error"]
     assert sorted(os.listdir(data)) == ["also-bad-x", "good-0", "not_a_partition"]

@@ -44,7 +44,7 @@ def clean_partition(p: str, bases=(0, 6, 12)) -> dict[str, bytes]:
     return files
 
 
-def both(image: dict[str, bytes], dirs=("/k/d0",), seen: dict | None = None, damaged=()):
+def both(image: dict[str, bytes], dirs=("/k/d0",), seen: dict | None = None, damaged=(), policy="kafka"):
     """Load ``image`` (paths under ``/k``) with both, through the runner: a scenario with a disk
     image and no steps, whose first open every property judges.  Returns impl's load results by
     partition and its files (paths under ``/k`` again).  ``seen`` (if given) receives the impl's
@@ -53,6 +53,7 @@ def both(image: dict[str, bytes], dirs=("/k/d0",), seen: dict | None = None, dam
     scenario = sc.Scenario(
         (), {"segment.index.bytes": 4096}, data_dirs=len(dirs), clock_start_ms=T0,
         image=sc.DiskImage({p.removeprefix("/k/"): data for p, data in image.items()}, damaged=tuple(damaged)),
+        failure_policy=policy,
     )  # fmt: skip
     session = Session(scenario, ("model", "impl"))
     try:
@@ -125,10 +126,27 @@ def test_log_end_below_the_log_start_offset_empties_the_log():
 @pytest.mark.parametrize("bad", ["/k/d0/t-0/abc.log", "/k/d0/weird/00000000000000000000.log"])
 def test_a_bad_name_is_isolated(bad):
     image = clean_partition("/k/d0/t-0") | clean_partition("/k/d0/u-1") | {bad: b""}
-    loads, _ = both(image)
+    loads, _ = both(image, policy="isolate")
     bad_one = [n for n, load in loads.items() if load.error]
     assert len(bad_one) == 1 and bad.split("/")[3] == bad_one[0] and loads["u-1"].error is None
     assert bad.split("/")[3] in loads[bad_one[0]].error
+
+
+def test_a_bad_file_name_fails_the_startup_after_every_load():
+    """Kafka's policy (§6.2 step 7): the partition's load throws, the others still load, then the
+    startup fails (the runner checks model and impl agree on it)."""
+    image = clean_partition("/k/d0/t-0") | clean_partition("/k/d0/u-1") | {"/k/d0/t-0/abc.log": b""}
+    loads, _ = both(image)
+    assert "abc.log" in loads["t-0"].error and loads["u-1"].log is not None
+
+
+def test_a_bad_directory_name_loads_nothing_of_its_dir():
+    """Kafka parses a dir's partition names before it loads any (§2.3): the KafkaException leaves
+    loadLogs with nothing of that dir or a later one loaded."""
+    image = clean_partition("/k/d0/t-0") | clean_partition("/k/d1/u-1") | {"/k/d0/weird/00000000000000000000.log": b""}
+    loads, _ = both(image, dirs=("/k/d0", "/k/d1"))
+    assert "not in the form of topic-partition" in loads["weird"].error
+    assert all(loads[n].log is None and "the startup failed at" in loads[n].error for n in ("t-0", "u-1"))
 
 
 def test_malformed_recovery_checkpoint_recovers_everything():

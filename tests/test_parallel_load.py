@@ -47,9 +47,13 @@ def files_of(root: str) -> dict[str, tuple[int, str]]:
 
 
 def load(root: str, threads: int, storage=None):
+    """The isolate failure policy: the crashed dir holds a bad name and a failed partition, and
+    every other partition's load is what is compared across thread counts."""
     storage = storage or OsStorage()
     config = LogConfig(num_recovery_threads_per_data_dir=threads)
-    manager = LogManager(storage, [os.path.join(root, "d0")], config, lambda: T0, lambda _p, _b: 0)
+    manager = LogManager(
+        storage, [os.path.join(root, "d0")], config, lambda: T0, lambda _p, _b: 0, failure_policy="isolate"
+    )
     return manager, manager.startup()
 
 
