@@ -131,7 +131,9 @@ def load_dirs_on_kafka(dirs: list[str], config: dict, jvm, count_batches: bool =
                 }
             partitions.append(entry)
         jvm.request({"op": "halt"})
-        failed = None if opened["started"] else next((p["error"] for p in partitions if p["error"]), "the startup failed")
+        failed = (
+            None if opened["started"] else next((p["error"] for p in partitions if p["error"]), "the startup failed")
+        )
         return {
             "kafka": jvm.version,
             "dirs": [{"dir": d, "clean_shutdown": marked[d], "warnings": []} for d, _ in copies],

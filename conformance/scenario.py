@@ -866,7 +866,9 @@ class Scenario:
         image = None if d.get("image") is None else DiskImage.from_json(d["image"], f"{where}: image", data_dirs)
         policy = d.get("failure_policy", "kafka")
         if policy not in FAILURE_POLICIES:
-            raise ScenarioError(f"{where}: 'failure_policy' must be one of {', '.join(FAILURE_POLICIES)}, got {policy!r}")
+            raise ScenarioError(
+                f"{where}: 'failure_policy' must be one of {', '.join(FAILURE_POLICIES)}, got {policy!r}"
+            )
         return cls(
             tuple(step_from_json(s, f"{where}: steps[{i}]") for i, s in enumerate(steps)),
             config,

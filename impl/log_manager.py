@@ -375,7 +375,8 @@ class LogManager:
         offline = sorted(d for d, state in self.dirs.items() if state.offline)
         if offline:  # getOrCreateLog (§6.6): no new log while any dir is offline
             raise LogError(
-                "KafkaStorageException", f"Can not create log for {topic}-{partition}: log dirs {','.join(offline)} are offline"
+                "KafkaStorageException",
+                f"Can not create log for {topic}-{partition}: log dirs {','.join(offline)} are offline",
             )
         if tp in self.failed:
             # Kafka would have offlined the whole dir (§6.6); we refuse just this partition

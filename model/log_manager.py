@@ -222,7 +222,9 @@ class LogManager:
             raise LogError("KafkaStorageException", refused_create(topic, partition, self.failed[(topic, partition)]))
         if self.offline:  # getOrCreateLog (§6.6): no new log while any dir is offline
             dirs = ",".join(sorted(self.offline))
-            raise LogError("KafkaStorageException", f"Can not create log for {topic}-{partition}: log dirs {dirs} are offline")
+            raise LogError(
+                "KafkaStorageException", f"Can not create log for {topic}-{partition}: log dirs {dirs} are offline"
+            )
         parse_topic_partition(f"{topic}-{partition}")
         log = Log(topic, partition, self.config, self.clock, self.jitter, [])
         log.segments.append(log.new_segment(0))
@@ -310,7 +312,14 @@ class LogManager:
 
 
 def load(
-    image: dict[str, bytes], data_dirs, config: Config, clock, jitter, directories=(), broker_epoch=-1, mtimes=None,
+    image: dict[str, bytes],
+    data_dirs,
+    config: Config,
+    clock,
+    jitter,
+    directories=(),
+    broker_epoch=-1,
+    mtimes=None,
     failure_policy: str = "kafka",
 ) -> LogManager:
     """The broker's startup on ``image`` (``mtimes``: modification times of its files, 0 where not

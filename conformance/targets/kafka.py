@@ -65,7 +65,9 @@ class KafkaTarget(TargetBase):
         no adapter runs is :class:`Unsupported`."""
         super().__init__(scenario)
         if scenario.failure_policy != "kafka":
-            raise Unsupported(f"failure_policy {scenario.failure_policy!r}: Kafka's startup fails on a failed partition load")
+            raise Unsupported(
+                f"failure_policy {scenario.failure_policy!r}: Kafka's startup fails on a failed partition load"
+            )
         self.classpath = classpath or os.environ.get("KLC_KAFKA_CLASSPATH") or None
         self.release = release
         try:

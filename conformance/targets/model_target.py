@@ -28,7 +28,13 @@ class ModelTarget(TargetBase):
 
     def _open(self) -> list[dict]:
         self.manager = model.log_manager.load(
-            self.image, self.dir_names, self.config, self.clock, self.jitter, self.directories, mtimes=self.mtimes,
+            self.image,
+            self.dir_names,
+            self.config,
+            self.clock,
+            self.jitter,
+            self.directories,
+            mtimes=self.mtimes,
             failure_policy=self.scenario.failure_policy,
         )
         return [
