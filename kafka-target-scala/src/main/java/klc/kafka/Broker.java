@@ -130,27 +130,19 @@ final class Broker {
 
     ObjectNode open() throws InterruptedException {
         Recoveries.reset();
-        RecoveryPools pools = new RecoveryPools();
-        String failed = null;
-        try {
-            LogDirFailureChannel failures = new LogDirFailureChannel(dataDirs.size());
-            manager = newLogManager(failures); // up to 2.7 its constructor loads the logs
+        LogDirFailureChannel failures = new LogDirFailureChannel(dataDirs.size());
+        // up to 2.7 the LogManager's constructor loads the logs; one that threw is never seen
+        // here: its dir locks leave this JVM's lock table when the garbage collector in halt()
+        // takes them
+        String failed = Startup.run(() -> {
+            manager = newLogManager(failures);
             startup();
-            failed = takeOfflineDirs(failures);
-            if (failed == null) {
-                for (Log log : logs()) {
-                    log.updateHighWatermark(log.logEndOffset());
-                }
-                scheduler.runDue();
+        }, () -> takeOfflineDirs(failures), () -> {
+            for (Log log : logs()) {
+                log.updateHighWatermark(log.logEndOffset());
             }
-        } catch (Exception e) {
-            // the broker does not start (Kafka's failure policy: an exception out of the load
-            // ends the startup); it stays down with its files as the load left them. A
-            // LogManager whose constructor threw is never seen here: its dir locks leave this
-            // JVM's lock table when the garbage collector in halt() takes them
-            failed = "the broker's startup failed: " + e.getClass().getSimpleName() + ": " + e.getMessage();
-            pools.awaitDrained(); // the loads queued behind the failed one still run (§6.2 step 7)
-        }
+            scheduler.runDue();
+        });
         ObjectNode out = JSON.createObjectNode();
         out.put("started", failed == null);
         LoadedPartitions.list(out.putArray("loaded"), dataDirs, failed, new LoadedPartitions.Manager() {

@@ -109,23 +109,12 @@ final class Broker {
                 (config, dirs, logs, channel, time) -> {
                     throw new IllegalStateException("the log cleaner is not started by this target");
                 });
-        RecoveryPools pools = new RecoveryPools();
-        String failed = null;
-        try {
-            manager.startup(Set.of());
-            failed = takeOfflineDirs();
-            if (failed == null) {
-                for (UnifiedLog log : manager.allLogs()) {
-                    log.updateHighWatermark(log.logEndOffset());
-                }
-                scheduler.runDue();
+        String failed = Startup.run(() -> manager.startup(Set.of()), this::takeOfflineDirs, () -> {
+            for (UnifiedLog log : manager.allLogs()) {
+                log.updateHighWatermark(log.logEndOffset());
             }
-        } catch (Exception e) {
-            // the broker does not start (Kafka's failure policy: an exception out of the load
-            // ends the startup); it stays down with its files as the load left them
-            failed = "the broker's startup failed: " + e.getClass().getSimpleName() + ": " + e.getMessage();
-            pools.awaitDrained(); // the loads queued behind the failed one still run (§6.2 step 7)
-        }
+            scheduler.runDue();
+        });
         ObjectNode out = JSON.createObjectNode();
         out.put("started", failed == null);
         LoadedPartitions.list(out.putArray("loaded"), dataDirs, failed, new LoadedPartitions.Manager() {
