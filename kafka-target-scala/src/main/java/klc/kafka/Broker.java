@@ -143,9 +143,7 @@ final class Broker {
             }
             scheduler.runDue();
         });
-        ObjectNode out = JSON.createObjectNode();
-        out.put("started", failed == null);
-        LoadedPartitions.list(out.putArray("loaded"), dataDirs, failed, new LoadedPartitions.Manager() {
+        ObjectNode out = LoadedPartitions.answer(dataDirs, failed, new LoadedPartitions.Manager() {
             @Override
             public TopicPartition partitionOf(File dir) {
                 return Broker.partitionOf(dir);

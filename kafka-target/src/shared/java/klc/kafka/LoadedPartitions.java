@@ -1,6 +1,7 @@
 package klc.kafka;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.common.TopicPartition;
@@ -30,8 +31,17 @@ final class LoadedPartitions {
 
     private LoadedPartitions() { }
 
+    /** The {@code open} answer: {@code started} (false when {@code failed}, why the startup failed,
+     *  is not null) and the {@code loaded} list. */
+    static ObjectNode answer(List<File> dataDirs, String failed, Manager manager) {
+        ObjectNode out = JsonNodeFactory.instance.objectNode();
+        out.put("started", failed == null);
+        list(out.putArray("loaded"), dataDirs, failed, manager);
+        return out;
+    }
+
     /** ``failed``: why the startup failed (every partition not loaded then carries it), or null. */
-    static void list(ArrayNode loaded, List<File> dataDirs, String failed, Manager manager) {
+    private static void list(ArrayNode loaded, List<File> dataDirs, String failed, Manager manager) {
         for (File dir : dataDirs) {
             File[] children = dir.listFiles(File::isDirectory);
             if (children == null) {
