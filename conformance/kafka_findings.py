@@ -2,7 +2,9 @@
 README (the rule it breaks, the release, the steps) and a scenario.
 
 The model follows current Kafka, so where Kafka breaks a property the model breaks it alike, and
-every target agrees.  A scenario that reaches a known finding is reported as that finding and not
+every target agrees.  Where the model departs from Kafka on purpose (lookups answered by the
+content, DESIGN.md "The model"), the model target predicts Kafka's answer, and the finding matches
+only when every Kafka target gives exactly that.  A scenario that reaches a known finding is reported as that finding and not
 judged further (:attr:`conformance.runner.Verdict.known`): one pinned case shows the bug, and the
 state machines and campaigns go on searching for what is not known yet.  A finding matches only
 the exact shape of its violation, so anything else a scenario does stays judged.
@@ -15,7 +17,7 @@ from collections.abc import Callable
 import attrs
 
 from conformance import scenario as sc
-from conformance.properties import INDEX_AGREES
+from conformance.properties import CONFORMS, INDEX_AGREES
 
 FOLDER = "kafka-findings"
 
@@ -26,7 +28,8 @@ class Finding:
     release: str  # the Kafka release it was shown on
     prop: str  # the property it breaks: the first violation it shows
     summary: str
-    step_shape: Callable[[sc.Step, dict], bool]  # the step and every target's result that reach it
+    # the step, every target's result and the model target (None without one) that reach it
+    step_shape: Callable[[sc.Step, dict, object], bool]
 
 
 def _append_refused_by_every_target(step: sc.Step, results: dict, kind: str) -> bool:
@@ -46,12 +49,32 @@ FULL_INDEX_MID_APPEND = Finding(
     prop=INDEX_AGREES,
     summary="an append of several batches runs out of index slots after writing its bytes: refused, "
     "its batches stay in the .log past the log end offset and its index entries name them",
-    step_shape=lambda step, results: _append_refused_by_every_target(step, results, "IllegalArgumentException"),
+    step_shape=lambda step, results, model: _append_refused_by_every_target(step, results, "IllegalArgumentException"),
 )
 
-FINDINGS = (FULL_INDEX_MID_APPEND,)
+
+def _kafka_answered_by_a_lost_max(step: sc.Step, results: dict, model) -> bool:
+    """Every Kafka target answered the lookup ``step`` as the model predicts Kafka does when a
+    segment's max timestamp is lost; the model itself answers by the content (DESIGN.md)."""
+    kafkas = model.kafkas_lookup_by_a_lost_max(step) if model is not None else None
+    answers = [r for name, r in results.items() if name.startswith("kafka")]
+    return kafkas is not None and bool(answers) and all(r == kafkas for r in answers)
 
 
-def known(step: sc.Step, results: dict, violation) -> Finding | None:
-    """The known finding ``violation`` (the first of ``step``) is, if any."""
-    return next((f for f in FINDINGS if violation.prop == f.prop and f.step_shape(step, results)), None)
+LOOKUP_BY_A_LOST_MAX = Finding(
+    name="lookup-by-a-lost-max-timestamp",
+    release="4.4.0",
+    prop=CONFORMS,
+    summary="a truncation after a restart empties a segment's time index before its max timestamp was "
+    "loaded; the segment keeps −1 as its max though it holds timestamped records, and a lookup by "
+    "timestamp stops at it (its mtime stands in) and answers nothing",
+    step_shape=_kafka_answered_by_a_lost_max,
+)
+
+FINDINGS = (FULL_INDEX_MID_APPEND, LOOKUP_BY_A_LOST_MAX)
+
+
+def known(step: sc.Step, results: dict, violation, model=None) -> Finding | None:
+    """The known finding ``violation`` (the first of ``step``) is, if any; ``model`` is the model
+    target, which predicts what Kafka answers where the model departs from it on purpose."""
+    return next((f for f in FINDINGS if violation.prop == f.prop and f.step_shape(step, results, model)), None)

@@ -209,7 +209,7 @@ class Session:
         )  # fmt: skip
         if self._first_violation(index, *(family(obs) for family in STEP_FAMILIES)):
             first = self.verdict.violations[-1]
-            finding = kafka_findings.known(step, results, first)
+            finding = kafka_findings.known(step, results, first, self.model)
             if finding:  # a Kafka bug already pinned: reported as such, the rest not judged
                 self.verdict.known = f"{finding.name} at step {index}: {first.witness}"
                 self.verdict.violations.pop()

@@ -301,6 +301,19 @@ class Log:
         the final time-index entry by close (§4.9 rule 2, §6.3) — a lookup then a truncation
         below the last time-index entry leaves Kafka's shut-down time index with one entry, not
         empty (corpora/crash/max-timestamp-loaded-by-a-lookup-survives-truncation.json)."""
+        return self._offset_for_timestamp(timestamp, Segment.content_max_timestamp)
+
+    def offset_for_timestamp_by_kafkas_max(self, timestamp: int) -> tuple[int, int] | None:
+        """Kafka's answer: the segments chosen by their ``maxTimestampSoFar``, which a truncation
+        can lose (:meth:`lost_max_timestamp`; corpora/kafka-findings/lookup-by-a-lost-max-timestamp)."""
+        return self._offset_for_timestamp(timestamp, lambda s: s.max_timestamp()[0])
+
+    def lost_max_timestamp(self) -> bool:
+        """A segment's max timestamp is loaded as −1 though it holds timestamped records: a
+        truncation loaded it from the time index it had just emptied and kept it (§4.7 rule 7)."""
+        return any(s.max_ts is not None and s.max_ts[0] < 0 <= s.content_max_timestamp() for s in self.segments)
+
+    def _offset_for_timestamp(self, timestamp: int, max_of: Callable[[Segment], int]) -> tuple[int, int] | None:
         if timestamp == EARLIEST_TIMESTAMP:
             return (-1, self.log_start_offset)
         if timestamp == LATEST_TIMESTAMP:
@@ -310,9 +323,9 @@ class Log:
                 s.max_timestamp()  # loaded by Kafka's maxBy(_.maxTimestampSoFar) / readMaxTimestampAndOffsetSoFar
             best = self.segments[0]
             for s in self.segments[1:]:
-                if s.content_max_timestamp() > best.content_max_timestamp():
+                if max_of(s) > max_of(best):
                     best = s
-            max_ts = best.content_max_timestamp()
+            max_ts = max_of(best)
             for batch in best.batches():
                 if batch.header().max_timestamp == max_ts:
                     offset = offset_of_max_timestamp(batch)
@@ -320,7 +333,7 @@ class Log:
             return None
         for s in self.segments:
             s.max_timestamp()  # loaded by Kafka's largestTimestamp()
-            ts = s.content_max_timestamp()
+            ts = max_of(s)
             if (ts if ts >= 0 else s.mtime_ms) >= timestamp:
                 return s.find_offset_by_timestamp(timestamp, self.log_start_offset)
         return None

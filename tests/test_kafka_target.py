@@ -190,7 +190,7 @@ def test_a_failed_build_names_maven_s_complaint(tmp_path):
 def test_full_index_mid_append_on_kafka():
     """corpora/kafka-findings/full-index-mid-append: Kafka 4.4.0 keeps a refused append's batches,
     wedges the log, and reads them back after a restart."""
-    case = next(c for c in regressions.cases() if c.group == regressions.KAFKA_FINDINGS)
+    case = next(c for c in regressions.cases() if c.name == "kafka-findings/full-index-mid-append")
     create, follower, leader, shutdown, open_, read = case.scenario.steps
     target = KafkaTarget(case.scenario)
     target.apply(sc.Open())

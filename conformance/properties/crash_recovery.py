@@ -322,7 +322,9 @@ def io_error_problem(result: dict) -> str | None:
     is an unexpected exception, reported by the caller.)"""
     io = (os.strerror(errno.EIO), os.strerror(errno.ENOSPC))
     failed = [x for x in result.get("loaded", ()) if x["error"] and any(m in x["error"] for m in io)]
-    if len(failed) > 1:
+    # the rest of a dir the failure handler took offline failed with it (Kafka's policy, §6.6)
+    own = [x for x in failed if f"log dir {x['dir']} offline" not in x["error"]]
+    if len(own) > 1 or len({x["dir"] for x in failed}) > 1:
         return f"one I/O error failed {len(failed)} partitions: {'; '.join(x['error'] for x in failed)}"
     return None
 

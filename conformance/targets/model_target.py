@@ -78,6 +78,19 @@ class ModelTarget(TargetBase):
     def _call(self, step):
         return step.call(self.manager, self.dir_names)
 
+    def kafkas_lookup_by_a_lost_max(self, step: sc.Step) -> dict | None:
+        """Kafka's result for the lookup ``step`` just run, where a segment's lost max timestamp
+        makes it differ from the model's (kafka_findings.LOOKUP_BY_A_LOST_MAX); None elsewhere."""
+        if not (self.running and isinstance(step, sc.OffsetForTimestamp)):
+            return None
+        files = self.manager.partitions.get((step.topic, step.partition))
+        if files is None or not files.log.lost_max_timestamp():
+            return None
+        kafkas = files.log.offset_for_timestamp_by_kafkas_max(step.timestamp)
+        if kafkas == files.log.offset_for_timestamp(step.timestamp):
+            return None
+        return {"found": list(kafkas) if kafkas else None}
+
     def state(self) -> dict:
         if not self.running:
             return {"running": False}

@@ -264,6 +264,14 @@ CRASH_MUTANTS = (
         caught_by=("crash-scenarios", "crash-machine", "crash-exhaustive"),
     ),
     Mutant(
+        name="offline-dir-takes-every-partition",
+        module="impl.log_manager",
+        old="                if load.data_dir == d and load.log is not None:\n",
+        new="                if load.log is not None:\n",
+        description="the failure handler takes a dir offline with the partitions of every dir, not only its own: one I/O error in a load fails partitions of a healthy dir (§6.6; pinned by corpora/crash/io-error-in-a-load-takes-only-its-own-dir-offline.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="truncation-lookups-by-kafkas-max",
         module="impl.segment",
         old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",

@@ -1,0 +1,51 @@
+"""conformance/kafka_findings.py: a known Kafka bug matches only the exact shape of its violation —
+for a departure of the model (lookups by the content), only Kafka's answer the model predicts."""
+
+from __future__ import annotations
+
+import attrs
+
+from conformance import regressions
+from conformance import scenario as sc
+from conformance.kafka_findings import LOOKUP_BY_A_LOST_MAX, known
+from conformance.properties import CONFORMS, INDEX_AGREES
+from conformance.runner import Session
+from conformance.verdicts import Violation
+
+CASE = next(c for c in regressions.cases() if c.name == "kafka-findings/lookup-by-a-lost-max-timestamp")
+LOOKUP = CASE.scenario.steps[-1]
+OURS = {"found": [1700000000500, 1]}  # offset 1 is the first record at or after the target
+VIOLATION = Violation(CONFORMS, 8, "offset_for_timestamp t-0: model vs kafka result", ())
+
+
+def _model_after(steps) -> object:
+    session = Session(attrs.evolve(CASE.scenario, steps=()), targets=("model",))
+    for step in steps:
+        assert session.step(step) == []
+    return session.model
+
+
+def test_kafkas_answer_from_the_lost_max_is_the_finding():
+    model = _model_after(CASE.scenario.steps)
+    assert model.kafkas_lookup_by_a_lost_max(LOOKUP) == {"found": None}
+    assert known(LOOKUP, {"model": OURS, "kafka": {"found": None}}, VIOLATION, model) is LOOKUP_BY_A_LOST_MAX
+    assert known(LOOKUP, {"model": OURS, "kafka:2.8.2": {"found": None}}, VIOLATION, model) is LOOKUP_BY_A_LOST_MAX
+
+
+def test_any_other_difference_stays_a_violation():
+    model = _model_after(CASE.scenario.steps)
+    other = {"model": OURS, "kafka": {"found": [1699000000000, 0]}}
+    assert known(LOOKUP, other, VIOLATION, model) is None  # not what the lost max gives
+    assert known(LOOKUP, {"model": OURS, "kafka": {"found": None}}, VIOLATION, None) is None  # no model to predict
+    assert known(LOOKUP, {"model": OURS, "impl/sim": {"found": None}}, VIOLATION, model) is None  # not Kafka
+    wrong_prop = Violation(INDEX_AGREES, 8, "", ())
+    assert known(LOOKUP, {"model": OURS, "kafka": {"found": None}}, wrong_prop, model) is None
+
+
+def test_a_max_loaded_before_the_truncation_is_not_lost():
+    """A lookup before the truncation loads the max; the truncation then recomputes it (§4.7 rule 7)."""
+    steps = list(CASE.scenario.steps)
+    steps.insert(5, sc.OffsetForTimestamp(topic="t", timestamp=-3))
+    model = _model_after(steps)
+    assert not model.manager.log("t", 0).lost_max_timestamp()
+    assert model.kafkas_lookup_by_a_lost_max(LOOKUP) is None
