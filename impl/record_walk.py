@@ -165,15 +165,37 @@ def _sized(data, p: int, end: int) -> tuple[int, int]:
 
 
 def _legacy(raw: bytes, h, limit: int, fields: bool = False):
+    magic, attributes, ts, key_pos, key_len, value_pos, value_len = _wrapper(raw)
+    codec = attributes & 0x07
+    if codec == 0:
+        return (raw, [(h.offset, ts, key_pos, key_len, value_pos, value_len, magic)]) if fields else [(h.offset, ts)]
+    stream, entries = _deep_entries(raw, h, magic, codec, value_pos, value_len, limit)
+    append_time = magic == 1 and attributes & 0x08  # LogAppendTime: every record has the wrapper's
+    inner = []
+    for offset, at in entries:
+        _uncompressed(stream, at)
+        try:
+            inner_magic, _, inner_ts, kp, kl, vp, vl = _message(stream, at + 12, at + 12 + _entry(stream, at)[1])
+        except (_Bad, _Short):
+            raise _Bad(INVALID, "invalid-inner-record", f"malformed inner record at {at}") from None
+        inner_ts = ts if append_time else inner_ts
+        inner.append((offset, inner_ts, kp, kl, vp, vl, inner_magic) if fields else (offset, inner_ts))
+    return (stream, inner) if fields else inner
+
+
+def _wrapper(raw: bytes) -> tuple[int, int, int, int, int, int, int]:
     try:
-        magic, attributes, ts, key_pos, key_len, value_pos, value_len = _message(raw, 12, len(raw))
+        return _message(raw, 12, len(raw))
     except _Bad as e:
         raise _Bad(INVALID, "invalid-magic", e.args[2]) from None
     except _Short:
         raise _Bad(INVALID, "invalid-record-structure", "key or value length runs past the record") from None
-    codec = attributes & 0x07
-    if codec == 0:
-        return (raw, [(h.offset, ts, key_pos, key_len, value_pos, value_len, magic)]) if fields else [(h.offset, ts)]
+
+
+def _deep_entries(raw: bytes, h, magic: int, codec: int, value_pos: int, value_len: int, limit: int):
+    """The legacy deep iterator's constructor (§1.8.3): decompress the wrapper, frame its inner
+    records (a short header or a truncated record ends them), make v1 offsets absolute.  Returns
+    the stream and (offset, entry position) of each inner record, its fields unread."""
     if codec > 4:
         raise _Bad(ILLEGAL, "unknown-codec", f"Unknown compression type id: {codec}")
     if codec == 4:
@@ -181,33 +203,45 @@ def _legacy(raw: bytes, h, limit: int, fields: bool = False):
     if value_len < 0:
         raise _Bad(INVALID, "null-wrapper-value", "compressed wrapper has a null value")
     stream = decompress(codec, memoryview(raw)[value_pos : value_pos + value_len], limit, magic)
-    inner, pos, end = [], 0, len(stream)
-    while end - pos >= 12:  # a short inner header, or a truncated inner record, ends the wrapper
+    entries, pos, end = [], 0, len(stream)
+    while end - pos >= 12:
         offset, size = _entry(stream, pos)
         if size < 14:
             raise _Bad(CORRUPT, "inner-record-too-small", f"inner record size {size} < 14")
         if size > end - pos - 12:
             break
-        try:
-            inner_magic, inner_attributes, inner_ts, kp, kl, vp, vl = _message(stream, pos + 12, pos + 12 + size)
-        except (_Bad, _Short):
-            raise _Bad(INVALID, "invalid-inner-record", f"malformed inner record at {pos}") from None
-        if inner_attributes & 0x07:
-            raise _Bad(INVALID, "nested-compression", "inner record is itself compressed")
-        inner.append((offset, inner_ts, kp, kl, vp, vl, inner_magic) if fields else (offset, inner_ts))
+        entries.append((offset, pos))
         pos += 12 + size
-    if not inner:
+    if not entries:
         raise _Bad(INVALID, "empty-wrapper", "compressed wrapper holds no records")
-    if magic != 0:
-        wrapper, last = h.offset, inner[-1][0]
-        if wrapper < last and wrapper != 0:
-            raise _Bad(INVALID, "wrapper-offset-below-last-inner", f"wrapper offset {wrapper} < last inner {last}")
-        shift = wrapper - last if wrapper else 0
-        if attributes & 0x08:  # LogAppendTime: every inner record carries the wrapper's timestamp
-            inner = [(r[0] + shift, ts, *r[2:]) for r in inner]
-        else:
-            inner = [(r[0] + shift, *r[1:]) for r in inner]
-    return (stream, inner) if fields else inner
+    if magic == 0:
+        return stream, entries
+    wrapper, last = h.offset, entries[-1][0]
+    if wrapper < last and wrapper != 0:
+        raise _Bad(INVALID, "wrapper-offset-below-last-inner", f"wrapper offset {wrapper} < last inner {last}")
+    shift = wrapper - last if wrapper else 0
+    return stream, [(offset + shift, at) for offset, at in entries]
+
+
+def _uncompressed(stream, at: int) -> None:
+    """The deep iterator's ``next()`` refuses an inner record that is itself compressed."""
+    codec = stream[at + 17] & 0x07
+    if codec > 4:
+        raise _Bad(ILLEGAL, "unknown-codec", f"Unknown compression type id: {codec}")
+    if codec:
+        raise _Bad(INVALID, "nested-compression", "inner record is itself compressed")
+
+
+def _legacy_base_offset(raw: bytes, h, limit: int) -> int:
+    codec = raw[17] & 0x07
+    if codec > 4:
+        raise _Bad(ILLEGAL, "unknown-codec", f"Unknown compression type id: {codec}")
+    if codec == 0:
+        return h.offset
+    magic, _, _, _, _, value_pos, value_len = _wrapper(raw)
+    stream, entries = _deep_entries(raw, h, magic, codec, value_pos, value_len, limit)
+    _uncompressed(stream, entries[0][1])
+    return entries[0][0]
 
 
 def _batch_bytes(buf, h) -> bytes:
@@ -224,11 +258,23 @@ def records(buf, header, limit: int = LIMIT) -> list[tuple[int, int]]:
     return _walk(buf, header, limit, False)
 
 
-def _walk(buf, header, limit: int, fields: bool):
-    """The records of one batch, its problems declared as LogFormatError at the batch's position."""
+def base_offset(buf, header, limit: int = LIMIT) -> int:
+    """RecordBatch.baseOffset() of the batch ``header`` (§1.7): a v2 batch's first field; a legacy
+    batch's first record's offset, which for a compressed wrapper means decompressing it
+    (LogFormatError where that fails)."""
+    if header.magic >= 2:
+        return header.offset
+    return _walk(buf, header, limit, None)
+
+
+def _walk(buf, header, limit: int, fields: bool | None):
+    """The records of one batch (``fields`` None: a legacy batch's base offset), its problems
+    declared as LogFormatError at the batch's position."""
     try:
         raw = _batch_bytes(buf, header)
-        return _v2(raw, header, limit, fields) if header.magic >= 2 else _legacy(raw, header, limit, fields)
+        if header.magic >= 2:
+            return _v2(raw, header, limit, fields)
+        return _legacy_base_offset(raw, header, limit) if fields is None else _legacy(raw, header, limit, fields)
     except _Bad as e:
         kind, reason, detail = e.args
     except OverLimit as e:

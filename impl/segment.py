@@ -14,6 +14,7 @@ better than Kafka, and neither changes what a reader sees:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 
 from impl.config import LogConfig
@@ -21,7 +22,7 @@ from impl.errors import IndexFailure, LogFormatError
 from impl.file_records import BatchScan
 from impl.index import CORRUPT, ZERO_PADDED, LazyIndex, TimeIndex
 from impl.index_verify import ShadowIndexes, soundness_problem
-from impl.record_walk import offset_of_max_timestamp, search_for_timestamp
+from impl.record_walk import base_offset, offset_of_max_timestamp, search_for_timestamp
 from impl.storage import Storage
 from impl.txn_index import TransactionIndex
 
@@ -298,12 +299,28 @@ class LogSegment:
         return self._offset_lookup(offset)[1]
 
     def translate_offset(self, offset: int, starting_position: int = 0):
-        """The first batch (header) at or after the index's lower bound whose last offset is ≥ offset."""
-        start = max(self._offset_lookup(offset)[1], starting_position)
-        for header in self.batches(start):
-            if header.last_offset >= offset:
-                return header
-        return None
+        """FileRecords.searchForOffsetFromPosition as Kafka 4.1+ runs it (KAFKA-18989), by framing
+        (a batch whose CRC fails is read as any other): from the index's lower bound, the first batch whose base offset is ``offset``; at the first base
+        offset above it, the batch before if that one reaches ``offset``, else that one; past the
+        last batch, the last if it reaches ``offset``.  A legacy wrapper's base offset is found by
+        decompressing it (LogFormatError where that fails)."""
+        start = max(self._scan_start(offset), starting_position)
+        return _search_for_offset(self.batches(start, framing_only=True), offset, self.view())[0]
+
+    def _scan_start(self, offset: int) -> int:
+        """Kafka's offset-index lower bound for ``offset`` when its entry (K, P) is sound — P is
+        where a batch starts, at or before K, and K lies in the log (proven for every entry, or
+        checked here by a scan when the indexes proved unsound) — else 0."""
+        key, position = self.offset_index.get().lookup(offset)
+        if self._proven() is None:
+            return position
+        if position <= 0:
+            return 0
+        named, last = None, None
+        for header in self.batches():
+            named = header if header.position == position else named
+            last = header.last_offset
+        return position if named is not None and named.offset <= key <= last else 0
 
     def read(self, start_offset: int, max_size: int, max_position: int | None, min_one_message: bool):
         """§4.5 read: None if no batch reaches start_offset; else the bytes (possibly empty)."""
@@ -320,17 +337,18 @@ class LogSegment:
         return bytes(self.view()[mapping.position : end])
 
     def read_next_offset(self) -> int:
-        """§4.5 readNextOffset: scan from the offset index's last entry, trusting it as Kafka does
-        (no soundness check here: at load this reads only the tail after the last entry).  By
-        framing alone: a batch whose CRC fails counts, a framing error raises."""
+        """§4.5 readNextOffset: translate the offset index's last entry from its position, trusting
+        it as Kafka does (no soundness check here: at load this reads only the tail after the last
+        entry), then the last batch after.  By framing alone: a batch whose CRC fails counts, a
+        framing error raises, as does a legacy wrapper the search cannot decompress."""
         offsets = self.offset_index.get()
         start = max(offsets.lookup(offsets.last_offset)[1], 0)  # translateOffset's clamp (§4.5 rule 1)
-        last = None
-        for header in self.batches(start, framing_only=True):
-            if last is None and header.last_offset < offsets.last_offset:
-                continue
-            last = header
-        return last.last_offset + 1 if last else self.base_offset
+        headers = self.batches(start, framing_only=True)
+        found, last = _search_for_offset(headers, offsets.last_offset, self.view())
+        if found is None:
+            return self.base_offset
+        rest = collections.deque(headers, maxlen=1)  # the read's last batch: the rest of the file, by framing
+        return (rest[0] if rest else last).last_offset + 1
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int):
         """§4.8 rule 5: (timestamp, offset) of the first record at or after ``timestamp``, or None."""
@@ -531,3 +549,17 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size={self._size})"
+
+
+def _search_for_offset(headers, target: int, view):
+    """:meth:`LogSegment.translate_offset`'s search over ``headers``: (the batch found or None, the
+    last header taken from the iterator)."""
+    previous = None
+    for header in headers:
+        base = base_offset(view, header)
+        if base == target:
+            return header, header
+        if base > target:
+            return (previous if previous is not None and previous.last_offset >= target else header), header
+        previous = header
+    return (previous if previous is not None and previous.last_offset >= target else None), previous

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from impl.errors import LogFormatError
 from impl.file_records import BatchHeader, BatchScan
-from impl.record_walk import records
+from impl.record_walk import base_offset
 from impl.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX, LogSegment
 
 READ_BUFFER = 1024 * 1024  # appendChunkFromFile's initial read buffer (§4.11)
@@ -46,10 +46,8 @@ def _batches(view) -> tuple[list[BatchHeader], int]:
 
 def _base_offset(view, h: BatchHeader) -> int:
     """RecordBatch.baseOffset(): a legacy compressed wrapper's is its first inner record's (§1.7)."""
-    if h.magic >= 2 or not h.attributes & 0x07:  # v2 (legacy magic may read negative, §1.10 rule 6)
-        return h.offset
     try:
-        return records(view, h)[0][0]
+        return base_offset(view, h)
     except LogFormatError as e:
         raise SplitError(e.kind, h.position, f"the base offset of the wrapper is unreadable: {e}") from None
 

@@ -14,6 +14,7 @@ The outcome is a :class:`FileIteration`: the batches before the stop, the number
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 
 import attrs
 
@@ -75,12 +76,38 @@ def framed_batches(data: bytes, start: int = 0) -> tuple[Batch, ...]:
     4).  A v2 batch too short for its 61-byte header raises too: Kafka reads those 61 bytes at the
     batch's position from the file, past the batch, or fails at the end of the file; the model and
     impl declare it instead of reading a header out of the next batch."""
+    return tuple(framed(data, start))
+
+
+def framed(data: bytes, start: int = 0) -> Iterator[Batch]:
+    """:func:`framed_batches` one at a time: an error is raised where the iteration reaches it."""
     walk = iterate_file(data, start, validate=False)
+    for batch in walk.batches:
+        if batch.is_v2 and batch.size < V2_HEADER_SIZE:
+            raise RecordFormatError(
+                CORRUPT_RECORD,
+                "batch-too-small",
+                batch.position,
+                f"a v2 batch of {batch.size} bytes has no full header",
+            )
+        yield batch
     if walk.error is not None:
         raise walk.error
-    short = next((b for b in walk.batches if b.is_v2 and b.size < V2_HEADER_SIZE), None)
-    if short is not None:
-        raise RecordFormatError(
-            CORRUPT_RECORD, "batch-too-small", short.position, f"a v2 batch of {short.size} bytes has no full header"
-        )
-    return walk.batches
+
+
+def search_for_offset(batches, target: int) -> Batch | None:
+    """FileRecords.searchForOffsetFromPosition as Kafka 4.1+ runs it (KAFKA-18989; §4.5 rule 1 as
+    docs/kafka-target.md states it): the first batch whose base offset is ``target``; at the first
+    base offset above it, the batch before if that one's last offset reaches ``target``, else that
+    one; past the last batch, the last if it reaches ``target``.  Base offsets are asked batch by
+    batch, so a legacy wrapper that does not decompress raises (RecordFormatError) only once the
+    scan reaches it."""
+    previous = None
+    for batch in batches:
+        base = batch.base_offset()
+        if base == target:
+            return batch
+        if base > target:
+            return previous if previous is not None and previous.header().last_offset >= target else batch
+        previous = batch
+    return previous if previous is not None and previous.header().last_offset >= target else None

@@ -472,6 +472,14 @@ class Batch:
             return _v2_records(self, max_output)
         return _legacy_records(self, max_output)
 
+    def base_offset(self, max_output: int = compression.DEFAULT_MAX_OUTPUT) -> int:
+        """RecordBatch.baseOffset() (§1.7): a v2 batch's first field; a legacy batch's first
+        record's offset, which for a compressed wrapper means decompressing it (RecordFormatError
+        where that fails)."""
+        if self.is_v2:
+            return _int64(self.raw, 0)
+        return _legacy_base_offset(self, max_output)
+
 
 def _err(kind: str, reason: str, batch: Batch, detail: str = "") -> RecordFormatError:
     return RecordFormatError(kind, reason, batch.position, detail)
@@ -632,18 +640,57 @@ def _legacy_fields(raw: bytes, rec: int, end: int) -> tuple[int, int, int, bytes
 def _legacy_records(batch: Batch, max_output: int) -> list[LogicalRecord]:
     raw = batch.raw
     wrapper_offset = _int64(raw, 0)
-    try:
-        magic, attributes, timestamp, key, value = _legacy_fields(raw, LOG_OVERHEAD, len(raw))
-    except ValueError as e:
-        raise _err(INVALID_RECORD, "invalid-magic", batch, str(e)) from None
-    except IndexError as e:
-        raise _err(INVALID_RECORD, "invalid-record-structure", batch, str(e)) from None
+    magic, attributes, timestamp, key, value = _wrapper_fields(batch)
     codec = attributes & CODEC_MASK
     ts_type = batch.timestamp_type
     crc = struct.unpack_from(">I", raw, 12)[0]
     if codec == compression.NONE:
         return [LogicalRecord(wrapper_offset, timestamp, ts_type, key, value, (), -1, magic, crc, batch.is_valid())]
-    # §1.8.3 deep-iteration validation
+    stream, inner = _deep_entries(batch, magic, codec, value, max_output)
+    out = []
+    for offset, rec, size in inner:
+        _first_is_uncompressed(batch, stream, rec)
+        try:
+            imagic, _, its, ikey, ivalue = _legacy_fields(stream, rec, rec + size)
+        except (ValueError, IndexError) as e:
+            raise _err(INVALID_RECORD, "invalid-inner-record", batch, str(e)) from None
+        icrc = struct.unpack_from(">I", stream, rec)[0]
+        icrc_ok = icrc == zlib.crc32(stream[rec + 4 : rec + size])
+        if magic == 1 and ts_type == LOG_APPEND_TIME:
+            its = timestamp
+        out.append(LogicalRecord(offset, its, ts_type, ikey, ivalue, (), -1, imagic, icrc, icrc_ok))
+    return out
+
+
+def _legacy_base_offset(batch: Batch, max_output: int) -> int:
+    """AbstractLegacyRecordBatch.baseOffset(): the first record of its deep iterator — the message
+    itself when uncompressed; a compressed wrapper is decompressed whole to find its first inner
+    record (§1.7), its records' fields unread."""
+    attributes = batch.raw[17]
+    _codec_or_raise(batch, attributes & CODEC_MASK)
+    if attributes & CODEC_MASK == compression.NONE:
+        return _int64(batch.raw, 0)
+    magic, attributes, _, _, value = _wrapper_fields(batch)
+    stream, inner = _deep_entries(batch, magic, attributes & CODEC_MASK, value, max_output)
+    offset, rec, _ = inner[0]
+    _first_is_uncompressed(batch, stream, rec)
+    return offset
+
+
+def _wrapper_fields(batch: Batch) -> tuple[int, int, int, bytes | None, bytes | None]:
+    try:
+        return _legacy_fields(batch.raw, LOG_OVERHEAD, len(batch.raw))
+    except ValueError as e:
+        raise _err(INVALID_RECORD, "invalid-magic", batch, str(e)) from None
+    except IndexError as e:
+        raise _err(INVALID_RECORD, "invalid-record-structure", batch, str(e)) from None
+
+
+def _deep_entries(batch: Batch, magic: int, codec: int, value, max_output: int) -> tuple[bytes, list]:
+    """§1.8.3, the deep iterator's constructor: decompress the wrapper's value and frame every inner
+    record (a short header or a truncated record ends them), then make v1's relative offsets
+    absolute.  Returns the stream and (offset, record position, record size) of each inner record;
+    their fields are read only as each record is used."""
     _codec_or_raise(batch, codec)
     if codec == compression.ZSTD:
         raise _err(INVALID_RECORD, "zstd-in-legacy", batch, "zstd is not allowed for magic < 2")
@@ -658,31 +705,25 @@ def _legacy_records(batch: Batch, max_output: int) -> list[LogicalRecord]:
             raise _err(CORRUPT_RECORD, "inner-record-too-small", batch, f"inner record size {size} < 14")
         if size > len(stream) - pos - LOG_OVERHEAD:
             break  # a truncated inner record simply ends iteration
-        rec = pos + LOG_OVERHEAD
-        try:
-            imagic, iattrs, its, ikey, ivalue = _legacy_fields(stream, rec, rec + size)
-        except (ValueError, IndexError) as e:
-            raise _err(INVALID_RECORD, "invalid-inner-record", batch, str(e)) from None
-        if iattrs & CODEC_MASK:
-            raise _err(INVALID_RECORD, "nested-compression", batch, "inner record is itself compressed")
-        icrc = struct.unpack_from(">I", stream, rec)[0]
-        icrc_ok = icrc == zlib.crc32(stream[rec + 4 : rec + size])
-        inner.append((inner_offset, imagic, its, ikey, ivalue, icrc, icrc_ok))
-        pos = rec + size
+        inner.append((inner_offset, pos + LOG_OVERHEAD, size))
+        pos += LOG_OVERHEAD + size
     if not inner:
         raise _err(INVALID_RECORD, "empty-wrapper", batch, "compressed wrapper holds no records")
-    if magic == 1:
-        last_relative = inner[-1][0]
-        if wrapper_offset < last_relative and wrapper_offset != 0:
-            raise _err(
-                INVALID_RECORD, "wrapper-offset-below-last-inner", batch,
-                f"wrapper offset {wrapper_offset} < last inner relative offset {last_relative}",
-            )  # fmt: skip
-        base = 0 if wrapper_offset == 0 else wrapper_offset - last_relative
-    out = []
-    for inner_offset, imagic, its, ikey, ivalue, icrc, icrc_ok in inner:
-        offset = base + inner_offset if magic == 1 else inner_offset
-        if magic == 1 and ts_type == LOG_APPEND_TIME:
-            its = timestamp
-        out.append(LogicalRecord(offset, its, ts_type, ikey, ivalue, (), -1, imagic, icrc, icrc_ok))
-    return out
+    if magic != 1:
+        return stream, inner
+    wrapper_offset, last_relative = _int64(batch.raw, 0), inner[-1][0]
+    if wrapper_offset < last_relative and wrapper_offset != 0:
+        raise _err(
+            INVALID_RECORD, "wrapper-offset-below-last-inner", batch,
+            f"wrapper offset {wrapper_offset} < last inner relative offset {last_relative}",
+        )  # fmt: skip
+    base = 0 if wrapper_offset == 0 else wrapper_offset - last_relative
+    return stream, [(base + offset, rec, size) for offset, rec, size in inner]
+
+
+def _first_is_uncompressed(batch: Batch, stream: bytes, rec: int) -> None:
+    """The deep iterator's ``next()``: an inner record that is itself compressed is refused."""
+    codec = stream[rec + 5] & CODEC_MASK
+    _codec_or_raise(batch, codec)
+    if codec:
+        raise _err(INVALID_RECORD, "nested-compression", batch, "inner record is itself compressed")

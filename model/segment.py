@@ -13,7 +13,7 @@ import attrs
 
 from model.config import Config
 from model.errors import LogError
-from model.file_records import framed_batches, iterate_file
+from model.file_records import framed, framed_batches, iterate_file, search_for_offset
 from model.indexes import OffsetIndex, TimeIndex
 from model.names import filename_prefix
 from model.records import V2_HEADER_SIZE, Batch
@@ -145,9 +145,24 @@ class Segment:
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
 
-    # §4.5, by scanning
+    # §4.5 rule 1, translateOffset
     def batch_at_or_after(self, offset: int) -> Batch | None:
-        return next((b for b in self.batches() if b.header().last_offset >= offset), None)
+        """The batch :func:`search_for_offset` finds for ``offset`` among this segment's batches by
+        framing (a batch whose CRC fails is read as any other: consumers check CRCs, §4.5), from
+        where a sound offset-index entry starts the scan (else from the file's start: the answer is
+        the content's, DESIGN.md)."""
+        return search_for_offset(framed(bytes(self.log), self._scan_start(offset)), offset)
+
+    def _scan_start(self, offset: int) -> int:
+        """The offset index's lower bound for ``offset`` when its entry (K, P) is sound — P is where
+        a batch starts, at or before K, and K lies in the log: every batch before P then ends
+        before K — else 0."""
+        entry_offset, position = self.offset_index.lookup(offset)
+        batches = self.batches()
+        if position <= 0 or not batches or entry_offset > batches[-1].header().last_offset:
+            return 0
+        named = next((b for b in batches if b.position == position), None)
+        return position if named is not None and named.header().offset <= entry_offset else 0
 
     def read(self, start_offset: int, max_size: int, max_position: int | None, min_one: bool) -> bytes | None:
         batch = self.batch_at_or_after(start_offset)
@@ -165,19 +180,20 @@ class Segment:
 
     def read_next_offset(self) -> int:
         """§4.5 rule 3, readNextOffset as the loader runs it: scan from where the offset index puts
-        its last entry; unless some batch there reaches that entry's offset (a base offset the CRC
-        does not cover may have been damaged) the answer is the segment's base offset.  The scan is
-        by framing alone (:func:`framed_batches`): a batch whose CRC fails counts, and a framing
-        error raises :class:`RecordFormatError` — the load of a clean shutdown fails on it."""
+        its last entry; unless :func:`search_for_offset` finds a batch for that entry's offset (a
+        base offset the CRC does not cover may have been damaged) the answer is the segment's base
+        offset.  The scan is by framing alone (:func:`framed_batches`): a batch whose CRC fails
+        counts, and a framing error raises :class:`RecordFormatError` — the load of a clean
+        shutdown fails on it, as on a legacy wrapper the search cannot decompress."""
         start = self.offset_index.last_offset
         # translateOffset scans from max(the entry's position, 0): a damaged entry's negative
         # position scans the whole file (§4.5 rule 1; pinned by
         # corpora/crash/clean-load-clamps-a-negative-index-position.json)
         position = max(self.offset_index.lookup(start)[1], 0)
-        headers = [b.header() for b in framed_batches(bytes(self.log), position)]
-        if not any(h.last_offset >= start for h in headers):
+        batches = framed_batches(bytes(self.log), position)
+        if search_for_offset(batches, start) is None:
             return self.base_offset
-        return headers[-1].last_offset + 1
+        return batches[-1].header().last_offset + 1
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
         for batch in self.batches():

@@ -34,15 +34,6 @@ class SplitError(Exception):
         super().__init__(f"{kind} at byte {position}: {message}")
 
 
-def base_offset(batch: Batch) -> int:
-    """RecordBatch.baseOffset(): v2 — the header's; legacy — the first deep record's, which for a
-    compressed wrapper means decompressing it (§1.7)."""
-    h = batch.header()
-    if batch.is_v2 or not h.attributes & 0x07:
-        return h.offset
-    return batch.records()[0].offset
-
-
 def _framed(data: bytes) -> tuple[list[Batch], int]:
     """The batches of ``data`` by framing alone (:func:`model.file_records.framed_batches`) and
     where they end; the framing errors it raises become the split's."""
@@ -77,7 +68,7 @@ def split(seg: Segment, new_segment: Callable[[int], Segment], now_ms: int) -> l
     i = 0
     while i < len(batches):
         try:
-            new = new_segment(base_offset(batches[i]))
+            new = new_segment(batches[i].base_offset())
         except RecordFormatError as e:
             raise SplitError(e.kind, batches[i].position, f"the base offset of the batch is unreadable: {e}") from None
         out.append(new)

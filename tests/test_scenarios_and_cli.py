@@ -104,7 +104,8 @@ def test_klc_check_runs_the_corpora_and_reports_per_property():
     summary = json.loads(result.output)
     assert summary["ok"] and summary["corpus_cases"] == 2 * len(regressions.cases())
     assert summary["corpus_cases"] > 2 * len(corpus_scenarios() + corpus_scenarios(CRASH_CORPUS))
-    open_bugs = [c for c in regressions.cases() if c.status == "open" or c.group == regressions.KAFKA_FINDINGS]
+    # Kafka's bugs the model follows are reached on model and impl too; a departure passes there
+    open_bugs = [c for c in regressions.cases() if c.status == "open" or c.verdicts.get("impl", "").startswith("known")]
     assert open_bugs and len(summary["known"]) == 2 * len(open_bugs)
     assert {"conforms", "index-agrees", "clean-restart", "durable"} <= set(summary["checked"])
 

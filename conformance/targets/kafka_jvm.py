@@ -24,6 +24,7 @@ import queue
 import re
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -142,7 +143,8 @@ class Jvm:
         self.stderr: collections.deque[str] = collections.deque(maxlen=40)
         self.answers: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, args=(self.process.stdout, self.answers.put), daemon=True).start()
-        threading.Thread(target=self._pump, args=(self.process.stderr, self.stderr.append), daemon=True).start()
+        keep = self.stderr.append if not os.environ.get("KLC_KAFKA_DEBUG") else _kept_and_echoed(self.stderr)
+        threading.Thread(target=self._pump, args=(self.process.stderr, keep), daemon=True).start()
         self.version = self.request({"op": "hello"})["ok"]["kafka"]
 
     @staticmethod
@@ -215,3 +217,13 @@ def shared(classpath: str | None = None, version: str | None = None) -> Jvm:
 def _stop_all() -> None:
     for jvm in _SHARED.values():
         jvm.stop()
+
+
+def _kept_and_echoed(kept: collections.deque):
+    """KLC_KAFKA_DEBUG: the JVM's stderr lines are kept for error reports and echoed to ours."""
+
+    def append(line: str) -> None:
+        kept.append(line)
+        print(line, file=sys.stderr, flush=True)
+
+    return append

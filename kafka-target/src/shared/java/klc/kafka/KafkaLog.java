@@ -15,8 +15,8 @@ import java.util.List;
 
 /**
  * Kafka's own log lines: the last warnings and errors are kept for the answer to a refused or
- * failed request; with KLC_KAFKA_DEBUG set, every line from INFO up also goes to stderr. Nothing
- * reaches stdout, which carries only the protocol.
+ * failed request; with KLC_KAFKA_DEBUG set, every line from INFO up also goes to stderr, with the
+ * stack trace of its exception. Nothing reaches stdout, which carries only the protocol.
  */
 final class KafkaLog extends AbstractAppender {
     private static final boolean ECHO = System.getenv("KLC_KAFKA_DEBUG") != null;
@@ -51,6 +51,9 @@ final class KafkaLog extends AbstractAppender {
         }
         if (ECHO) {
             System.err.println(line);
+            if (event.getThrown() != null) {
+                event.getThrown().printStackTrace(System.err);
+            }
         }
         if (event.getLevel().isMoreSpecificThan(Level.WARN)) {
             recent.addLast(line);
