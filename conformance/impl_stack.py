@@ -33,6 +33,7 @@ LOG_STACK = (
     "impl.leader_epoch",
     "impl.segment",
     "impl.split",
+    "impl.producer_state",
     "impl.cleaner",
     "impl.log",
     "impl.loader",

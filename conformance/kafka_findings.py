@@ -17,7 +17,7 @@ from collections.abc import Callable
 import attrs
 
 from conformance import scenario as sc
-from conformance.properties import CONFORMS, INDEX_AGREES
+from conformance.properties import CONFORMS, DURABLE, INDEX_AGREES
 
 FOLDER = "kafka-findings"
 
@@ -71,7 +71,32 @@ LOOKUP_BY_A_LOST_MAX = Finding(
     step_shape=_kafka_answered_by_a_lost_max,
 )
 
-FINDINGS = (FULL_INDEX_MID_APPEND, LOOKUP_BY_A_LOST_MAX)
+
+def _load_failed_rebuilding_producer_state(step: sc.Step, results: dict, model) -> bool:
+    """An open where every target's load of a partition failed, and the model's failed in the
+    producer-state rebuild a segment's recovery runs first."""
+    if not isinstance(step, sc.Open) or model is None:
+        return False
+    rebuilding = {
+        x["partition"] for x in results.get(model.name, {}).get("loaded", ()) if REBUILDING in (x["error"] or "")
+    }
+    return bool(rebuilding) and all(
+        rebuilding <= {x["partition"] for x in r.get("loaded", ()) if x["error"]} for r in results.values()
+    )
+
+
+REBUILDING = "rebuilding producer state"
+REBUILD_READS_A_TORN_SEGMENT = Finding(
+    name="rebuild-reads-a-torn-segment",
+    release="4.4.0",
+    prop=DURABLE,
+    summary="after a power loss, a segment recovered at load (its index missing) first has the producer state "
+    "rebuilt from the unflushed segments below it, before their recovery cuts a torn tail: the rebuild's read "
+    "throws CorruptRecordException and the broker does not start",
+    step_shape=_load_failed_rebuilding_producer_state,
+)
+
+FINDINGS = (FULL_INDEX_MID_APPEND, LOOKUP_BY_A_LOST_MAX, REBUILD_READS_A_TORN_SEGMENT)
 
 
 def known(step: sc.Step, results: dict, violation, model=None) -> Finding | None:

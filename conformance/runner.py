@@ -207,15 +207,15 @@ class Session:
             frozenset(self.unloadable), frozenset(self.tracker.ever_corrupted), self.shutdown_dirs,
             self.verdict.load_stats, self.tracker,
         )  # fmt: skip
-        if self._first_violation(index, *(family(obs) for family in STEP_FAMILIES)):
+        if self._first_violation(index, *(family(obs) for family in STEP_FAMILIES)) or self._first_violation(
+            index, crash_recovery.judge(obs)
+        ):
             first = self.verdict.violations[-1]
             finding = kafka_findings.known(step, results, first, self.model)
             if finding:  # a Kafka bug already pinned: reported as such, the rest not judged
                 self.verdict.known = f"{finding.name} at step {index}: {first.witness}"
                 self.verdict.violations.pop()
                 self.broken = True
-            return
-        self._first_violation(index, crash_recovery.judge(obs))
 
     def _first_violation(self, index: int, *judgements) -> bool:
         """Count every check the judgements make, in order; record the first witness and stop."""

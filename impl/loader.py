@@ -24,7 +24,10 @@ A segment whose offsets overflow its base (a legacy segment, KAFKA-6264) is spli
 finds the overflow, and the step that recovered it — loadSegmentFiles or recoverLog — starts over
 (§5.5, :mod:`impl.split`).
 
-Not yet here: producer-state snapshots (§5.8).
+Producer-state snapshots are read, written and deleted as Kafka 4.4's loader does
+(docs/producer-state.md, rules 14–17, 26, 39): every recovery of a segment first rebuilds the producer
+state up to it with a manager of its own — also the recovery this loader does not repeat — and the
+load ends with the stray snapshots removed and the log's own manager rebuilt.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from impl.errors import IndexFailure
 from impl.leader_epoch import LeaderEpochCache
 from impl.log import PartitionLog, Scheduler
 from impl.names import offset_from_file_name
+from impl.producer_state import BadSnapshotName, ProducerStateManager, RebuildError, rebuild
 from impl.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -115,6 +119,8 @@ class PartitionLoader:
         self.report = LoadReport()
         self.segments: dict[int, LogSegment] = {}
         self._scanned: set[int] = set()
+        self._map_end_after: dict[int, int | None] = {}  # base → the offset after its last v2 batch
+        self.producer_state: ProducerStateManager | None = None  # the log's, made as the load starts
 
     def _unlink(self, path: str) -> None:
         self.storage.unlink(path)
@@ -210,14 +216,26 @@ class PartitionLoader:
             self.segments[base] = segment
 
     def _recover(self, segment: LogSegment, epoch_cache, reason: str) -> int:
+        """LogLoader.recoverSegment: the producer state rebuilt up to the segment by a manager of
+        its own, the segment recovered, a snapshot after its last v2 batch."""
+        psm = ProducerStateManager(self.storage, self.dir)
+        lower = [self.segments[b] for b in sorted(self.segments)]
+        try:
+            rebuild(psm, lower, self.log_start_checkpoint, segment.base_offset, self.clock(), False)
+        except RebuildError as e:
+            raise LoadError(e.segment.log_path, f"rebuilding producer state: {e.cause}") from None
         self.report.recovered_segments.append(segment.base_offset)
         self.report.recovery_reasons[segment.base_offset] = reason
-        if segment.base_offset in self._scanned:
-            return 0  # recovered earlier in this load: Kafka's second pass changes nothing (module docstring)
-        self._scanned.add(segment.base_offset)
-        self.report.scanned_segments.append(segment.base_offset)
-        truncated = segment.recover(epoch_cache)  # LogSegmentOffsetOverflow: the caller splits (§5.5)
-        self.report.truncated_bytes += truncated
+        truncated = 0
+        if segment.base_offset not in self._scanned:  # else Kafka's second pass changes nothing (module docstring)
+            self._scanned.add(segment.base_offset)
+            self.report.scanned_segments.append(segment.base_offset)
+            truncated = segment.recover(epoch_cache)  # LogSegmentOffsetOverflow: the caller splits (§5.5)
+            self.report.truncated_bytes += truncated
+            self._map_end_after[segment.base_offset] = segment.recovered_map_end
+        if self._map_end_after.get(segment.base_offset) is not None:
+            psm.update_map_end(self._map_end_after[segment.base_offset])
+        psm.take_snapshot()
         return truncated
 
     def _split(self, segment: LogSegment) -> list[LogSegment]:
@@ -232,7 +250,12 @@ class PartitionLoader:
                 with contextlib.suppress(IndexFailure, OSError):
                     index.trim_to_valid_size()
             raise LoadError(segment.log_path, f"cannot split the overflowed segment: {e}") from None
+        bases = {s.base_offset for s in new}
+        gone = (
+            [] if self.segments.get(segment.base_offset) is not segment or segment.base_offset in bases else [segment]
+        )
         replace_segments(self.segments, new, [segment], self._delete_later)
+        self._delete_snapshots_async(gone)
         self.report.split_segments.append(segment.base_offset)
         self._scanned -= {segment.base_offset, *(s.base_offset for s in new)}
         return new
@@ -275,6 +298,7 @@ class PartitionLoader:
                     doomed = [self.segments.pop(b) for b in unflushed[i + 1 :]]
                     self.report.removed_segments += [s.base_offset for s in doomed]
                     self._delete_async(doomed)
+                    self._delete_snapshots_async(doomed)
                     break
         leo = None
         if self.segments:
@@ -283,7 +307,9 @@ class PartitionLoader:
                 doomed = [self.segments.pop(b) for b in sorted(self.segments)]
                 self.report.removed_segments += [s.base_offset for s in doomed]
                 self._delete_async(doomed)
+                self._delete_snapshots_async(doomed)
                 epoch_cache.clear_and_flush()
+                self.producer_state.truncate_fully_and_start_at(self.log_start_checkpoint)
                 leo = None
         if not self.segments:
             base = self.log_start_checkpoint
@@ -306,8 +332,24 @@ class PartitionLoader:
         due = self.clock() + self.config.file_delete_delay_ms
         self.deferred.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
 
+    def _delete_snapshots_async(self, segments: list[LogSegment]) -> None:
+        """deleteProducerSnapshotsAsync with the log's manager as it listed the directory at the
+        start: each segment's snapshot renamed ``.snapshot.deleted``, deleted after the delay."""
+        renamed = [p for p in (self.producer_state.mark_for_deletion(s.base_offset) for s in segments) if p]
+        if not renamed:
+            return
+        delete = lambda: [self.storage.unlink(p) for p in renamed if self.storage.exists(p)]  # noqa: E731
+        if self.config.file_delete_delay_ms == 0:
+            delete()
+        else:
+            self.deferred.schedule(self.clock() + self.config.file_delete_delay_ms, "delete-producer-snapshot", delete)
+
     def load(self) -> PartitionLog:
         epoch_cache = LeaderEpochCache(self.storage, self.dir)
+        try:
+            self.producer_state = ProducerStateManager(self.storage, self.dir)
+        except BadSnapshotName as e:
+            raise LoadError(e.path, "NumberFormatException: the name before the first dot is no offset") from None
         self.complete_swaps(self.remove_temp_files_and_collect_swaps())
         self.load_segment_files(epoch_cache)
         recovery_point, next_offset = self.recover_log(epoch_cache)
@@ -316,6 +358,12 @@ class PartitionLoader:
         epoch_cache.truncate_from_end(next_offset)
         log_start = max(self.log_start_checkpoint, min(self.segments))
         epoch_cache.truncate_from_start(self.log_start_checkpoint)
+        segments = [self.segments[b] for b in sorted(self.segments)]
+        self.producer_state.remove_stray_snapshots([s.base_offset for s in segments])
+        try:
+            rebuild(self.producer_state, segments, log_start, next_offset, self.clock(), self.clean)
+        except RebuildError as e:
+            raise LoadError(e.segment.log_path, f"rebuilding producer state: {e.cause}") from None
         return PartitionLog(
             self.storage,
             self.dir,
@@ -330,4 +378,5 @@ class PartitionLoader:
             recovery_point,
             next_offset,
             epoch_cache,
+            self.producer_state,
         )

@@ -22,6 +22,7 @@ from impl.config import LogConfig
 from impl.errors import LogError, LogFormatError
 from impl.file_records import CORRUPT, BatchScan
 from impl.leader_epoch import LeaderEpochCache
+from impl.producer_state import ProducerStateManager, RebuildError, rebuild
 from impl.record_walk import timestamps_and_keys
 from impl.segment import DELETED_SUFFIX, LogSegment, filename_prefix
 from impl.split import replace_segments
@@ -105,6 +106,7 @@ class PartitionLog:
         recovery_point: int,
         log_end_offset: int,
         epoch_cache: LeaderEpochCache,
+        producer_state: ProducerStateManager | None = None,
     ):
         self.storage = storage
         self.dir = directory
@@ -121,6 +123,7 @@ class PartitionLog:
         self.log_start_offset = log_start_offset
         self.recovery_point = max(recovery_point, log_start_offset)
         self.epoch_cache = epoch_cache
+        self.producer_state = producer_state or ProducerStateManager(storage, directory)
 
     # --- the segment map (§4.13) -------------------------------------------------------------------
 
@@ -199,14 +202,37 @@ class PartitionLog:
         self.scheduler.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
 
     def _replace_segments(self, new: list[LogSegment], old: list[LogSegment]) -> None:
-        """§5.9 replaceSegments on the live log (the cleaner's swap, a split): see :mod:`impl.split`."""
+        """§5.9 replaceSegments on the live log (the cleaner's swap, a split): see :mod:`impl.split`;
+        then the snapshots of the old segments no new one replaces go (rule 29)."""
+        bases = {s.base_offset for s in new}
+        gone = [s for s in old if self._segments.get(s.base_offset) is s and s.base_offset not in bases]
         replace_segments(self._segments, new, old, self._delete_later)
         self._bases = sorted(self._segments)
+        self._delete_producer_snapshots(gone)
 
     def _remove_and_delete(self, segments: list[LogSegment]) -> None:
         for segment in segments:
             self._remove(segment.base_offset)
         self._delete_segment_files(segments)
+
+    def _delete_producer_snapshots(self, segments: list[LogSegment]) -> None:
+        """UnifiedLog.deleteProducerSnapshots: each segment's snapshot renamed ``.snapshot.deleted``
+        and deleted after file.delete.delay.ms — at once when that is 0, as the scheduler runs a
+        task without delay (docs/scenario-format.md, "Determinism")."""
+        renamed = [p for p in (self.producer_state.mark_for_deletion(s.base_offset) for s in segments) if p]
+        if not renamed:
+            return
+        delete = lambda: [self.storage.unlink(p) for p in renamed if self.storage.exists(p)]  # noqa: E731
+        if self.config.file_delete_delay_ms == 0:
+            delete()
+        else:
+            self.scheduler.schedule(self.clock() + self.config.file_delete_delay_ms, "delete-producer-snapshot", delete)
+
+    def _rebuild_producer_state(self, last_offset: int) -> None:
+        try:
+            rebuild(self.producer_state, self.segments, self.log_start_offset, last_offset, self.clock(), False)
+        except RebuildError as e:
+            raise LogError(getattr(e.cause, "kind", "KafkaException"), str(e)) from None
 
     def _create_and_delete(self, new_offset: int, old: LogSegment) -> LogSegment:
         if new_offset == old.base_offset:
@@ -285,6 +311,7 @@ class PartitionLog:
         # see it (LogOffsetMetadata; the race step stops an append here)
         sync_point("UnifiedLog.append:written")
         self._update_log_end_offset(last + 1)
+        self.producer_state.update_map_end(last + 1)
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
         return LogAppendInfo(first, last)
@@ -344,6 +371,11 @@ class PartitionLog:
             segment = self.new_segment(new_offset)
             self._add(segment)
         self._update_log_end_offset(self.log_end_offset)
+        # a snapshot at the new base, written unsynced; the post-roll task syncs it, then flushes
+        self.producer_state.update_map_end(segment.base_offset)
+        snapshot = self.producer_state.take_snapshot(sync=False)
+        if snapshot is not None:
+            self.producer_state.flush(snapshot)
         self._flush(segment.base_offset)
         return segment
 
@@ -460,9 +492,9 @@ class PartitionLog:
         # (§4.7, §2.4; pinned by corpora/crash/truncate-removes-the-highest-segment-first.json and
         # truncate-renames-durable-before-the-cut.json).  Highest first,
         # each rename durable before the next and before the cut: a crash leaves a prefix of the log.
-        self._remove_and_delete(
-            sorted((s for s in self.segments if s.base_offset > target), key=lambda s: -s.base_offset)
-        )
+        removed = sorted((s for s in self.segments if s.base_offset > target), key=lambda s: -s.base_offset)
+        self._remove_and_delete(removed)
+        self._delete_producer_snapshots(sorted(removed, key=lambda s: s.base_offset))
         if self.active_segment.truncate_to(target, self.clock()):
             # Better than Kafka: the recovery point drops to the target and is checkpointed, which
             # says everything below it is durable — but the cut itself was never fsynced (a roll at
@@ -473,6 +505,7 @@ class PartitionLog:
         self._update_log_end_offset(target)
         self.epoch_cache.truncate_from_end(target)
         self.log_start_offset = min(target, self.log_start_offset)
+        self._rebuild_producer_state(target)
         return True
 
     @storage_errors
@@ -482,7 +515,9 @@ class PartitionLog:
         self._create_and_delete(new_offset, segments[-1])
         self._update_log_end_offset(new_offset)
         self.epoch_cache.clear_and_flush()
+        self.producer_state.truncate_fully_and_start_at(new_offset)
         self.log_start_offset = new_offset if log_start_offset is None else log_start_offset
+        self._rebuild_producer_state(new_offset)
 
     def maybe_increment_log_start_offset(self, new_start: int) -> bool:
         if new_start > self.high_watermark:
@@ -496,6 +531,7 @@ class PartitionLog:
         if self.recovery_point < new_start:
             self.recovery_point = new_start
         self.epoch_cache.truncate_from_start(new_start)
+        self.producer_state.on_log_start_offset_incremented(new_start)
         return True
 
     @storage_errors
@@ -556,6 +592,7 @@ class PartitionLog:
         if to_delete:
             self.maybe_increment_log_start_offset(self.higher_segment(to_delete[-1].base_offset).base_offset)
             self._remove_and_delete(to_delete)
+            self._delete_producer_snapshots(to_delete)
         return len(deletable)
 
     # --- compaction (LogCleaner) -------------------------------------------------------------------
@@ -569,6 +606,10 @@ class PartitionLog:
     # --- lifecycle -----------------------------------------------------------------------------------
 
     def close(self) -> None:
+        """LogManager's close job: prepareActiveSegmentForClose (its final time-index entry may throw,
+        and then nothing else runs), a synced snapshot at the map end offset, the segments."""
+        self.active_segment.on_become_inactive()
+        self.producer_state.take_snapshot()
         for segment in self.segments:
             segment.close()
 

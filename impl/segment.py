@@ -95,6 +95,8 @@ class LogSegment:
         self.roll_jitter_ms = jitter_ms
         self.created_ms = now_ms
         self.bytes_since_last_index_entry = 0
+        self._read_counter = "log_bytes_read"  # the IoStats counter batches() adds to
+        self.recovered_map_end: int | None = None  # set by recover()
         self.rolling_based_timestamp: int | None = None
         self._max_ts: tuple[int, int] | None = None  # (timestamp, shallow offset); None = not loaded
         self._max_ts_as_loaded = False  # _max_ts is still the last time entry as loaded (§4.1)
@@ -125,12 +127,13 @@ class LogSegment:
         file.  Otherwise the scan stops quietly before the first invalid batch."""
         read = 0
         scan = BatchScan(self.view(), start, check_crc=not framing_only)
+        counter = self._read_counter
         try:
             for header in scan:
                 read += header.size
                 yield header
         finally:
-            self.storage.stats.add("log_bytes_read", read)
+            self.storage.stats.add(counter, read)
         if framing_only and scan.error is not None:
             scan.error.file = self.log_path
             raise scan.error
@@ -148,7 +151,7 @@ class LogSegment:
             offsets, times = self._indexes()
             problem = _unclean(offsets) or _unclean(times)
             view = self.view()
-            self.storage.stats.add("log_bytes_read", self._size)
+            self.storage.stats.add(self._read_counter, self._size)
             problem = problem or soundness_problem(offsets, times, view, inactive=True)
             if not problem and not times.entries and any(h.max_timestamp > 0 for h in BatchScan(view)):
                 # sound for lookups, but Kafka's max timestamp (−1) is not the content's, which
@@ -322,6 +325,32 @@ class LogSegment:
             last = header.last_offset
         return position if named is not None and named.offset <= key <= last else 0
 
+    def scan_batches(self, start_offset: int, last_offset: int | None) -> int:
+        """rebuildProducerState's read of this segment: ``read(start_offset, Int.MaxValue,
+        maxPosition)``, maxPosition where ``last_offset`` translates (None: the file's end), its
+        batches walked by framing; the bytes read.  LogFormatError where Kafka's iteration throws,
+        ValueError for a slice of negative size."""
+        self._read_counter = "producer_state_bytes_read"  # counted apart from the loader's reads
+        try:
+            limit = self._size
+            if last_offset is not None:
+                found = self.translate_offset(last_offset)
+                limit = found.position if found is not None else self._size
+            first = self.translate_offset(start_offset)
+            if first is None:
+                return 0
+            if limit < first.position:
+                raise ValueError(f"Invalid size {limit - first.position} for a slice of {self.log_path}")
+            scan = BatchScan(self.view(), first.position, limit, check_crc=False)
+            read = sum(h.size for h in scan)
+            self.storage.stats.add("producer_state_bytes_read", read)
+            if scan.error is not None:
+                scan.error.file = self.log_path
+                raise scan.error
+            return read
+        finally:
+            self._read_counter = "log_bytes_read"
+
     def read(self, start_offset: int, max_size: int, max_position: int | None, min_one_message: bool):
         """§4.5 read: None if no batch reaches start_offset; else the bytes (possibly empty)."""
         if max_size < 0:
@@ -365,8 +394,9 @@ class LogSegment:
     # --- recovery and truncation (§4.6, §4.7) ------------------------------------------------------
 
     def recover(self, epoch_cache=None) -> int:
-        """§4.6 (without producer state): rebuild the indexes from the batches, truncate at the first
-        invalid one; returns the bytes truncated.  Overflow and index refusals propagate."""
+        """§4.6: rebuild the indexes from the batches, truncate at the first invalid one; returns the
+        bytes truncated, and leaves :attr:`recovered_map_end` for the producer state (no producer is
+        read from the batches yet).  Overflow and index refusals propagate."""
         offsets, times = self.offset_index.get(rebuild=True), self.time_index.get(rebuild=True)
         self.indexes_checked = True
         self._shadow = self.rebuilt_because = None  # the rebuilt indexes are sound
@@ -376,6 +406,7 @@ class LogSegment:
         valid = last_index_entry = 0
         self._set_max_ts(None)
         self._content_max = None
+        self.recovered_map_end = None  # the offset after the last v2 batch: the producer state's map end
         view = self.view()
         try:
             for h in BatchScan(view):
@@ -388,6 +419,8 @@ class LogSegment:
                     times.maybe_append(*self.max_timestamp_and_offset())
                     last_index_entry = valid
                 valid += h.size
+                if h.magic >= 2:
+                    self.recovered_map_end = h.last_offset + 1
                 if h.magic >= 2 and epoch_cache is not None and h.partition_leader_epoch >= 0:
                     latest = epoch_cache.latest_epoch()
                     if latest is None or h.partition_leader_epoch > latest:

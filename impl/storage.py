@@ -43,6 +43,7 @@ class IoStats:
     fsyncs: int = 0
     log_bytes_read: int = 0
     index_bytes_read: int = 0
+    producer_state_bytes_read: int = 0  # .log bytes the producer-state rebuild read (not in log_bytes_read)
     _lock: threading.Lock = attrs.field(factory=threading.Lock, init=False, repr=False, eq=False)
 
     def add(self, name: str, n: int = 1) -> None:

@@ -24,6 +24,7 @@ from model.cleaner import clean
 from model.config import Config
 from model.errors import LogError
 from model.file_records import CORRUPT, iterate_file
+from model.producer_state import ProducerStateManager, RebuildError, rebuild
 from model.records import Batch
 from model.segment import Segment
 
@@ -66,6 +67,8 @@ class Log:
     delete_tasks: list[tuple[int, int]] = attrs.Factory(list)  # (due ms, base): deletes whatever is there then
     # base → a new segment replace_segments left out of the map while its files went on disk (§5.9)
     strays: dict[int, Segment] = attrs.Factory(dict)
+    producer_state: ProducerStateManager = attrs.Factory(lambda: ProducerStateManager({}))
+    snapshot_delete_tasks: list[tuple[int, str]] = attrs.Factory(list)  # (due ms, <offset>.snapshot.deleted)
 
     @property
     def name(self) -> str:
@@ -103,6 +106,24 @@ class Log:
             self.segments.remove(s)
         self.schedule_delete(segments)
 
+    def delete_producer_snapshots(self, segments: list[Segment]) -> None:
+        """UnifiedLog.deleteProducerSnapshots, asynchronously: the snapshot at each segment's base
+        renamed ``.snapshot.deleted``, deleted after file.delete.delay.ms (rules 22, 23) — at once
+        when that is 0 (the scheduler's task is no segment deletion, which waits for a tick:
+        docs/scenario-format.md, "Determinism")."""
+        due = self.clock() + self.config.file_delete_delay_ms
+        for s in segments:
+            name = self.producer_state.mark_for_deletion(s.base_offset)
+            if name is not None:
+                self.snapshot_delete_tasks.append((due, name))
+        if self.config.file_delete_delay_ms == 0:
+            self.run_due_snapshot_deletions(due)
+
+    def run_due_snapshot_deletions(self, now_ms: int) -> None:
+        for _due, name in [t for t in self.snapshot_delete_tasks if t[0] <= now_ms]:
+            self.producer_state.disk.pop(name, None)
+        self.snapshot_delete_tasks = [t for t in self.snapshot_delete_tasks if t[0] > now_ms]
+
     # §5.9
     def replace_segments(self, new: list[Segment], old: list[Segment]) -> None:
         """replaceSegments on the segment map (§5.9): the new segments in (replacing any of the same
@@ -129,11 +150,14 @@ class Log:
                     self.strays[gone.base_offset] = gone
         self.segments = sorted(in_map.values(), key=lambda s: s.base_offset)
         self.schedule_delete(old)
+        new_bases = {s.base_offset for s in new}
+        self.delete_producer_snapshots([s for s in old if s.base_offset not in new_bases])
 
     def run_due_deletions(self, now_ms: int) -> None:
         for _due, base in [t for t in self.delete_tasks if t[0] <= now_ms]:
             self.deleted.pop(base, None)
         self.delete_tasks = [t for t in self.delete_tasks if t[0] > now_ms]
+        self.run_due_snapshot_deletions(now_ms)
 
     def set_log_end_offset(self, offset: int) -> None:
         self.log_end_offset = offset
@@ -207,6 +231,7 @@ class Log:
             self.roll(first)
         self.active.append(last, bytes(data), self.clock())
         self.set_log_end_offset(last + 1)
+        self.producer_state.update_map_end(last + 1)
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
         return LogAppendInfo(first, last)
@@ -251,6 +276,9 @@ class Log:
             active.on_become_inactive()
             self.segments.append(self.new_segment(new_offset))
         self.mark_flushed(new_offset)
+        # UnifiedLog.roll: a snapshot at the new segment's base (rule 11)
+        self.producer_state.update_map_end(new_offset)
+        self.producer_state.take_snapshot()
         return self.active
 
     # §4.10
@@ -348,11 +376,14 @@ class Log:
         if self.segments[0].base_offset > target:
             self.truncate_fully_and_start_at(target)
             return True
-        self.remove_and_delete(self.after(target))
+        removed = self.after(target)
+        self.remove_and_delete(removed)
+        self.delete_producer_snapshots(removed)
         self.active.truncate_to(target, self.clock())
         self.set_log_end_offset(target)
         self.epochs_truncate_from_end(target)
         self.log_start_offset = min(target, self.log_start_offset)
+        self.rebuild_producer_state(target)
         return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -361,7 +392,16 @@ class Log:
         self.schedule_delete(old)
         self.set_log_end_offset(new_offset)
         self.epochs_clear()
+        self.producer_state.truncate_fully_and_start_at(new_offset)
         self.log_start_offset = new_offset
+        self.rebuild_producer_state(new_offset)
+
+    def rebuild_producer_state(self, last_offset: int) -> None:
+        """UnifiedLog.rebuildProducerState at run time (rules 18, 19)."""
+        try:
+            rebuild(self.producer_state, self.segments, self.log_start_offset, last_offset, self.clock(), False)
+        except RebuildError as e:
+            raise LogError(getattr(e.cause, "kind", "KafkaException"), str(e)) from None
 
     def increment_log_start_offset(self, new_start: int) -> None:
         if new_start > self.log_end_offset:
@@ -370,6 +410,7 @@ class Log:
             self.log_start_offset = new_start
             self.recovery_point = max(self.recovery_point, new_start)
             self.epochs_truncate_from_start(new_start)
+            self.producer_state.on_log_start_offset_incremented(new_start)
 
     def delete_records(self, offset: int) -> int:
         if offset < 0:
@@ -414,9 +455,15 @@ class Log:
             later = self.after(doomed[-1].base_offset)
             self.increment_log_start_offset(later[0].base_offset)
             self.remove_and_delete(doomed)
+            self.delete_producer_snapshots(doomed)
         return len(deletable)
 
     def close(self) -> None:
+        """LogManager's close job: prepareActiveSegmentForClose (the final time-index entry, which
+        may throw: then nothing else runs), then UnifiedLog.close — a snapshot at the map end
+        offset (rule 12), then the segments."""
+        self.active.on_become_inactive()
+        self.producer_state.take_snapshot()
         for s in self.segments:
             s.close()
 

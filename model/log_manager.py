@@ -31,6 +31,9 @@ from model.file_records import iterate_file
 from model.indexes import OffsetIndex, TimeIndex, TransactionIndex, rebuild_from_log
 from model.log import Log, assigned_epochs
 from model.names import offset_from_file_name, parse_topic_partition
+from model.producer_state import DELETED as SNAPSHOT_DELETED
+from model.producer_state import SUFFIX as SNAPSHOT
+from model.producer_state import ProducerStateManager, RebuildError, rebuild, snapshot_offset
 from model.segment import Segment, prefix
 from model.split import SplitError, split
 
@@ -39,7 +42,7 @@ RECOVERY_POINTS = "recovery-point-offset-checkpoint"
 LOG_STARTS = "log-start-offset-checkpoint"
 EPOCHS = "leader-epoch-checkpoint"
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
-SEGMENT_FILES = (".log", ".index", ".timeindex", ".deleted", ".cleaned", ".swap")  # a load's own files
+SEGMENT_FILES = (".log", ".index", ".timeindex", ".deleted", ".cleaned", ".swap", SNAPSHOT)  # a load's own files
 
 
 class PartitionLoadError(Exception):
@@ -99,6 +102,7 @@ class LoadOutcome:
     truncated_bytes: int = 0
     branches: list[str] = attrs.Factory(list)  # the loader rules this load went through (§5, §6.2)
     log_bytes_read: int = 0  # what Kafka's algorithm reads of .log files (recover + readNextOffset)
+    producer_state_bytes_read: int = 0  # what its producer-state rebuilds read of them besides
     # the files this load's recoveries wrote, by name in the partition's directory: what a load that
     # fails before its segments are in the log (§5.3) leaves over ``files_now``; from §5.6 on, the
     # log's segments say it (``log_now``) (docs/crash-recovery.md, "a failed load")
@@ -109,6 +113,8 @@ class LoadOutcome:
     # the partition's log once its segments are loaded (§5.6 on): from then on the log's segments are
     # what a failed load leaves on disk
     log_now: PartitionFiles | None = None
+    # the partition's producer snapshots (name → bytes), changed in place by the load
+    snapshots: dict[str, bytes] = attrs.Factory(dict)
 
     def took(self, branch: str) -> None:
         assert branch in BRANCHES, branch
@@ -134,6 +140,7 @@ def _partition_files(p: PartitionFiles, indexes: bool = True) -> dict[str, bytes
     if log.epoch_writes:  # a checkpoint write goes through <name>.tmp, renamed over (§6.5)
         out.pop(f"{EPOCHS}.tmp", None)
     out.update(segment_files(log, indexes))
+    out.update(log.producer_state.disk)
     return out
 
 
@@ -284,6 +291,7 @@ class LogManager:
         outcome = {}
         for p in self.partitions.values():  # delayed deletions are dropped; their files stay
             p.log.delete_tasks = []
+            p.log.snapshot_delete_tasks = []
         for d in self.data_dirs:
             if d in self.offline:  # not a live dir: no checkpoints, no marker (§6.6)
                 outcome[d] = f"log dir {d} is offline ({self.offline[d]})"
@@ -503,6 +511,8 @@ def _keep_failed(manager: LogManager, image, path: str, dirs: set[str], outcome:
     if outcome.log_now is not None:  # the segments are the log's, recovered or split as they went
         now, written = {**outcome.log_now.other, **segment_files(outcome.log_now.log)}, {}
     if now is not None:
+        now = {**now, **outcome.snapshots}
+    if now is not None:
         for name in _children(image, path):
             if name not in now and name.endswith(SEGMENT_FILES):  # removed or renamed by the load
                 manager.extra_files.pop(f"{path}/{name}", None)
@@ -562,6 +572,8 @@ def _load_partition(
     log = Log(topic, partition, config, clock, jitter, [], epochs=_epoch_cache(epochs))
     pf = PartitionFiles(log, "", epoch_text=epochs_text)
     outcome.files_now = files  # changed in place below, as Kafka changes the directory
+    outcome.snapshots = {n: files.pop(n) for n in list(files) if n.endswith((SNAPSHOT, SNAPSHOT_DELETED))}
+    log.producer_state = _producer_state(outcome.snapshots, path)
 
     # step 1: temp files, swaps (§5.2 steps 1–4)
     cleaned = [n for n in files if n.endswith(".cleaned")]
@@ -570,6 +582,9 @@ def _load_partition(
         if name.endswith(".deleted") and not name.endswith(".checkpoint.deleted"):
             del files[name]
             outcome.took("5.2.1b .deleted file removed")
+    for name in [n for n in outcome.snapshots if n.endswith(SNAPSHOT_DELETED)]:
+        del outcome.snapshots[name]
+        outcome.took("5.2.1b .deleted file removed")
     swaps = [n for n in files if n.endswith(".swap")]
     for name in swaps:
         if min_cleaned is not None and _file_offset(path, name) >= min_cleaned:
@@ -592,6 +607,10 @@ def _load_partition(
             if low <= offset < high:
                 del files[name]
                 outcome.took("5.2.3 original replaced by a swap removed")
+        for name in list(outcome.snapshots):
+            if low <= snapshot_offset(name) < high:  # a snapshot's name parses, or the load failed first
+                del outcome.snapshots[name]
+                outcome.took("5.2.3 original replaced by a swap removed")
     mtimes = dict(mtimes)
     for name in [n for n in files if n.endswith(".swap")]:
         files[name[: -len(".swap")]] = files.pop(name)
@@ -604,7 +623,7 @@ def _load_partition(
     while True:
         remaining = dict(files)
         try:
-            segments = _load_segment_files(remaining, path, log, config, clock, jitter, outcome, mtimes)
+            segments = _load_segment_files(remaining, path, log, config, clock, jitter, outcome, mtimes, ls_checkpoint)
             break
         except _Overflow as e:
             # Kafka recovers a segment before adding it to the map, so replaceSegments finds no old
@@ -632,7 +651,7 @@ def _load_partition(
     # §5.6 recoverLog, started over after splitting an overflowed segment (§5.5)
     while not clean:
         try:
-            _recover_log(log, rp_checkpoint, outcome, path, clock, config)
+            _recover_log(log, rp_checkpoint, ls_checkpoint, outcome, path, clock, config)
             break
         except _Overflow as e:
             new_segments = _split(e.segment, log, outcome, path, e.written)
@@ -643,8 +662,11 @@ def _load_partition(
         outcome.log_bytes_read += _tail_bytes(log.segments[-1])
         if leo < ls_checkpoint:
             outcome.took("5.6.2 log end below log start: all segments deleted")
-            log.remove_and_delete(list(log.segments))
+            gone = list(log.segments)
+            log.remove_and_delete(gone)
+            log.delete_producer_snapshots(gone)
             log.epochs_clear()
+            log.producer_state.truncate_fully_and_start_at(ls_checkpoint)
             leo = None
     if not log.segments:
         outcome.took("5.6.3 no segment left: empty segment created")
@@ -669,7 +691,53 @@ def _load_partition(
     log.epochs_truncate_from_start(ls_checkpoint)
     log.log_end_offset = leo
     log.recovery_point = max(recovery_point, log.log_start_offset)
+    # the producer state (rules 39.7–8 of docs/producer-state.md): stray snapshots removed, rebuilt
+    log.producer_state.remove_stray_snapshots([s.base_offset for s in log.segments])
+    outcome.producer_state_bytes_read += _rebuild(
+        log.producer_state, log.segments, log.log_start_offset, leo, clock, clean, path
+    )
     return pf
+
+
+def _producer_state(snapshots: dict[str, bytes], path: str) -> ProducerStateManager:
+    """The partition's ProducerStateManager as UnifiedLog.create makes it; a snapshot name that is
+    no offset fails the load (NumberFormatException, rule 34)."""
+    try:
+        return ProducerStateManager.listing(snapshots)
+    except ValueError as e:
+        bad = next(n for n in sorted(snapshots) if n.endswith(SNAPSHOT) and not _is_offset(n))
+        raise PartitionLoadError(f"{path}/{bad}", f"NumberFormatException: {e}") from None
+
+
+def _is_offset(name: str) -> bool:
+    try:
+        snapshot_offset(name)
+        return True
+    except ValueError:
+        return False
+
+
+def _rebuild(psm, segments, log_start: int, last_offset: int, clock, clean: bool, path: str) -> int:
+    """rebuildProducerState during a load; what its scan cannot read fails the load, naming the
+    segment."""
+    try:
+        return rebuild(psm, segments, log_start, last_offset, clock(), clean)
+    except RebuildError as e:
+        raise PartitionLoadError(f"{path}/{prefix(e.base)}.log", f"rebuilding producer state: {e.cause}") from None
+
+
+def _recover_segment(seg: Segment, segments: list[Segment], log: Log, outcome, path: str, log_start: int) -> int:
+    """LogLoader.recoverSegment: a manager of its own over the directory rebuilds the producer
+    state up to the segment (rule 17 of docs/producer-state.md), the segment is recovered, and a
+    snapshot is taken at the offset after its last v2 batch."""
+    psm = ProducerStateManager.listing(outcome.snapshots)
+    outcome.producer_state_bytes_read += _rebuild(psm, segments, log_start, seg.base_offset, log.clock, False, path)
+    removed = _recover(seg, log, outcome, path)
+    v2 = [b.header() for b in iterate_file(bytes(seg.log)).batches if b.is_v2]
+    if v2:
+        psm.update_map_end(v2[-1].last_offset + 1)
+    psm.take_snapshot()
+    return removed
 
 
 class _Overflow(Exception):
@@ -681,7 +749,7 @@ class _Overflow(Exception):
         self.segment, self.written, self.recovered = segment, written, list(recovered)
 
 
-def _load_segment_files(files, path, log, config, clock, jitter, outcome, mtimes) -> dict[int, Segment]:
+def _load_segment_files(files, path, log, config, clock, jitter, outcome, mtimes, log_start) -> dict[int, Segment]:
     """§5.3 on the files left after step 1–4; pops the segments' files from ``files``."""
     for name in [n for n in files if n.endswith(INDEX_SUFFIXES)]:
         if f"{prefix(_file_offset(path, name))}.log" not in files:
@@ -711,7 +779,8 @@ def _load_segment_files(files, path, log, config, clock, jitter, outcome, mtimes
                 outcome.took("5.3.3c corrupt txn index: segment recovered")
         if reason:
             try:
-                outcome.truncated_bytes += _recover(seg, log, outcome, path)
+                lower = [segments[b] for b in sorted(segments)]
+                outcome.truncated_bytes += _recover_segment(seg, lower, log, outcome, path, log_start)
             except _Overflow as e:
                 raise _Overflow(seg, e.written, recovered) from None
             except IndexFailure as e:  # Kafka's load fails on any index refusal here (§5.3)
@@ -721,14 +790,14 @@ def _load_segment_files(files, path, log, config, clock, jitter, outcome, mtimes
     return segments
 
 
-def _recover_log(log: Log, rp_checkpoint: int, outcome, path: str, clock, config) -> None:
+def _recover_log(log: Log, rp_checkpoint: int, log_start: int, outcome, path: str, clock, config) -> None:
     """§5.6 step 1: recover every unflushed segment until one loses bytes; delete the rest."""
     floor = max((s.base_offset for s in log.segments if s.base_offset <= rp_checkpoint), default=None)
     unflushed = [s for s in log.segments if floor is None or s.base_offset >= floor]
     for i, seg in enumerate(unflushed):
         outcome.took("5.6.1 unflushed segment recovered")
         try:
-            removed = _recover(seg, log, outcome, path)
+            removed = _recover_segment(seg, list(log.segments), log, outcome, path, log_start)
         except IndexFailure as e:
             if e.kind != "InvalidOffsetException":
                 raise PartitionLoadError(f"{path}/{prefix(seg.base_offset)}.log", str(e)) from None
@@ -744,6 +813,7 @@ def _recover_log(log: Log, rp_checkpoint: int, outcome, path: str, clock, config
             if unflushed[i + 1 :]:
                 outcome.took(LATER_DELETED)
             log.remove_and_delete(unflushed[i + 1 :])
+            log.delete_producer_snapshots(unflushed[i + 1 :])
             break
 
 

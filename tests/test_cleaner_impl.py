@@ -413,6 +413,12 @@ def test_the_order_of_storage_operations(tmp_path):
     mark = len(env.storage.trace)
     env.log.clean()
     ops = env.storage.trace[mark:]
+    # after the swap, the snapshots of the segments no new one replaces go (docs/producer-state.md,
+    # rule 29): the one at 2, the second source's base, renamed .snapshot.deleted
+    snapshot_ops = [op for op in ops if ".snapshot" in op.path]
+    assert [(op.name, op.path.rsplit("/", 1)[1]) for op in snapshot_ops] == [("rename", f"{2:020d}.snapshot")]
+    assert ops.index(snapshot_ops[0]) == len(ops) - 1
+    ops = [op for op in ops if ".snapshot" not in op.path]
     renames = [i for i, op in enumerate(ops) if op.name == "rename"]
     first_rename = renames[0]
     cleaned_log = f"{env.dir}/00000000000000000000.log.cleaned"

@@ -60,7 +60,9 @@ def both(image: dict[str, bytes], dirs=("/k/d0",), seen: dict | None = None, dam
         assert not session.verdict.violations, str(session.verdict.violations[0])
         impl = next(t for t in session.targets if t.name == "impl/sim")
         if seen is not None:
-            stats = types.SimpleNamespace(log_bytes_read=impl.load_stats["log_bytes_read"])
+            stats = types.SimpleNamespace(
+                **{k: impl.load_stats[k] for k in ("log_bytes_read", "producer_state_bytes_read")}
+            )
             seen |= {"stats": stats, "model": {o.name: o for o in session.model.manager.outcomes}}
         return {load.name: load for load in impl.last_reports}, {f"/k/{p}": d for p, d in impl.files().items()}
     finally:
@@ -226,6 +228,10 @@ def test_a_segment_recovered_for_a_missing_index_is_scanned_once(torn):
     assert (report.truncated_bytes > 0) == torn == (first_pass_12 > size[12])
     assert seen["stats"].log_bytes_read == first_pass_12 + size[6] + size[18] + size[18]  # (18: no index entry)
     assert outcome.log_bytes_read == seen["stats"].log_bytes_read + size[12]
+    # the producer-state rebuild before recovering segment 12 reads the segments below it from the
+    # log start, 0 included, below the recovery point (no snapshot: docs/producer-state.md, rule 17)
+    below = sum(len(image[f"{p}/{b:020d}.log"]) for b in (0, 6))
+    assert outcome.producer_state_bytes_read >= below and seen["stats"].producer_state_bytes_read >= below
 
 
 @pytest.mark.parametrize("overflow", [False, True])

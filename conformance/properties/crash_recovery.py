@@ -221,6 +221,8 @@ class RecoveryTracker:
         model = next((t for t in running if t.name == "model"), None)
         all_deleted = partitions_that_took(model, ALL_DELETED) if model is not None else set()
         try:
+            for t in targets:  # a failed startup too (Kafka's policy): its failed loads are judged
+                yield DURABLE, self._unavailable(t)
             for t in running:
                 yield from _isolated(t)
                 yield DURABLE, self._missing(t, all_deleted)
@@ -235,9 +237,10 @@ class RecoveryTracker:
 
     def _missing(self, t, all_deleted: set[str]) -> str | None:
         """durable: the first required batch the recovered log lacks.  Not judged in a partition a
-        corrupt step damaged (data may be missing, never wrong) or that failed to load (isolated)."""
+        corrupt step damaged (data may be missing, never wrong) or that failed to load
+        (:meth:`_unavailable`)."""
         all_batches = t.batches()
-        failed = {load["partition"] for load in t.last_load if load["error"]}
+        failed = {load["partition"]: load["error"] for load in t.last_load if load["error"]}
         all_deleted = kafkas_own.exempt("log-end-below-log-start", all_deleted)
         required = dict(self.required)
         for key, need in self.injected_batches.items():
@@ -252,6 +255,18 @@ class RecoveryTracker:
                 on_disk = b in self.injected_batches.get(key, ())
                 why = "on disk when the broker started" if on_disk else "flushed before the crash"
                 return f"{t.name}: offsets {b[0]}..{b[1]} of {key}, {why}, are missing after recovery"
+        return None
+
+    def _unavailable(self, t) -> str | None:
+        """durable: a partition holding batches flushed before the crash failed to load — the broker
+        cannot serve them, and under Kafka's policy it does not start.  Not for a partition a
+        corrupt step damaged, nor one an injected I/O error failed (isolated)."""
+        failed = {load["partition"]: load["error"] for load in t.last_load if load["error"]}
+        for key, need in sorted(self.required.items()):
+            error = failed.get(key.split("/")[-1])
+            if need and error is not None and not tainted(key, self.ever_corrupted) and not _io_error(error):
+                b = need[0]
+                return f"{t.name}: offsets {b[0]}..{b[1]} of {key}, flushed before the crash, are unavailable: its load failed ({error})"
         return None
 
     def _not_a_prefix(self, t) -> str | None:
@@ -291,6 +306,11 @@ class RecoveryTracker:
             return None
         diff = first_difference(want, got)
         return f"{t.name}: after a crash during recovery, {diff} (uninterrupted recovery first, then this one)"
+
+
+def _io_error(error: str) -> bool:
+    """A load error an injected I/O error caused (the partition's own, or its dir taken offline)."""
+    return any(m in error for m in (os.strerror(errno.EIO), os.strerror(errno.ENOSPC), "offline", "halts"))
 
 
 def _isolated(t):

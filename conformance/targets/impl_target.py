@@ -118,6 +118,7 @@ class ImplTarget(TargetBase):
         after = self.storage.stats
         self.load_stats = {
             "log_bytes_read": after.log_bytes_read - before.log_bytes_read,
+            "producer_state_bytes_read": after.producer_state_bytes_read - before.producer_state_bytes_read,
             "bytes_read": after.bytes_read - before.bytes_read,
             "index_bytes_read": after.index_bytes_read - before.index_bytes_read,
             "tail_bytes": tail,

@@ -1,0 +1,245 @@
+"""Kafka's ProducerStateManager on a partition directory (docs/producer-state.md): the
+producer-state snapshot files (``<offset>.snapshot``) and the map end offset that decides when one is
+written, read and deleted through :mod:`impl.storage` as Kafka does it (no temp file, no directory
+fsync: the write is in place, and only a close or a load syncs it; a roll leaves the sync to the
+post-roll flush).
+
+Producers are kept as the snapshots carry them: an entry read from a snapshot goes into the next
+one, in java.util.HashMap's order, and a load drops it once expired.  Batches with a producer id do
+not change them yet (idempotent and transactional appends: issue 32).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+import crc32c
+
+from impl.errors import LogFormatError
+from impl.segment import filename_prefix
+
+SUFFIX = ".snapshot"
+DELETED = SUFFIX + ".deleted"
+_HEADER = struct.Struct(">hIi")  # version 1, CRC-32C of the rest, entry count
+_ENTRY = struct.Struct(">qhiqiqiq")  # producer id, epoch, last seq, last offset, delta, timestamp,
+#                                       coordinator epoch, current transaction's first offset
+MAX_ENTRIES = 1_000_000
+PRODUCER_ID_EXPIRATION_MS = 86_400_000  # the broker's producer.id.expiration.ms (Kafka's default)
+_LONG = re.compile(r"[+-]?[0-9]+")
+
+
+class CorruptSnapshot(Exception):
+    pass
+
+
+class BadSnapshotName(ValueError):
+    """A ``*.snapshot`` whose name is no offset: Kafka's NumberFormatException fails the load."""
+
+    def __init__(self, path: str):
+        self.path = path
+        super().__init__(f"{path}: the name before the first dot is no offset (NumberFormatException)")
+
+
+def offset_of(name: str) -> int | None:
+    head = name.split(".", 1)[0]
+    if _LONG.fullmatch(head) and -(2**63) <= int(head) < 2**63:
+        return int(head)
+    return None
+
+
+def encode(entries) -> bytes:
+    body = struct.pack(">i", len(entries)) + b"".join(_ENTRY.pack(*e) for e in entries)
+    return struct.pack(">hI", 1, crc32c.crc32c(body)) + body
+
+
+def decode(data: bytes) -> list[tuple]:
+    """readSnapshot: the entries, normalised as Kafka writes them back; CorruptSnapshot when the
+    version, the array or the CRC is wrong."""
+    if len(data) < _HEADER.size:
+        raise CorruptSnapshot(f"{len(data)} bytes: no header")
+    version, crc, count = _HEADER.unpack_from(data)
+    if version != 1:
+        raise CorruptSnapshot(f"unknown file version {version}")
+    if not 0 <= count <= MAX_ENTRIES or count * _ENTRY.size > len(data) - _HEADER.size:
+        raise CorruptSnapshot(f"{count} entries do not fit")
+    if crc != crc32c.crc32c(data[6:]):
+        raise CorruptSnapshot("CRC mismatch")
+    out = []
+    for i in range(count):
+        pid, epoch, seq, offset, delta, ts, coordinator, txn = _ENTRY.unpack_from(data, _HEADER.size + i * _ENTRY.size)
+        if offset < 0:  # no last batch: sequence, offset and delta read back as Kafka's defaults
+            seq, offset, delta = -1, -1, 0
+        out.append((pid, epoch, seq, offset, delta, ts, coordinator, txn if txn >= 0 else -1))
+    return out
+
+
+def iteration_order(keys: list[int]) -> list[int]:
+    """java.util.HashMap's iteration order of Long keys inserted in this order (16 buckets, doubled
+    past three quarters full; insertion order within a bucket)."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity <<= 1
+    rank = {k: i for i, k in enumerate(keys)}
+
+    def bucket(key: int) -> int:
+        u = key & 0xFFFFFFFFFFFFFFFF
+        h = (u ^ (u >> 32)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(keys, key=lambda k: (bucket(k), rank[k]))
+
+
+class ProducerStateManager:
+    def __init__(self, storage, directory: str):
+        self.storage, self.dir = storage, directory
+        self.snapshots = self._list()  # offset → path, as Kafka's map holds them
+        self.producers: dict[int, tuple] = {}
+        self.map_end = 0
+        self.last_snap = 0
+
+    def _list(self) -> dict[int, str]:
+        out = {}
+        for name in sorted(self.storage.list_dir(self.dir)):
+            path = f"{self.dir}/{name}"
+            if name.endswith(SUFFIX) and not self.storage.is_dir(path):
+                offset = offset_of(name)
+                if offset is None:
+                    raise BadSnapshotName(path)
+                out[offset] = path
+        return out
+
+    # --- writing ---------------------------------------------------------------------------------
+
+    def update_map_end(self, offset: int) -> None:
+        self.map_end = offset
+
+    def take_snapshot(self, sync: bool = True) -> str | None:
+        """A snapshot at the map end offset if past the last one; its path.  Written in place from
+        position 0 (a longer file of that name keeps its tail)."""
+        if self.map_end <= self.last_snap:
+            return None
+        path = f"{self.dir}/{filename_prefix(self.map_end)}{SUFFIX}"
+        data = encode([self.producers[p] for p in iteration_order(list(self.producers))])
+        f = self.storage.open(path, create=True)
+        try:
+            f.write_at(0, data)
+            if sync:
+                f.fsync()
+        finally:
+            f.close()
+        self.snapshots[self.map_end] = path
+        self.last_snap = self.map_end
+        return path
+
+    def flush(self, path: str) -> None:
+        """UnifiedLog.flushProducerStateSnapshot: the post-roll fsync of a file that may be gone."""
+        if self.storage.exists(path):
+            f = self.storage.open(path)
+            try:
+                f.fsync()
+            finally:
+                f.close()
+
+    # --- loading ---------------------------------------------------------------------------------
+
+    def truncate_and_reload(self, log_start: int, log_end: int, now_ms: int) -> None:
+        for offset in [o for o in self.snapshots if o > log_end or o <= log_start]:
+            self._remove_and_delete(offset)
+        if log_end != self.map_end:
+            self.producers.clear()
+            self._load_newest(log_start, now_ms)
+        else:
+            self.on_log_start_offset_incremented(log_start)
+
+    def _load_newest(self, log_start: int, now_ms: int) -> None:
+        while self.snapshots:
+            offset = max(self.snapshots)
+            f = self.storage.open(self.snapshots[offset])  # a file gone from under the map: OSError
+            try:
+                data = f.read(0, f.size())
+            finally:
+                f.close()
+            try:
+                entries = decode(data)
+            except CorruptSnapshot:
+                self._remove_and_delete(offset)
+                continue
+            for e in entries:
+                if e[7] >= 0 or now_ms - e[5] < PRODUCER_ID_EXPIRATION_MS:
+                    self.producers[e[0]] = e
+            self.last_snap = self.map_end = offset
+            return
+        self.last_snap = self.map_end = log_start
+
+    def on_log_start_offset_incremented(self, log_start: int) -> None:
+        self.map_end = max(self.map_end, log_start)
+        self.last_snap = max(self.snapshots, default=log_start)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        for o in list(self.snapshots):
+            self._remove_and_delete(o)
+        self.producers.clear()
+        self.last_snap = 0
+        self.map_end = offset
+
+    # --- deleting --------------------------------------------------------------------------------
+
+    def _remove_and_delete(self, offset: int) -> None:
+        path = self.snapshots.pop(offset)
+        if self.storage.exists(path):
+            self.storage.unlink(path)
+
+    def mark_for_deletion(self, offset: int) -> str | None:
+        """Renamed ``.snapshot.deleted``; the new path, None if it was not listed or is gone."""
+        path = self.snapshots.pop(offset, None)
+        if path is None or not self.storage.exists(path):
+            return None
+        self.storage.rename(path, path + ".deleted")
+        return path + ".deleted"
+
+    def remove_stray_snapshots(self, bases: list[int]) -> None:
+        """A snapshot at a segment's base stays; of the others only the largest, if above every base."""
+        self.snapshots = self._list()
+        based = set(bases)
+        strays = sorted(o for o in self.snapshots if o not in based)
+        for offset in strays[:-1]:
+            self._remove_and_delete(offset)
+        if strays and bases and strays[-1] < max(bases):
+            self._remove_and_delete(strays[-1])
+
+
+class RebuildError(Exception):
+    def __init__(self, segment, cause: Exception):
+        self.segment, self.cause = segment, cause
+        super().__init__(f"rebuilding producer state from {segment.log_path}: {cause}")
+
+
+def rebuild(psm: ProducerStateManager, segments, log_start: int, last_offset: int, now_ms: int, clean: bool) -> int:
+    """UnifiedLog.rebuildProducerState over :class:`impl.segment.LogSegment` in offset order; the
+    ``.log`` bytes its scan read.  RebuildError for what a read raises."""
+    to_snapshot = [s.base_offset for s in segments[-2:]] + [last_offset]
+    if not psm.snapshots and clean:
+        for offset in to_snapshot:
+            psm.update_map_end(offset)
+            psm.take_snapshot()
+        return 0
+    empty_before = not psm.producers and psm.map_end >= last_offset
+    psm.truncate_and_reload(log_start, last_offset, now_ms)
+    read = 0
+    if last_offset > psm.map_end and not empty_before:
+        floor = max((s.base_offset for s in segments if s.base_offset <= last_offset), default=None)
+        lo = max((s.base_offset for s in segments if s.base_offset <= psm.map_end), default=None)
+        scanned = [s for s in segments if (lo is None or s.base_offset >= lo) and s.base_offset < last_offset]
+        for segment in scanned:
+            start = max(segment.base_offset, psm.map_end, log_start)
+            psm.update_map_end(start)
+            if segment.base_offset in to_snapshot:
+                psm.take_snapshot()
+            try:
+                read += segment.scan_batches(start, last_offset if segment.base_offset == floor else None)
+            except (LogFormatError, ValueError) as e:
+                raise RebuildError(segment, e) from None
+    psm.update_map_end(last_offset)
+    psm.take_snapshot()
+    return read

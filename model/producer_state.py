@@ -1,0 +1,288 @@
+"""Kafka's ProducerStateManager (docs/producer-state.md): a partition's producer-state snapshot
+files (``<offset>.snapshot``) and the map end offset that decides when one is written.
+
+Producers are kept as the snapshots carry them: an entry loaded from a snapshot is written into the
+next one, in the order Kafka's HashMap iterates them, and dropped at a load once it expired.  A batch
+with a producer id does not change them yet (idempotent and transactional appends are issue 32's
+next step), so for a log holding such batches the snapshots are right only as far as they go.
+
+The files live in ``disk`` (name → bytes), shared with whatever else looks at the directory: Kafka's
+in-memory map of snapshots (:attr:`snapshots`) and the directory can disagree — a temporary manager
+of a segment's recovery deletes files this one still lists (rule 17 of docs/producer-state.md).
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+import attrs
+import crc32c
+
+from model.errors import LogError, RecordFormatError
+from model.file_records import framed
+from model.names import filename_prefix
+
+SUFFIX = ".snapshot"
+DELETED = SUFFIX + ".deleted"
+VERSION = 1
+_HEADER = struct.Struct(">hIi")  # version, CRC-32C of everything after it, entry count
+_ENTRY = struct.Struct(">qhiqiqiq")  # producer id, epoch, last sequence, last offset, offset delta,
+#                                       timestamp, coordinator epoch, current transaction's first offset
+MAX_ENTRIES = 1_000_000  # the generated reader's bound on an array's length
+# the broker's producer.id.expiration.ms: Kafka's default, which the kafka target runs with
+PRODUCER_ID_EXPIRATION_MS = 86_400_000
+_LONG = re.compile(r"[+-]?[0-9]+")
+
+
+class CorruptSnapshot(Exception):
+    """CorruptSnapshotException: Kafka deletes the file and tries the next older snapshot."""
+
+
+class RebuildError(Exception):
+    """What the rebuild's scan of the segment at ``base`` raised (``cause``: a RecordFormatError or
+    a LogError); it fails a load, and a truncation."""
+
+    def __init__(self, base: int, cause: Exception):
+        self.base, self.cause = base, cause
+        super().__init__(f"rebuilding producer state from segment {base}: {cause}")
+
+
+def snapshot_name(offset: int) -> str:
+    return filename_prefix(offset) + SUFFIX
+
+
+def snapshot_offset(name: str) -> int:
+    """Long.parseLong of the name up to its first dot; ValueError (NumberFormatException) if that
+    is no long — which fails the partition's load (rule 34)."""
+    head = name.split(".", 1)[0]
+    if not _LONG.fullmatch(head) or not -(2**63) <= int(head) < 2**63:
+        raise ValueError(f'For input string: "{head}"')
+    return int(head)
+
+
+def render(entries: list[tuple]) -> bytes:
+    body = struct.pack(">i", len(entries)) + b"".join(_ENTRY.pack(*e) for e in entries)
+    return struct.pack(">hI", VERSION, crc32c.crc32c(body)) + body
+
+
+EMPTY_SNAPSHOT = render([])  # 00 01 48 67 4b c7 00 00 00 00
+
+
+def parse(data: bytes) -> list[tuple]:
+    """ProducerStateManager.readSnapshot: the entries, as Kafka normalises them when it writes
+    them back; CorruptSnapshot for a version other than 1, a malformed array or a CRC mismatch
+    (bytes after the last entry are covered by the CRC and otherwise ignored)."""
+    if len(data) < _HEADER.size:
+        raise CorruptSnapshot(f"Snapshot failed schema validation: {len(data)} bytes")
+    version, crc, count = _HEADER.unpack_from(data)
+    if version != VERSION:
+        raise CorruptSnapshot(f"Snapshot contained an unknown file version {version}")
+    if count < 0 or count > MAX_ENTRIES or count * _ENTRY.size > len(data) - _HEADER.size:
+        raise CorruptSnapshot(f"Snapshot failed schema validation: {count} entries")
+    computed = crc32c.crc32c(data[6:])
+    if crc != computed:
+        raise CorruptSnapshot(
+            f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: {computed}"
+        )
+    return [_normalised(_ENTRY.unpack_from(data, _HEADER.size + i * _ENTRY.size)) for i in range(count)]
+
+
+def _normalised(entry: tuple) -> tuple:
+    """A ProducerStateEntry as read: without a last batch (last offset < 0) its sequence, offset
+    and delta read back as −1, −1, 0; a negative transaction start as none (−1)."""
+    pid, epoch, seq, offset, delta, timestamp, coordinator, txn = entry
+    if offset < 0:
+        seq, offset, delta = -1, -1, 0
+    return pid, epoch, seq, offset, delta, timestamp, coordinator, txn if txn >= 0 else -1
+
+
+def _expired(entry: tuple, now_ms: int) -> bool:
+    return entry[7] < 0 and now_ms - entry[5] >= PRODUCER_ID_EXPIRATION_MS
+
+
+def hashmap_order(keys: list[int]) -> list[int]:
+    """The order java.util.HashMap iterates Long keys inserted in ``keys``' order: by bucket of the
+    table (16 slots, doubled whenever more than three quarters are used), insertion order within a
+    bucket.  (A bucket of eight or more becomes a tree in Kafka; no snapshot here holds that many.)"""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: int) -> int:
+        unsigned = key & (2**64 - 1)
+        h = (unsigned ^ (unsigned >> 32)) & 0xFFFFFFFF  # Long.hashCode
+        return (h ^ (h >> 16)) & (capacity - 1)  # HashMap.hash, then the table index
+
+    return sorted(keys, key=lambda k: (bucket(k), keys.index(k)))
+
+
+@attrs.define(eq=False)
+class ProducerStateManager:
+    """One partition's manager: ``snapshots`` (offset → file name) as Kafka lists them in memory,
+    the files themselves in ``disk``, ``producers`` (id → snapshot entry) in insertion order."""
+
+    disk: dict[str, bytes]
+    snapshots: dict[int, str] = attrs.Factory(dict)
+    producers: dict[int, tuple] = attrs.Factory(dict)
+    map_end: int = 0
+    last_snap: int = 0
+
+    @classmethod
+    def listing(cls, disk: dict[str, bytes]) -> ProducerStateManager:
+        """The constructor: every file whose name ends ``.snapshot`` (rule 34)."""
+        return cls(disk, _listed(disk))
+
+    # --- writing (rules 6–8) ------------------------------------------------------------------------
+
+    def update_map_end(self, offset: int) -> None:
+        self.map_end = offset
+
+    def take_snapshot(self) -> str | None:
+        """Writes a snapshot at the map end offset if it is past the last one (rule 6); the name
+        written.  The file is opened without truncation: a longer one of that name keeps its tail."""
+        if self.map_end <= self.last_snap:
+            return None
+        name = snapshot_name(self.map_end)
+        data = render([self.producers[p] for p in hashmap_order(list(self.producers))])
+        self.disk[name] = data + self.disk.get(name, b"")[len(data) :]
+        self.snapshots[self.map_end] = name
+        self.last_snap = self.map_end
+        return name
+
+    # --- loading (rules 27, 35) ---------------------------------------------------------------------
+
+    def is_empty(self) -> bool:
+        return not self.producers
+
+    def latest_snapshot_offset(self) -> int | None:
+        return max(self.snapshots, default=None)
+
+    def truncate_and_reload(self, log_start: int, log_end: int, now_ms: int) -> None:
+        for offset in [o for o in self.snapshots if o > log_end or o <= log_start]:
+            self._remove_and_delete(offset)
+        if log_end != self.map_end:
+            self.producers.clear()
+            self._load_from_snapshot(log_start, now_ms)
+        else:
+            self.on_log_start_offset_incremented(log_start)
+
+    def _load_from_snapshot(self, log_start: int, now_ms: int) -> None:
+        """The newest snapshot that reads; a corrupt one is deleted and the next older tried.  A
+        file the map lists but the directory lost is an I/O error (NoSuchFileException)."""
+        while self.snapshots:
+            offset = max(self.snapshots)
+            name = self.snapshots[offset]
+            if name not in self.disk:
+                raise FileNotFoundError(f"{name}: no such file")
+            try:
+                entries = parse(self.disk[name])
+            except CorruptSnapshot:
+                self._remove_and_delete(offset)
+                continue
+            for entry in entries:
+                if not _expired(entry, now_ms):
+                    self.producers[entry[0]] = entry
+            self.last_snap = self.map_end = offset
+            return
+        self.last_snap = self.map_end = log_start
+
+    def on_log_start_offset_incremented(self, log_start: int) -> None:
+        """Rule 24: no file goes; the map end moves up to the log start, the last snapshot offset is
+        the newest one listed (the log start if none)."""
+        self.map_end = max(self.map_end, log_start)
+        self.last_snap = max(self.snapshots, default=log_start)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Rule 19: every listed snapshot deleted, producers cleared."""
+        for o in list(self.snapshots):
+            self._remove_and_delete(o)
+        self.producers.clear()
+        self.last_snap = 0
+        self.map_end = offset
+
+    # --- deleting (rules 21–26) ---------------------------------------------------------------------
+
+    def _remove_and_delete(self, offset: int) -> None:
+        self.disk.pop(self.snapshots.pop(offset), None)
+
+    def mark_for_deletion(self, offset: int) -> str | None:
+        """removeAndMarkSnapshotForDeletion: renamed ``.snapshot.deleted`` (a missing file is
+        ignored); the new name, for the delayed delete."""
+        name = self.snapshots.pop(offset, None)
+        if name is None or name not in self.disk:
+            return None
+        self.disk[name + ".deleted"] = self.disk.pop(name)
+        return name + ".deleted"
+
+    def remove_stray_snapshots(self, bases: list[int]) -> None:
+        """Rule 26, after listing the directory afresh: a snapshot at a segment's base stays; of the
+        others only the largest, and only if it lies above every base."""
+        self.snapshots = _listed(self.disk)
+        strays = sorted(o for o in self.snapshots if o not in set(bases))
+        for offset in strays[:-1]:
+            self._remove_and_delete(offset)
+        if strays and bases and strays[-1] < max(bases):
+            self._remove_and_delete(strays[-1])
+
+
+def _listed(disk: dict[str, bytes]) -> dict[int, str]:
+    return {snapshot_offset(n): n for n in sorted(disk) if n.endswith(SUFFIX)}
+
+
+def rebuild(psm: ProducerStateManager, segments, log_start: int, last_offset: int, now_ms: int, clean: bool) -> int:
+    """UnifiedLog.rebuildProducerState (rules 14, 36): after a clean shutdown that left no
+    snapshot, empty snapshots at the bases of the last two segments and at ``last_offset``;
+    otherwise reload from the newest snapshot and, unless the state was empty and already at
+    ``last_offset``, read the segments from there.  ``segments`` are :class:`model.segment.Segment`
+    in offset order.  Returns the ``.log`` bytes the scan read; RebuildError for what a read
+    raises."""
+    to_snapshot = [s.base_offset for s in segments[-2:]] + [last_offset]
+    if psm.latest_snapshot_offset() is None and clean:
+        for offset in to_snapshot:
+            psm.update_map_end(offset)
+            psm.take_snapshot()
+        return 0
+    empty_before = psm.is_empty() and psm.map_end >= last_offset
+    psm.truncate_and_reload(log_start, last_offset, now_ms)
+    read = 0
+    if last_offset > psm.map_end and not empty_before:
+        floor = max((s.base_offset for s in segments if s.base_offset <= last_offset), default=None)
+        for seg in _segments_between(segments, psm.map_end, last_offset):
+            start = max(seg.base_offset, psm.map_end, log_start)
+            psm.update_map_end(start)
+            if seg.base_offset in to_snapshot:
+                psm.take_snapshot()
+            try:
+                read += _scan(seg, start, last_offset if seg.base_offset == floor else None)
+            except (RecordFormatError, LogError) as e:
+                raise RebuildError(seg.base_offset, e) from None
+    psm.update_map_end(last_offset)
+    psm.take_snapshot()
+    return read
+
+
+def _segments_between(segments, start: int, end: int) -> list:
+    """LogSegments.values(from, to): from the segment holding ``start`` (or the first) to those
+    based below ``end``."""
+    if start == end:
+        return []
+    floor = max((s.base_offset for s in segments if s.base_offset <= start), default=None)
+    return [s for s in segments if (floor is None or s.base_offset >= floor) and s.base_offset < end]
+
+
+def _scan(seg, start: int, last_offset: int | None) -> int:
+    """``segment.read(start, Int.MaxValue, maxPosition)`` and its batches by framing: up to where
+    ``last_offset`` translates in the segment that holds it, else the whole segment."""
+    limit = seg.size
+    if last_offset is not None:
+        found = seg.batch_at_or_after(last_offset)
+        limit = found.position if found is not None else seg.size
+    first = seg.batch_at_or_after(start)
+    if first is None:
+        return 0
+    if limit < first.position:
+        raise LogError(
+            "IllegalArgumentException", f"Invalid size {limit - first.position} for a slice at {first.position}"
+        )
+    return sum(b.size for b in framed(bytes(seg.log[first.position : limit])))
