@@ -224,8 +224,8 @@ CRASH_MUTANTS = (
                 "            self.storage.unlink(marker)\n",
             ),
         ),
-        description="KAFKA-10471 (≤ 2.7): the clean-shutdown marker stays until every log of the dir has loaded, so a crash during loading leaves it and the next start skips recovery (§6.2, §7.6)",
-        caught_by=("crash-scenarios", "crash-exhaustive"),  # not the crash machine within its CI budget
+        description="KAFKA-10471 (≤ 2.7): the clean-shutdown marker stays until every log of the dir has loaded, so a crash during loading leaves it and the next start skips recovery (§6.2, §7.6; pinned by corpora/KAFKA-10471/marker-deleted-before-loading.json)",
+        caught_by=("regression-corpus", "crash-exhaustive"),  # not the crash machine within its CI budget
     ),
     Mutant(
         name="recovery-starts-after-rp-segment",
@@ -293,6 +293,38 @@ CRASH_MUTANTS = (
         old="        return _search_for_offset(self.batches(start, framing_only=True), offset, self.view())[0]\n",
         new="        return _search_for_offset(self.batches(start), offset, self.view())[0]\n",
         description="translateOffset scans validated batches and stops before one whose CRC fails, where Kafka reads by framing and serves it (§4.5; pinned by corpora/crash/read-serves-a-batch-whose-crc-fails.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
+        name="snapshot-with-a-bad-name-skipped",
+        module="impl.producer_state",
+        old="                    raise BadSnapshotName(path)\n",
+        new="                    continue\n",
+        description="a *.snapshot whose name is no offset is skipped, where Kafka's ProducerStateManager fails the partition's load with NumberFormatException (docs/producer-state.md rule 34; pinned by corpora/crash/snapshot-name-that-is-no-offset.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
+        name="corrupt-snapshot-kept",
+        module="impl.producer_state",
+        old="            except CorruptSnapshot:\n                self._remove_and_delete(offset)\n",
+        new="            except CorruptSnapshot:\n                self.snapshots.pop(offset)\n",
+        description="a snapshot that fails its CRC is passed over but left on disk, where Kafka deletes it before trying the next older one (rule 35; pinned by corpora/crash/corrupt-newest-snapshot-is-deleted.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
+        name="expired-producers-kept",
+        module="impl.producer_state",
+        old="                if e[7] >= 0 or now_ms - e[5] < PRODUCER_ID_EXPIRATION_MS:\n",
+        new="                if True:\n",
+        description="a snapshot's producers are loaded whatever their age, where Kafka drops those last seen producer.id.expiration.ms ago outside a transaction (rule 35; pinned by corpora/crash/snapshot-producers-carried-and-expired.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
+        name="snapshot-producers-sorted",
+        module="impl.producer_state",
+        old="    return sorted(keys, key=lambda k: (bucket(k), rank[k]))\n",
+        new="    return sorted(keys)\n",
+        description="a snapshot's producers are written by producer id, where Kafka writes its HashMap's iteration order (rule 4; pinned by corpora/crash/snapshot-producers-carried-and-expired.json)",
         caught_by=("crash-scenarios",),
     ),
     Mutant(
