@@ -333,13 +333,15 @@ class Log:
 
     def offset_for_timestamp_by_kafkas_max(self, timestamp: int) -> tuple[int, int] | None:
         """Kafka's answer: the segments chosen by their ``maxTimestampSoFar``, which a truncation
-        can lose (:meth:`lost_max_timestamp`; corpora/kafka-findings/lookup-by-a-lost-max-timestamp)."""
+        can lose (:meth:`stale_max_timestamp`; corpora/kafka-findings/lookup-by-a-lost-max-timestamp)."""
         return self._offset_for_timestamp(timestamp, lambda s: s.max_timestamp()[0])
 
-    def lost_max_timestamp(self) -> bool:
-        """A segment's max timestamp is loaded as −1 though it holds timestamped records: a
-        truncation loaded it from the time index it had just emptied and kept it (§4.7 rule 7)."""
-        return any(s.max_ts is not None and s.max_ts[0] < 0 <= s.content_max_timestamp() for s in self.segments)
+    def stale_max_timestamp(self) -> bool:
+        """A segment's max timestamp, as Kafka holds it, is below the largest its records carry: a
+        truncation loaded it as −1 from the time index it had just emptied and kept it (§4.7
+        rule 7), and only later appends raised it — or a close wrote that value as the final
+        time-index entry, which the next load reads back."""
+        return any(s.max_ts is not None and s.max_ts[0] < s.content_max_timestamp() for s in self.segments)
 
     def _offset_for_timestamp(self, timestamp: int, max_of: Callable[[Segment], int]) -> tuple[int, int] | None:
         if timestamp == EARLIEST_TIMESTAMP:

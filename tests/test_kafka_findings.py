@@ -47,5 +47,5 @@ def test_a_max_loaded_before_the_truncation_is_not_lost():
     steps = list(CASE.scenario.steps)
     steps.insert(5, sc.OffsetForTimestamp(topic="t", timestamp=-3))
     model = _model_after(steps)
-    assert not model.manager.log("t", 0).lost_max_timestamp()
+    assert not model.manager.log("t", 0).stale_max_timestamp()
     assert model.kafkas_lookup_by_a_lost_max(LOOKUP) is None

@@ -9,7 +9,8 @@ without closing anything; a crash image is materialised into the root before the
 What is not compared (each a departure listed in docs/kafka-target.md): the data dirs' ``.lock``
 files (held by a live process, not log state), and on Kafka 2.x producer-state snapshots
 (``.snapshot``), which the model writes as 4.x does (docs/producer-state.md).  An offset
-checkpoint's entries are compared in sorted order (Kafka writes its HashMap's order).
+checkpoint's entries are compared in sorted order on every target (Kafka writes its HashMap's
+order: ``conforms.comparable_files``).
 """
 
 from __future__ import annotations
@@ -17,28 +18,17 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 
 import attrs
 
 from conformance import scenario as sc
 from conformance.targets import TargetBase, partition_state
 from conformance.targets.kafka_jvm import HALT_STATUS, KafkaTargetError, NoAdapter, shared
-from model.checkpoints import CheckpointError, parse_offsets, render_offsets
 
 NOT_COMPARED = (".lock",)
-OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
+WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
 PRODUCER_SNAPSHOT = ".snapshot"  # also as <offset>.snapshot.deleted
-
-
-def in_sorted_order(data: bytes) -> bytes:
-    """An offset checkpoint with its entries sorted, as the model writes them: Kafka writes its
-    map's order (a HashMap's), which carries no meaning.  Anything but a reordering stays as is."""
-    try:
-        rendered = render_offsets(parse_offsets(data)).encode()
-    except CheckpointError:
-        return data
-    old, new = data.splitlines(), rendered.splitlines()
-    return rendered if old[:2] == new[:2] and sorted(old[2:]) == new[2:] and data.endswith(b"\n") else data
 
 
 class KafkaRefusal(Exception):
@@ -96,23 +86,29 @@ class KafkaTarget(TargetBase):
         )
 
     def _request(self, op: str, **fields) -> dict:
+        began_ns = time.time_ns()
         answer = self.jvm.request({"op": op, "now_ms": self.clock(), **fields})
+        self._stamp(began_ns)  # a refused request may have written files too
         if "unsupported" in answer:
             raise Unsupported(f"kafka {self.version}: {answer['unsupported']}")
         if "refused" in answer:
             raise KafkaRefusal(answer["refused"], answer.get("message", ""))
-        self._stamp()
         return answer["ok"]
 
-    def _stamp(self) -> None:
-        """Files Kafka wrote get the scenario clock as modification time, as impl's os backend
-        gives them (time retention falls back to a segment's mtime, spec §4.8)."""
+    def _stamp(self, began_ns: int) -> None:
+        """Files Kafka wrote during the request get the scenario clock as modification time, as
+        impl's os backend gives them (time retention falls back to a segment's mtime, spec §4.8).
+        A time Kafka set itself (``setLastModified``: a split's segments keep the original's) lies
+        before the request, in scenario time, and is kept."""
         now_ns = self.clock() * 1_000_000
         for path in self._walk():
             mtime = os.stat(path).st_mtime_ns
-            if self.stamped.get(path) != mtime:
+            if self.stamped.get(path) == mtime:
+                continue
+            if mtime >= began_ns - WRITE_SLACK_NS:
                 os.utime(path, ns=(now_ns, now_ns))
-                self.stamped[path] = now_ns
+                mtime = now_ns
+            self.stamped[path] = mtime
 
     def _walk(self):
         for dirpath, _dirs, names in os.walk(self.root):
@@ -234,8 +230,6 @@ class KafkaTarget(TargetBase):
                 continue
             with open(full, "rb") as f:
                 data = f.read()
-            if os.path.basename(full) in OFFSET_CHECKPOINTS:
-                data = in_sorted_order(data)
             out[os.path.relpath(full, self.root)] = data
         return out
 

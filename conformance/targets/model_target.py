@@ -79,12 +79,13 @@ class ModelTarget(TargetBase):
         return step.call(self.manager, self.dir_names)
 
     def kafkas_lookup_by_a_lost_max(self, step: sc.Step) -> dict | None:
-        """Kafka's result for the lookup ``step`` just run, where a segment's lost max timestamp
-        makes it differ from the model's (kafka_findings.LOOKUP_BY_A_LOST_MAX); None elsewhere."""
+        """Kafka's result for the lookup ``step`` just run, where a segment's max timestamp, as
+        Kafka holds it, lies below its records' (lost at a truncation) and makes Kafka's answer differ
+        from the model's (kafka_findings.LOOKUP_BY_A_LOST_MAX); None elsewhere."""
         if not (self.running and isinstance(step, sc.OffsetForTimestamp)):
             return None
         files = self.manager.partitions.get((step.topic, step.partition))
-        if files is None or not files.log.lost_max_timestamp():
+        if files is None or not files.log.stale_max_timestamp():
             return None
         kafkas = files.log.offset_for_timestamp_by_kafkas_max(step.timestamp)
         if kafkas == files.log.offset_for_timestamp(step.timestamp):
