@@ -333,16 +333,9 @@ class PartitionLoader:
         self.deferred.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
 
     def _delete_snapshots_async(self, segments: list[LogSegment]) -> None:
-        """deleteProducerSnapshotsAsync with the log's manager as it listed the directory at the
-        start: each segment's snapshot renamed ``.snapshot.deleted``, deleted after the delay."""
-        renamed = [p for p in (self.producer_state.mark_for_deletion(s.base_offset) for s in segments) if p]
-        if not renamed:
-            return
-        delete = lambda: [self.storage.unlink(p) for p in renamed if self.storage.exists(p)]  # noqa: E731
-        if self.config.file_delete_delay_ms == 0:
-            delete()
-        else:
-            self.deferred.schedule(self.clock() + self.config.file_delete_delay_ms, "delete-producer-snapshot", delete)
+        """deleteProducerSnapshotsAsync with the log's manager as it listed the directory at the start."""
+        delay = self.config.file_delete_delay_ms
+        self.producer_state.delete_for(segments, delay, self.clock() + delay, self.deferred)
 
     def load(self) -> PartitionLog:
         epoch_cache = LeaderEpochCache(self.storage, self.dir)

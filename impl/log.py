@@ -216,17 +216,8 @@ class PartitionLog:
         self._delete_segment_files(segments)
 
     def _delete_producer_snapshots(self, segments: list[LogSegment]) -> None:
-        """UnifiedLog.deleteProducerSnapshots: each segment's snapshot renamed ``.snapshot.deleted``
-        and deleted after file.delete.delay.ms — at once when that is 0, as the scheduler runs a
-        task without delay (docs/scenario-format.md, "Determinism")."""
-        renamed = [p for p in (self.producer_state.mark_for_deletion(s.base_offset) for s in segments) if p]
-        if not renamed:
-            return
-        delete = lambda: [self.storage.unlink(p) for p in renamed if self.storage.exists(p)]  # noqa: E731
-        if self.config.file_delete_delay_ms == 0:
-            delete()
-        else:
-            self.scheduler.schedule(self.clock() + self.config.file_delete_delay_ms, "delete-producer-snapshot", delete)
+        delay = self.config.file_delete_delay_ms
+        self.producer_state.delete_for(segments, delay, self.clock() + delay, self.scheduler)
 
     def _rebuild_producer_state(self, last_offset: int) -> None:
         try:

@@ -198,6 +198,24 @@ class ProducerStateManager:
         self.storage.rename(path, path + ".deleted")
         return path + ".deleted"
 
+    def delete_for(self, segments, delay_ms: int, due_ms: int, scheduler) -> None:
+        """UnifiedLog.deleteProducerSnapshots, asynchronously: each segment's snapshot renamed
+        ``.snapshot.deleted``, deleted at ``due_ms`` by ``scheduler`` — at once when ``delay_ms``
+        is 0, as Kafka's scheduler runs a task without delay (docs/scenario-format.md, "Determinism")."""
+        renamed = [p for p in (self.mark_for_deletion(s.base_offset) for s in segments) if p]
+        if not renamed:
+            return
+
+        def delete() -> None:
+            for path in renamed:
+                if self.storage.exists(path):
+                    self.storage.unlink(path)
+
+        if delay_ms == 0:
+            delete()
+        else:
+            scheduler.schedule(due_ms, "delete-producer-snapshot", delete)
+
     def remove_stray_snapshots(self, bases: list[int]) -> None:
         """A snapshot at a segment's base stays; of the others only the largest, if above every base."""
         self.snapshots = self._list()
