@@ -18,6 +18,7 @@ import attrs
 
 from conformance import scenario as sc
 from conformance.properties import CONFORMS, DURABLE, INDEX_AGREES
+from model.producer_state import REBUILDING
 
 FOLDER = "kafka-findings"
 
@@ -85,7 +86,6 @@ def _load_failed_rebuilding_producer_state(step: sc.Step, results: dict, model) 
     )
 
 
-REBUILDING = "rebuilding producer state"
 REBUILD_READS_A_TORN_SEGMENT = Finding(
     name="rebuild-reads-a-torn-segment",
     release="4.4.0",

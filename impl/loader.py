@@ -220,10 +220,7 @@ class PartitionLoader:
         its own, the segment recovered, a snapshot after its last v2 batch."""
         psm = ProducerStateManager(self.storage, self.dir)
         lower = [self.segments[b] for b in sorted(self.segments)]
-        try:
-            rebuild(psm, lower, self.log_start_checkpoint, segment.base_offset, self.clock(), False)
-        except RebuildError as e:
-            raise LoadError(e.segment.log_path, f"rebuilding producer state: {e.cause}") from None
+        self._rebuild(psm, lower, self.log_start_checkpoint, segment.base_offset, False)
         self.report.recovered_segments.append(segment.base_offset)
         self.report.recovery_reasons[segment.base_offset] = reason
         truncated = 0
@@ -250,12 +247,7 @@ class PartitionLoader:
                 with contextlib.suppress(IndexFailure, OSError):
                     index.trim_to_valid_size()
             raise LoadError(segment.log_path, f"cannot split the overflowed segment: {e}") from None
-        bases = {s.base_offset for s in new}
-        gone = (
-            [] if self.segments.get(segment.base_offset) is not segment or segment.base_offset in bases else [segment]
-        )
-        replace_segments(self.segments, new, [segment], self._delete_later)
-        self._delete_snapshots_async(gone)
+        self._delete_snapshots_async(replace_segments(self.segments, new, [segment], self._delete_later))
         self.report.split_segments.append(segment.base_offset)
         self._scanned -= {segment.base_offset, *(s.base_offset for s in new)}
         return new
@@ -332,6 +324,13 @@ class PartitionLoader:
         due = self.clock() + self.config.file_delete_delay_ms
         self.deferred.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
 
+    def _rebuild(self, psm, segments, log_start: int, last_offset: int, clean: bool) -> None:
+        """rebuildProducerState during the load; what its scan cannot read fails the load."""
+        try:
+            rebuild(psm, segments, log_start, last_offset, self.clock(), clean)
+        except RebuildError as e:
+            raise LoadError(e.segment.log_path, f"rebuilding producer state: {e.cause}") from None
+
     def _delete_snapshots_async(self, segments: list[LogSegment]) -> None:
         """deleteProducerSnapshotsAsync with the log's manager as it listed the directory at the start."""
         delay = self.config.file_delete_delay_ms
@@ -353,10 +352,7 @@ class PartitionLoader:
         epoch_cache.truncate_from_start(self.log_start_checkpoint)
         segments = [self.segments[b] for b in sorted(self.segments)]
         self.producer_state.remove_stray_snapshots([s.base_offset for s in segments])
-        try:
-            rebuild(self.producer_state, segments, log_start, next_offset, self.clock(), self.clean)
-        except RebuildError as e:
-            raise LoadError(e.segment.log_path, f"rebuilding producer state: {e.cause}") from None
+        self._rebuild(self.producer_state, segments, log_start, next_offset, self.clean)
         return PartitionLog(
             self.storage,
             self.dir,

@@ -204,9 +204,7 @@ class PartitionLog:
     def _replace_segments(self, new: list[LogSegment], old: list[LogSegment]) -> None:
         """§5.9 replaceSegments on the live log (the cleaner's swap, a split): see :mod:`impl.split`;
         then the snapshots of the old segments no new one replaces go (rule 29)."""
-        bases = {s.base_offset for s in new}
-        gone = [s for s in old if self._segments.get(s.base_offset) is s and s.base_offset not in bases]
-        replace_segments(self._segments, new, old, self._delete_later)
+        gone = replace_segments(self._segments, new, old, self._delete_later)
         self._bases = sorted(self._segments)
         self._delete_producer_snapshots(gone)
 

@@ -232,6 +232,15 @@ class LogSegment:
             return
         position = self._size
         headers = list(BatchScan(data, check_crc=False))
+        bad = next((h for h in headers if not 0 <= h.magic <= 2), None)
+        if bad is not None:  # MemoryRecords' ByteBufferLogInputStream refuses it (a split copying a damaged batch)
+            raise LogFormatError(
+                "CorruptRecordException",
+                "invalid-magic",
+                bad.position,
+                f"Invalid magic found in record: {bad.magic}",
+                self.log_path,
+            )
         if position == 0:
             self.rolling_based_timestamp = headers[0].max_timestamp
         if not self.can_convert_to_relative_offset(largest_offset):

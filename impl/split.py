@@ -122,11 +122,12 @@ def replace_segments(
     new: list[LogSegment],
     old: list[LogSegment],
     delete_later: Callable[[LogSegment], None],
-) -> None:
+) -> list[LogSegment]:
     """§5.9 replaceSegments for new segments still ``.cleaned``: the map ``segments`` (base →
     segment) gets the new ones and loses the old ones; the old ones found in it are renamed
     ``.deleted`` and handed to ``delete_later``, which schedules their deletion.  The order of the renames is what makes a crash
-    safe (module docstring)."""
+    safe (module docstring).  Returns the old segments no new one replaces (Kafka's
+    ``deletedNotReplaced``: their producer snapshots go too, docs/producer-state.md rule 29)."""
     new = sorted(new, key=lambda s: s.base_offset)
     old = sorted((s for s in old if segments.get(s.base_offset) is s), key=lambda s: s.base_offset)
     if new:
@@ -165,3 +166,5 @@ def replace_segments(
         segment.storage.fsync_dir(segment.dir)
     if new:
         new[0].storage.fsync_dir(new[0].dir)
+    bases = {s.base_offset for s in new}
+    return [s for s in old if s.base_offset not in bases]

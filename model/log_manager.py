@@ -32,8 +32,8 @@ from model.indexes import OffsetIndex, TimeIndex, TransactionIndex, rebuild_from
 from model.log import Log, assigned_epochs
 from model.names import offset_from_file_name, parse_topic_partition
 from model.producer_state import DELETED as SNAPSHOT_DELETED
+from model.producer_state import REBUILDING, ProducerStateManager, RebuildError, rebuild, snapshot_offset
 from model.producer_state import SUFFIX as SNAPSHOT
-from model.producer_state import ProducerStateManager, RebuildError, rebuild, snapshot_offset
 from model.segment import Segment, prefix
 from model.split import SplitError, split
 
@@ -723,7 +723,7 @@ def _rebuild(psm, segments, log_start: int, last_offset: int, clock, clean: bool
     try:
         return rebuild(psm, segments, log_start, last_offset, clock(), clean)
     except RebuildError as e:
-        raise PartitionLoadError(f"{path}/{prefix(e.base)}.log", f"rebuilding producer state: {e.cause}") from None
+        raise PartitionLoadError(f"{path}/{prefix(e.base)}.log", f"{REBUILDING}: {e.cause}") from None
 
 
 def _recover_segment(seg: Segment, segments: list[Segment], log: Log, outcome, path: str, log_start: int) -> int:

@@ -32,6 +32,7 @@ _ENTRY = struct.Struct(">qhiqiqiq")  # producer id, epoch, last sequence, last o
 MAX_ENTRIES = 1_000_000  # the generated reader's bound on an array's length
 # the broker's producer.id.expiration.ms: Kafka's default, which the kafka target runs with
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
+REBUILDING = "rebuilding producer state"  # how a load that failed in the rebuild says so
 _LONG = re.compile(r"[+-]?[0-9]+")
 
 
@@ -45,7 +46,7 @@ class RebuildError(Exception):
 
     def __init__(self, base: int, cause: Exception):
         self.base, self.cause = base, cause
-        super().__init__(f"rebuilding producer state from segment {base}: {cause}")
+        super().__init__(f"{REBUILDING} from segment {base}: {cause}")
 
 
 def snapshot_name(offset: int) -> str:

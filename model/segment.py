@@ -12,7 +12,7 @@ from __future__ import annotations
 import attrs
 
 from model.config import Config
-from model.errors import LogError
+from model.errors import CORRUPT_RECORD, LogError, RecordFormatError
 from model.file_records import framed, framed_batches, iterate_file, search_for_offset
 from model.indexes import OffsetIndex, TimeIndex
 from model.names import filename_prefix
@@ -105,6 +105,11 @@ class Segment:
         position = self.size
         # by framing, as MemoryRecords.batches() iterates: a split copies batches whose CRC may fail
         headers = [b.header() for b in iterate_file(data, validate=False).batches]
+        bad = next((h for h in headers if not 0 <= h.magic <= 2), None)
+        if bad is not None:  # MemoryRecords' ByteBufferLogInputStream refuses it (a split copying a damaged batch)
+            raise RecordFormatError(
+                CORRUPT_RECORD, "invalid-magic", bad.position, f"Invalid magic found in record: {bad.magic}"
+            )
         if position == 0:
             self.rolling_based_timestamp = headers[0].max_timestamp
         if not self.fits(last_offset):

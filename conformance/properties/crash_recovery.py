@@ -240,7 +240,7 @@ class RecoveryTracker:
         corrupt step damaged (data may be missing, never wrong) or that failed to load
         (:meth:`_unavailable`)."""
         all_batches = t.batches()
-        failed = {load["partition"]: load["error"] for load in t.last_load if load["error"]}
+        failed = _failed_loads(t)
         all_deleted = kafkas_own.exempt("log-end-below-log-start", all_deleted)
         required = dict(self.required)
         for key, need in self.injected_batches.items():
@@ -258,13 +258,13 @@ class RecoveryTracker:
         return None
 
     def _unavailable(self, t) -> str | None:
-        """durable: a partition holding batches flushed before the crash failed to load — the broker
-        cannot serve them, and under Kafka's policy it does not start.  Not for a partition a
-        corrupt step damaged, nor one an injected I/O error failed (isolated)."""
-        failed = {load["partition"]: load["error"] for load in t.last_load if load["error"]}
+        """durable: a partition holding batches flushed before the crash failed to load on a record
+        it could not read — the broker cannot serve them, and under Kafka's policy it does not
+        start.  Not for a partition a corrupt step damaged, nor one an injected I/O error failed."""
+        failed = _failed_loads(t)
         for key, need in sorted(self.required.items()):
             error = failed.get(key.split("/")[-1])
-            if need and error is not None and not tainted(key, self.ever_corrupted) and not _io_error(error):
+            if need and error and _unreadable(error) and not tainted(key, self.ever_corrupted):
                 b = need[0]
                 return f"{t.name}: offsets {b[0]}..{b[1]} of {key}, flushed before the crash, are unavailable: its load failed ({error})"
         return None
@@ -308,9 +308,20 @@ class RecoveryTracker:
         return f"{t.name}: after a crash during recovery, {diff} (uninterrupted recovery first, then this one)"
 
 
-def _io_error(error: str) -> bool:
-    """A load error an injected I/O error caused (the partition's own, or its dir taken offline)."""
-    return any(m in error for m in (os.strerror(errno.EIO), os.strerror(errno.ENOSPC), "offline", "halts"))
+IO_ERRORS = (os.strerror(errno.EIO), os.strerror(errno.ENOSPC))  # what a fail_io step injects
+
+
+def _failed_loads(t) -> dict[str, str]:
+    """Partition name → the error of its load, for each partition the target's last open failed."""
+    return {load["partition"]: load["error"] for load in t.last_load if load["error"]}
+
+
+def _unreadable(error: str) -> bool:
+    """A load that failed on a record it could not read (what recovery is there to cut), not on an
+    injected I/O error nor on a limit of the configuration (a full index is Kafka's own)."""
+    return any(k in error for k in ("CorruptRecordException", "InvalidRecordException")) and not any(
+        m in error for m in (*IO_ERRORS, "offline", "halts")
+    )
 
 
 def _isolated(t):
@@ -340,8 +351,7 @@ def io_error_problem(result: dict) -> str | None:
     """isolated: an I/O error while loading fails one partition (or one data dir), never more.
     (Elsewhere it must reach the caller as a declared error, KafkaStorageException: anything else
     is an unexpected exception, reported by the caller.)"""
-    io = (os.strerror(errno.EIO), os.strerror(errno.ENOSPC))
-    failed = [x for x in result.get("loaded", ()) if x["error"] and any(m in x["error"] for m in io)]
+    failed = [x for x in result.get("loaded", ()) if x["error"] and any(m in x["error"] for m in IO_ERRORS)]
     # the rest of a dir the failure handler took offline failed with it (Kafka's policy, §6.6)
     own = [x for x in failed if f"log dir {x['dir']} offline" not in x["error"]]
     if len(own) > 1 or len({x["dir"] for x in failed}) > 1:

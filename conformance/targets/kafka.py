@@ -28,7 +28,6 @@ from conformance.targets.kafka_jvm import HALT_STATUS, KafkaTargetError, NoAdapt
 
 NOT_COMPARED = (".lock",)
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
-PRODUCER_SNAPSHOT = ".snapshot"  # also as <offset>.snapshot.deleted
 
 
 class KafkaRefusal(Exception):
@@ -65,7 +64,7 @@ class KafkaTarget(TargetBase):
         except NoAdapter as e:
             raise Unsupported(str(e)) from None
         self.name = "kafka" if release is None else f"kafka:{release}"
-        # Kafka 2.x keeps its producer snapshots its own way (issue 31): not compared there
+        # Kafka 2.x keeps its producer snapshots its own way (issue 31): conforms leaves them out
         self.compares_snapshots = not (release or "").startswith("2.")
         self.version = self.jvm.version
         self.root = tempfile.mkdtemp(prefix="klc-kafka-")
@@ -224,9 +223,7 @@ class KafkaTarget(TargetBase):
     def files(self, indexes: bool = True) -> dict[str, bytes]:
         out = {}
         for full in self._walk():
-            if full.endswith(NOT_COMPARED) or (
-                not self.compares_snapshots and PRODUCER_SNAPSHOT in os.path.basename(full)
-            ):
+            if full.endswith(NOT_COMPARED):
                 continue
             with open(full, "rb") as f:
                 data = f.read()
