@@ -18,6 +18,7 @@ import attrs
 
 from conformance import scenario as sc
 from conformance.properties import CONFORMS, DURABLE, INDEX_AGREES
+from model.indexes import TimeIndex
 from model.producer_state import REBUILDING
 
 FOLDER = "kafka-findings"
@@ -96,7 +97,36 @@ REBUILD_READS_A_TORN_SEGMENT = Finding(
     step_shape=_load_failed_rebuilding_producer_state,
 )
 
-FINDINGS = (FULL_INDEX_MID_APPEND, LOOKUP_BY_A_LOST_MAX, REBUILD_READS_A_TORN_SEGMENT)
+
+def _create_refused_for_a_time_index_below_one_entry(step: sc.Step, results: dict, model) -> bool:
+    """A create every target refused with IllegalArgumentException under a ``segment.index.bytes``
+    below one time-index entry (12 bytes), which LogConfig accepts (at least 4).  The model refuses
+    the create and leaves nothing; Kafka leaves the partition half made."""
+    return (
+        isinstance(step, sc.Create)
+        and model is not None
+        and model.config.segment_index_bytes < TimeIndex.ENTRY_SIZE
+        and bool(results)
+        and all(r.get("error") == "IllegalArgumentException" for r in results.values())
+    )
+
+
+SEGMENT_INDEX_BYTES_BELOW_A_TIME_ENTRY = Finding(
+    name="segment-index-bytes-below-a-time-index-entry",
+    release="4.4.0",
+    prop=CONFORMS,
+    summary="segment.index.bytes 4-11 passes LogConfig's check, but no time index fits: creating a partition "
+    "fails after its directory and segment files are made; a retried create or the next start loads them, "
+    "and every append then writes its batch before failing on the time index, the batch read back after a restart",
+    step_shape=_create_refused_for_a_time_index_below_one_entry,
+)
+
+FINDINGS = (
+    FULL_INDEX_MID_APPEND,
+    LOOKUP_BY_A_LOST_MAX,
+    REBUILD_READS_A_TORN_SEGMENT,
+    SEGMENT_INDEX_BYTES_BELOW_A_TIME_ENTRY,
+)
 
 
 def known(step: sc.Step, results: dict, violation, model=None) -> Finding | None:

@@ -10,7 +10,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from conformance import regressions
+from conformance import kafka_findings, regressions
 from conformance import scenario as sc
 from conformance.cli import main
 from conformance.regressions import CORPORA
@@ -51,17 +51,21 @@ def test_kafka_and_the_model_agree_on_appends_a_roll_and_a_restart():
     assert appended == [{"first": 0, "last": 1}, {"first": 2, "last": 2}]
 
 
-def test_conforms_fails_where_kafka_and_the_model_disagree():
-    """An open disagreement (corpora/README.md): Kafka's refused create leaves its segment file,
-    the model's leaves nothing.  The suite must say so, on Kafka's own files."""
-    verdict = run(_scenario([{"op": "create"}], **{"segment.index.bytes": 8}), ("model", "kafka"))
+def test_conforms_fails_where_kafka_and_the_model_disagree(monkeypatch):
+    """Kafka's refused create leaves its segment file, the model's leaves nothing: the suite says
+    so on Kafka's own files — as the known finding (corpora/kafka-findings/segment-index-bytes-below-
+    a-time-index-entry), and as a violation once the finding is not known."""
+    scenario = _scenario([{"op": "create"}], **{"segment.index.bytes": 8})
+    witness = "after create t-0: file d0/t-0/00000000000000000000.log: only in kafka"
+    verdict = run(scenario, ("model", "kafka"))
     assert verdict.results[0] == {
         "model": {"error": "IllegalArgumentException"},
         "kafka": {"error": "IllegalArgumentException"},
     }
-    assert [str(v) for v in verdict.violations] == [
-        "conforms violated at step 0: after create t-0: file d0/t-0/00000000000000000000.log: only in kafka"
-    ]
+    assert verdict.known == f"segment-index-bytes-below-a-time-index-entry at step 0: {witness}"
+    monkeypatch.setattr(kafka_findings, "FINDINGS", ())
+    verdict = run(scenario, ("model", "kafka"))
+    assert [str(v) for v in verdict.violations] == [f"conforms violated at step 0: {witness}"]
 
 
 def test_kafka_refuses_what_a_produce_request_may_not_hold_as_the_model_does():
@@ -204,6 +208,35 @@ def test_full_index_mid_append_on_kafka():
     target.apply(open_)
     assert target.state()["partitions"]["d0/t-0"]["log_end_offset"] == 2  # the refused batches are the log
     assert bytes.fromhex(target.apply(read)["bytes"]) == target._log_bytes("d0/t-0", "00000000000000000000.log", 140)
+    target.close()
+
+
+def test_segment_index_bytes_below_a_time_entry_on_kafka():
+    """corpora/kafka-findings/segment-index-bytes-below-a-time-index-entry: Kafka 4.4.0 leaves a
+    refused create's partition half made, loads it on a retry, and an append writes its batch before
+    it fails, the batch read back after a restart."""
+    case = next(
+        c for c in regressions.cases() if c.name == "kafka-findings/segment-index-bytes-below-a-time-index-entry"
+    )
+    create, append, shutdown, open_ = case.scenario.steps
+    target = KafkaTarget(case.scenario)
+    target.apply(sc.Open())
+    assert target.apply(create) == {"error": "IllegalArgumentException"}
+    left = {name: len(data) for name, data in target.files().items() if name.startswith("d0/t-0/")}
+    assert left == {
+        "d0/t-0/00000000000000000000.log": 0,
+        "d0/t-0/00000000000000000000.index": 8,
+        "d0/t-0/00000000000000000000.timeindex": 0,
+        "d0/t-0/leader-epoch-checkpoint": 0,
+    }
+    assert target.state()["partitions"] == {}  # no log, yet its files stay
+    assert target.apply(create) == {}  # a retry loads what the refused create left
+    assert target.apply(append) == {"error": "IllegalArgumentException"}
+    refused = target.state()["partitions"]["d0/t-0"]
+    assert refused["log_end_offset"] == 0 and refused["segments"][0][:2] == [0, 371]  # the batch stays
+    target.apply(shutdown)
+    target.apply(open_)
+    assert target.state()["partitions"]["d0/t-0"]["log_end_offset"] == 1  # the refused batch is the log
     target.close()
 
 

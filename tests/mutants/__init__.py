@@ -328,6 +328,14 @@ CRASH_MUTANTS = (
         caught_by=("crash-scenarios",),
     ),
     Mutant(
+        name="create-with-a-time-index-too-small-kept",
+        module="impl.log_manager",
+        old="        if config.segment_index_bytes < TimeIndex.ENTRY_SIZE:\n",
+        new="        if False:\n",
+        description="a create under a segment.index.bytes below one time-index entry makes the partition, as Kafka 4.4.0 does, where the model refuses it and leaves nothing (corpora/kafka-findings/segment-index-bytes-below-a-time-index-entry)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
         name="truncation-lookups-by-kafkas-max",
         module="impl.segment",
         old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",
