@@ -55,12 +55,20 @@ FULL_INDEX_MID_APPEND = Finding(
 )
 
 
+def _as_predicted(results: dict, model, kafkas: dict | None) -> bool:
+    """Every Kafka target answered ``kafkas``, the model's prediction of Kafka's answer where the
+    model departs from it on purpose, and every other target answered as the model did."""
+    if kafkas is None:
+        return False
+    answers = [r for name, r in results.items() if name.startswith("kafka")]
+    ours = [r for name, r in results.items() if not name.startswith("kafka")]
+    return bool(answers) and all(r == kafkas for r in answers) and all(r == results[model.name] for r in ours)
+
+
 def _kafka_answered_by_a_lost_max(step: sc.Step, results: dict, model) -> bool:
     """Every Kafka target answered the lookup ``step`` as the model predicts Kafka does when a
     segment's max timestamp is lost; the model itself answers by the content (DESIGN.md)."""
-    kafkas = model.kafkas_lookup_by_a_lost_max(step) if model is not None else None
-    answers = [r for name, r in results.items() if name.startswith("kafka")]
-    return kafkas is not None and bool(answers) and all(r == kafkas for r in answers)
+    return model is not None and _as_predicted(results, model, model.kafkas_lookup_by_a_lost_max(step))
 
 
 LOOKUP_BY_A_LOST_MAX = Finding(
@@ -121,9 +129,27 @@ SEGMENT_INDEX_BYTES_BELOW_A_TIME_ENTRY = Finding(
     step_shape=_create_refused_for_a_time_index_below_one_entry,
 )
 
+
+def _kafka_retained_by_a_damaged_entry(step: sc.Step, results: dict, model) -> bool:
+    """Every Kafka target's retention deleted as many segments as the model predicts Kafka does
+    when it trusts a damaged final time-index entry; the model goes by the content (DESIGN.md)."""
+    return model is not None and _as_predicted(results, model, model.kafkas_retention_by_a_damaged_entry(step))
+
+
+RETENTION_BY_A_DAMAGED_ENTRY = Finding(
+    name="retention-by-a-damaged-final-time-entry",
+    release="4.4.0",
+    prop=CONFORMS,
+    summary="KAFKA-10207 / KAFKA-19200, still in 4.4.0: a final time-index entry that escaped recovery "
+    "zeroed or padded is trusted as the segment's max timestamp, and time retention deletes the segment "
+    "early (or keeps it late)",
+    step_shape=_kafka_retained_by_a_damaged_entry,
+)
+
 FINDINGS = (
     FULL_INDEX_MID_APPEND,
     LOOKUP_BY_A_LOST_MAX,
+    RETENTION_BY_A_DAMAGED_ENTRY,
     REBUILD_READS_A_TORN_SEGMENT,
     SEGMENT_INDEX_BYTES_BELOW_A_TIME_ENTRY,
 )

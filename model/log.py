@@ -69,6 +69,7 @@ class Log:
     strays: dict[int, Segment] = attrs.Factory(dict)
     producer_state: ProducerStateManager = attrs.Factory(lambda: ProducerStateManager({}))
     snapshot_delete_tasks: list[tuple[int, str]] = attrs.Factory(list)  # (due ms, <offset>.snapshot.deleted)
+    kafkas_deleted: int | None = None  # the last retention's count as Kafka's gives it, if not the same
 
     @property
     def name(self) -> str:
@@ -422,6 +423,10 @@ class Log:
 
     # UnifiedLog.deleteOldSegments
     def delete_old_segments(self) -> int:
+        """UnifiedLog.deleteOldSegments (§4.8): past the log start, over retention.bytes, then older
+        than retention.ms by :meth:`Segment.largest_timestamp`.  Sets :attr:`kafkas_deleted`, the
+        count Kafka's trust in a damaged final time-index entry gives instead, or None if the same."""
+        self.kafkas_deleted = None
         n = self.delete_while(lambda s, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
         if "delete" in self.config.cleanup_policy:
             if self.config.retention_bytes >= 0 and self.size() >= self.config.retention_bytes:
@@ -435,11 +440,16 @@ class Log:
 
                 n += self.delete_while(over_size)
             if self.config.retention_ms >= 0:
-                now = self.clock()
-                n += self.delete_while(lambda s, _nxt: now - s.largest_timestamp() > self.config.retention_ms)
+                now, limit = self.clock(), self.config.retention_ms
+                kafkas = len(self._deletable(lambda s, _nxt: now - s.kafkas_largest_timestamp() > limit))
+                timed = self.delete_while(lambda s, _nxt: now - s.largest_timestamp() > limit)
+                self.kafkas_deleted = None if kafkas == timed else n + kafkas
+                n += timed
         return n
 
-    def delete_while(self, predicate) -> int:
+    def _deletable(self, predicate) -> list[Segment]:
+        """The segments from the oldest on that ``predicate`` takes, stopping at the first it does
+        not, at a segment not wholly below the log end, and at an empty active segment."""
         deletable = []
         for i, s in enumerate(self.segments):
             nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None
@@ -447,6 +457,10 @@ class Log:
             if self.log_end_offset < upper or not predicate(s, nxt) or (nxt is None and s.size == 0):
                 break
             deletable.append(s)
+        return deletable
+
+    def delete_while(self, predicate) -> int:
+        deletable = self._deletable(predicate)
         if not deletable:
             return 0
         doomed = deletable

@@ -190,6 +190,7 @@ class LogManager:
         self.startup_error: str | None = None  # why the startup failed (Kafka's failure policy), or None
         self.queued_offline: dict[str, str] = {}  # data dir → the I/O error the load queued it offline for
         self.offline: dict[str, str] = {}  # data dirs the failure handler took offline (§6.6) → why
+        self.kafkas_retention: int | None = None  # the last retention's count as Kafka's, if not the same
 
     # --- the image ------------------------------------------------------------------------------
 
@@ -265,8 +266,14 @@ class LogManager:
 
     def retention(self) -> int:
         """One pass of the retention task (LogManager.cleanupLogs): ``deleteOldSegments`` on every
-        log, in (topic, partition) order; the number of segments deleted."""
-        return sum(p.log.delete_old_segments() for _, p in sorted(self.partitions.items()))
+        log, in (topic, partition) order; the number of segments deleted.  Sets
+        :attr:`kafkas_retention`: Kafka's count where a damaged final time-index entry makes it
+        differ (KAFKA-10207), else None."""
+        counts = [(p.log.delete_old_segments(), p.log.kafkas_deleted) for _, p in sorted(self.partitions.items())]
+        ours = sum(n for n, _ in counts)
+        kafkas = sum(n if k is None else k for n, k in counts)
+        self.kafkas_retention = None if kafkas == ours else kafkas
+        return ours
 
     def live_dirs(self) -> list[str]:
         return [d for d in self.data_dirs if d not in self.offline]

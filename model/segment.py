@@ -81,6 +81,12 @@ class Segment:
         ts = entry[0]
         return ts if ts >= 0 else self.mtime_ms
 
+    def kafkas_largest_timestamp(self) -> int:
+        """§4.8 as Kafka runs it: the max timestamp as held, a loaded final time-index entry trusted
+        whatever it says (KAFKA-10207, KAFKA-19200; corpora/kafka-findings/retention-by-a-damaged-final-time-entry)."""
+        ts = self.max_timestamp()[0]
+        return ts if ts >= 0 else self.mtime_ms
+
     def _sound_final_time_entry(self, entry: tuple[int, int]) -> bool:
         timestamp, offset = entry
         headers = [b.header() for b in self.batches()]

@@ -7,7 +7,7 @@ import attrs
 
 from conformance import regressions
 from conformance import scenario as sc
-from conformance.kafka_findings import LOOKUP_BY_A_LOST_MAX, known
+from conformance.kafka_findings import LOOKUP_BY_A_LOST_MAX, RETENTION_BY_A_DAMAGED_ENTRY, known
 from conformance.properties import CONFORMS, INDEX_AGREES
 from conformance.runner import Session
 from conformance.verdicts import Violation
@@ -49,3 +49,37 @@ def test_a_max_loaded_before_the_truncation_is_not_lost():
     model = _model_after(steps)
     assert not model.manager.log("t", 0).stale_max_timestamp()
     assert model.kafkas_lookup_by_a_lost_max(LOOKUP) is None
+
+
+ZEROED = next(
+    c for c in regressions.cases() if c.name == "KAFKA-10207/zeroed-final-time-entry-after-a-clean-shutdown.json"
+)
+RETENTION = ZEROED.scenario.steps[-2]
+RETAINED = Violation(CONFORMS, 9, "retention: model vs kafka result /deleted: 0 != 1", ())
+
+
+def _model_through(case, last) -> object:
+    session = Session(attrs.evolve(case.scenario, steps=()), targets=("model", "impl"))  # impl makes the faults
+    for step in case.scenario.steps[: last + 1]:
+        assert session.step(step) == []
+    return session.model
+
+
+def test_kafkas_retention_by_a_zeroed_entry_is_predicted():
+    """The model keeps the segment (its content is new); Kafka trusts the zeroed entry and deletes it."""
+    assert isinstance(RETENTION, sc.Retention)
+    model = _model_through(ZEROED, 9)
+    assert model.kafkas_retention_by_a_damaged_entry(RETENTION) == {"deleted": 1}
+    results = {"model": {"deleted": 0}, "impl/sim": {"deleted": 0}, "kafka": {"deleted": 1}}
+    assert known(RETENTION, results, RETAINED, model) is RETENTION_BY_A_DAMAGED_ENTRY
+
+
+def test_any_other_retention_difference_stays_a_violation():
+    model = _model_through(ZEROED, 9)
+    ours = {"model": {"deleted": 0}, "impl/sim": {"deleted": 0}}
+    assert known(RETENTION, {**ours, "kafka": {"deleted": 2}}, RETAINED, model) is None  # not the prediction
+    assert known(RETENTION, {**ours, "impl/sim": {"deleted": 1}, "kafka": {"deleted": 1}}, RETAINED, model) is None
+    assert known(RETENTION, {**ours, "kafka": {"deleted": 1}}, RETAINED, None) is None  # no model to predict
+    undamaged = _model_through(ZEROED, 6)  # before the corrupt step: the same counts everywhere
+    undamaged.apply(RETENTION)
+    assert undamaged.kafkas_retention_by_a_damaged_entry(RETENTION) is None

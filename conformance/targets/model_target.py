@@ -92,6 +92,13 @@ class ModelTarget(TargetBase):
             return None
         return {"found": list(kafkas) if kafkas else None}
 
+    def kafkas_retention_by_a_damaged_entry(self, step: sc.Step) -> dict | None:
+        """Kafka's result for the retention ``step`` just run, where it trusts a damaged final
+        time-index entry the model does not (kafka_findings.RETENTION_BY_A_DAMAGED_ENTRY); None elsewhere."""
+        if not (self.running and isinstance(step, sc.Retention)) or self.manager.kafkas_retention is None:
+            return None
+        return {"deleted": self.manager.kafkas_retention}
+
     def state(self) -> dict:
         if not self.running:
             return {"running": False}
