@@ -122,7 +122,11 @@ class LogMachine(RuleBasedStateMachine):
     def _do(self, step: sc.Step) -> dict:
         if self.session.broken:  # a known Kafka bug was reached: nothing after it is judged
             return {}
-        violations = self.session.step(step)
+        try:
+            violations = self.session.step(step)
+        except Exception as e:  # a harness error: the scenario up to it replays it with klc replay
+            e.add_note(f"scenario: {json.dumps(self.session.scenario.to_json())}")
+            raise
         if violations:
             v = violations[0]
             scenario = json.dumps(self.session.scenario.to_json())

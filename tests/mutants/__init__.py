@@ -336,6 +336,14 @@ CRASH_MUTANTS = (
         caught_by=("regression-corpus",),
     ),
     Mutant(
+        name="split-segments-on-the-wall-clock",
+        module="impl.loader",
+        old="            self.storage, self.dir, base, self.config, self.clock(), self._jitter(base), suffix=CLEANED_SUFFIX,\n",
+        new="            self.storage, self.dir, base, self.config, int(__import__('time').time() * 1000), self._jitter(base), suffix=CLEANED_SUFFIX,\n",
+        description="a segment split at load takes its creation time from the machine's clock, not the log's (Kafka's createNewCleanedSegment on Time.SYSTEM, which the kafka target moves onto the scenario clock): under the scenario clock it never rolls by segment.ms when its first batch has no timestamp (§4.3 rule 2; pinned by corpora/crash/split-at-recovery-rolls-by-the-logs-clock.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="truncation-lookups-by-kafkas-max",
         module="impl.segment",
         old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",

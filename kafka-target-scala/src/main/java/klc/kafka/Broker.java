@@ -93,6 +93,7 @@ final class Broker {
         expressTimestampBounds();
         refuseUnknownConfigs();
         this.clock = new StepClock(request.path("clock_ms").asLong());
+        SystemTimeSegments.use(clock);
         this.scheduler = new StepScheduler(clock);
         this.logConfig = LogConfig.apply(topicConfig, LogConfig.apply$default$2()); // Kafka refuses a bad value here
     }
@@ -231,12 +232,26 @@ final class Broker {
         if (manager != null) {
             @SuppressWarnings("unchecked")
             scala.collection.Iterable<FileLock> locks = (scala.collection.Iterable<FileLock>) Scala.field(manager, LogManager.class, "dirLocks");
-            Scala.list(locks).forEach(FileLock::destroy);
+            for (FileLock lock : Scala.list(locks)) {
+                destroy(lock);
+            }
         }
         manager = null;
         scheduler.forget();
         System.gc(); // the abandoned logs' channels and mappings go with their objects
         return JSON.createObjectNode();
+    }
+
+    /** A dir lock let go; one the failure handler already destroyed (an offline dir's, still in
+     *  {@code dirLocks}) throws ClosedChannelException — Scala declares no checked exception. */
+    private static void destroy(FileLock lock) {
+        try {
+            lock.destroy();
+        } catch (Exception e) {
+            if (!(e instanceof java.nio.channels.ClosedChannelException)) {
+                throw e;
+            }
+        }
     }
 
     void clockAt(long nowMs) {

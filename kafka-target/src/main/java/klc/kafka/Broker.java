@@ -37,6 +37,7 @@ import java.io.File;
 import java.io.IOException;
 import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HexFormat;
@@ -91,6 +92,7 @@ final class Broker {
         }
         this.recoveryThreads = threads;
         this.clock = new StepClock(request.path("clock_ms").asLong());
+        SystemTimeSegments.use(clock);
         this.scheduler = new StepScheduler(clock);
         new LogConfig(topicConfig); // a config Kafka refuses fails here, before any step
     }
@@ -179,11 +181,17 @@ final class Broker {
     }
 
     /** The process dies: nothing is flushed, trimmed or closed; only the dir locks are let go so
-     *  the next LogManager in this JVM can take them (an OS releases them with the process). */
+     *  the next LogManager in this JVM can take them (an OS releases them with the process). The
+     *  lock of a dir the failure handler took offline is already gone: handleLogDirFailure
+     *  destroys it and leaves it in {@code dirLocks()}, where unlocking it again throws. */
     ObjectNode halt() throws IOException {
         if (manager != null) {
             for (FileLock lock : manager.dirLocks()) {
-                lock.destroy();
+                try {
+                    lock.destroy();
+                } catch (ClosedChannelException alreadyReleased) {
+                    // an offline dir's: released when the dir went offline
+                }
             }
         }
         manager = null;

@@ -11,7 +11,7 @@ import net.bytebuddy.matcher.ElementMatchers;
  * return, reported to {@link LoadCrash}; so is the end of every constructor of the partition's log
  * class, which has then loaded the partition.  Which classes: {@link Release} of the generation
  * ({@code UnifiedLog} in 4.x, built after LogLoader ran; {@code kafka.log.Log} in 2.x, which loads
- * the partition itself).
+ * the partition itself). Every segment constructor's end is reported to {@link SystemTimeSegments}.
  */
 public final class Advices {
     private Advices() { }
@@ -22,7 +22,8 @@ public final class Advices {
                 .with(AgentBuilder.RedefinitionStrategy.RETRANSFORMATION)
                 .type(ElementMatchers.named(Release.SEGMENT_CLASS))
                 .transform((builder, type, loader, module, domain) ->
-                        builder.visit(Advice.to(OnRecover.class).on(ElementMatchers.named("recover"))))
+                        builder.visit(Advice.to(OnRecover.class).on(ElementMatchers.named("recover")))
+                                .visit(Advice.to(OnSegmentBuilt.class).on(ElementMatchers.isConstructor())))
                 .type(ElementMatchers.named(Release.LOG_CLASS))
                 .transform((builder, type, loader, module, domain) ->
                         builder.visit(Advice.to(OnLogBuilt.class).on(ElementMatchers.isConstructor())))
@@ -46,6 +47,16 @@ public final class Advices {
         @Advice.OnMethodExit
         static void exit() {
             LoadCrash.segmentRecovered();
+        }
+    }
+
+    /** Inlined at the end of the segment class's constructors. */
+    static final class OnSegmentBuilt {
+        private OnSegmentBuilt() { }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.This Object segment) {
+            SystemTimeSegments.built(segment);
         }
     }
 
