@@ -91,7 +91,7 @@ def soundness_problem(offset_index, time_index, log, inactive: bool) -> str | No
     time entry must also carry the segment's max timestamp (§9.1.4), which retention reads."""
     starts: dict[int, int] = {}  # position → base offset of the batch there
     batches = []  # (first offset, last offset, max timestamp)
-    for h in BatchScan(log):
+    for h in BatchScan(log, check_crc=False):
         first = h.offset if h.magic >= 2 else h.last_offset
         starts[h.position] = first
         batches.append((first, h.last_offset, h.max_timestamp))
@@ -141,7 +141,7 @@ class ShadowIndexes:
         self._times: list[tuple[int, int]] = []  # (max timestamp so far, offset holding it)
         self.content_max = (-1, base_offset)
         valid = last_entry = 0
-        for h in BatchScan(log):
+        for h in BatchScan(log, check_crc=False):
             if h.max_timestamp > self.content_max[0]:
                 self.content_max = (h.max_timestamp, h.last_offset)
             # lookups bisect the entries: a batch whose (damaged) offset lies below the segment's
@@ -187,6 +187,6 @@ class ShadowIndexes:
         self._offsets = [e for e in self._offsets if e[0] < offset]
         self._times = [e for e in self._times if e[1] < offset]
         self.content_max = (-1, self.base_offset)
-        for h in BatchScan(log):
+        for h in BatchScan(log, check_crc=False):
             if h.max_timestamp > self.content_max[0]:
                 self.content_max = (h.max_timestamp, h.last_offset)

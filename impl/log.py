@@ -453,7 +453,7 @@ class PartitionLog:
             # the answer by the content's max timestamps (equal to Kafka's unless an index is unsound)
             best = max(segments, key=lambda s: s.content_max_timestamp_and_offset()[0])  # first of equals
             max_ts, offset = best.content_max_timestamp_and_offset()
-            for header in best.batches(best.translate_position(offset)):
+            for header in best.batches(best.translate_position(offset), lookup=True):
                 if header.max_timestamp == max_ts:
                     return best.offset_of_max_timestamp(header)
             return None

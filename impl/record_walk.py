@@ -306,7 +306,7 @@ def search_for_timestamp(buf, target_ts: int, start_position: int, starting_offs
     """FileRecords.searchForTimestamp: among the batches from ``start_position`` whose max timestamp
     is ≥ target, the first record with timestamp ≥ target and offset ≥ starting_offset, as
     (timestamp, offset); None if there is none."""
-    scan = iter(BatchScan(buf, start_position))
+    scan = iter(BatchScan(buf, start_position, check_crc=False))  # by framing, as batchesFrom walks
     try:
         for header in scan:
             if header.max_timestamp >= target_ts:

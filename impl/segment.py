@@ -117,16 +117,17 @@ class LogSegment:
         whole = self._log.view()
         return memoryview(whole)[: self._size] if len(whole) != self._size else whole
 
-    def batches(self, start: int = 0, framing_only: bool = False):
+    def batches(self, start: int = 0, framing_only: bool = False, lookup: bool = False):
         """Batch headers from ``start``; every batch scanned counts as log bytes read (added when
         the iteration ends or is abandoned: one locked add per scan, not per batch).
 
         ``framing_only``: as Kafka's ``batchesFrom`` iterator walks them for readers that never
         call ``ensureValid`` (§1.10): a CRC mismatch goes unnoticed, and a framing error (a size
         field below 14, a v2 batch too short for its header) raises a LogFormatError naming the
-        file.  Otherwise the scan stops quietly before the first invalid batch."""
+        file.  ``lookup``: by framing too, as lookups by timestamp walk them, a framing error ending
+        the walk (spec §4.8).  Otherwise the scan stops quietly before the first invalid batch."""
         read = 0
-        scan = BatchScan(self.view(), start, check_crc=not framing_only)
+        scan = BatchScan(self.view(), start, check_crc=not (framing_only or lookup))
         counter = self._read_counter
         try:
             for header in scan:
@@ -153,7 +154,7 @@ class LogSegment:
             view = self.view()
             self.storage.stats.add(self._read_counter, self._size)
             problem = problem or soundness_problem(offsets, times, view, inactive=True)
-            if not problem and not times.entries and any(h.max_timestamp > 0 for h in BatchScan(view)):
+            if not problem and not times.entries and any(h.max_timestamp > 0 for h in BatchScan(view, check_crc=False)):
                 # sound for lookups, but Kafka's max timestamp (−1) is not the content's, which
                 # timestamp searches go by: the shadow keeps that
                 problem = f"{times.path} is empty, the log has timestamps"

@@ -357,7 +357,7 @@ class Log:
                 if max_of(s) > max_of(best):
                     best = s
             max_ts = max_of(best)
-            for batch in best.batches():
+            for batch in best.lookup_batches():
                 if batch.header().max_timestamp == max_ts:
                     offset = offset_of_max_timestamp(batch)
                     return None if offset is None else (max_ts, offset)

@@ -98,8 +98,15 @@ class Segment:
         """The largest batch max timestamp in the log bytes (−1 if none).  Lookups use this: their
         answers are the scan's whatever an index says (DESIGN.md "The model").  Without faults it
         equals :meth:`max_timestamp`; after a power loss that kept a clean marker but not an index
-        trim, Kafka's own lookups go by a bogus (0, base) last time-index entry instead."""
-        return max((b.header().max_timestamp for b in self.batches()), default=-1)
+        trim, Kafka's own lookups go by a bogus (0, base) last time-index entry instead.  Read as
+        lookups read the log (:meth:`lookup_batches`)."""
+        return max((b.header().max_timestamp for b in self.lookup_batches()), default=-1)
+
+    def lookup_batches(self) -> tuple[Batch, ...]:
+        """The batches as Kafka's lookups by timestamp walk them (``batchesFrom``, §4.8): by framing,
+        a batch whose CRC fails read as any other (only consumers check CRCs, §4.5); a framing
+        error ends the walk."""
+        return iterate_file(bytes(self.log), validate=False).batches
 
     # §4.2
     def append(self, last_offset: int, data: bytes, now_ms: int) -> None:
@@ -169,7 +176,7 @@ class Segment:
         a batch starts, at or before K, and K lies in the log: every batch before P then ends
         before K — else 0."""
         entry_offset, position = self.offset_index.lookup(offset)
-        batches = self.batches()
+        batches = self.lookup_batches()
         if position <= 0 or not batches or entry_offset > batches[-1].header().last_offset:
             return 0
         named = next((b for b in batches if b.position == position), None)
@@ -207,7 +214,10 @@ class Segment:
         return batches[-1].header().last_offset + 1
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
-        for batch in self.batches():
+        """FileRecords.searchForTimestamp: the first record at or after ``timestamp`` and
+        ``starting_offset``, in the batches whose max timestamp reaches it; decoding a damaged
+        batch's records fails as Kafka's does."""
+        for batch in self.lookup_batches():
             if batch.header().max_timestamp >= timestamp:
                 for record in batch.records():
                     if record.timestamp >= timestamp and record.offset >= starting_offset:

@@ -179,7 +179,9 @@ class TargetBase:
         """A ``race`` (:class:`conformance.scenario.Race`): ``{"race": [result per thread]}``.  A
         read beside a writer must lie at or below the log end offset as the race starts, or its
         answer (data or OffsetOutOfRange) would depend on the schedule: the race is then refused
-        as a whole, before any thread runs."""
+        as a whole, before any thread runs.  So is a read bounded by the log end offset itself
+        when damage left a batch at or above that offset in the log: before the append the bound
+        is the log end's position, after it the position translateOffset finds, that batch's (§4.5)."""
         self.built_twice = []
         writers = {(s.topic, s.partition) for s in step.steps if isinstance(s, sc.RACE_WRITERS)}
         for s in step.steps:
@@ -188,9 +190,16 @@ class TargetBase:
                     end = self.log_end_offset(s.topic, s.partition)
                 except self.refusals():
                     continue  # no such partition: every thread is refused alike
-                if max(s.offset, s.max_offset) > end:
+                if max(s.offset, s.max_offset) > end or (s.max_offset == end and self._offset_past(s, end)):
                     return {"error": "RaceDependsOnSchedule"}
         return {"race": self._run_race(step)}
+
+    def _offset_past(self, read: sc.Read, end: int) -> bool:
+        """A batch of ``read``'s partition, framed as translateOffset frames them, whose offset is
+        at or above ``end`` (a legacy wrapper's offset is its last: at or above its base)."""
+        name = f"/{read.topic}-{read.partition}"
+        segments = [data for key, datas in self._segment_bytes().items() if key.endswith(name) for data in datas]
+        return any(b.header().offset >= end for data in segments for b in iterate_file(data, validate=False).batches)
 
     def log_end_offset(self, topic: str, partition: int) -> int:
         return self.manager.log(topic, partition).log_end_offset

@@ -344,6 +344,22 @@ CRASH_MUTANTS = (
         caught_by=("crash-scenarios",),
     ),
     Mutant(
+        name="max-timestamp-lookup-checks-crcs",
+        module="impl.log",
+        old="            for header in best.batches(best.translate_position(offset), lookup=True):\n",
+        new="            for header in best.batches(best.translate_position(offset)):\n",
+        description="the -3 lookup walks the newest segment's batches checking CRCs, so a damaged batch before the one holding the max timestamp ends the walk: Kafka's batchesFrom frames them and finds it (§4.8; pinned by corpora/crash/lookups-by-timestamp-read-a-batch-whose-crc-fails.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
+        name="timestamp-search-checks-crcs",
+        module="impl.record_walk",
+        old="    scan = iter(BatchScan(buf, start_position, check_crc=False))  # by framing, as batchesFrom walks\n",
+        new="    scan = iter(BatchScan(buf, start_position))\n",
+        description="FileRecords.searchForTimestamp walks batches checking CRCs, so a damaged batch ends the search: Kafka's batchesFrom frames them (§4.8; pinned by corpora/crash/lookups-by-timestamp-read-a-batch-whose-crc-fails.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="truncation-lookups-by-kafkas-max",
         module="impl.segment",
         old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",
