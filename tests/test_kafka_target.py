@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 
 import pytest
 from click.testing import CliRunner
@@ -148,7 +149,8 @@ def test_a_jvm_that_dies_mid_scenario_is_a_harness_error():
 
 def test_a_jvm_that_stops_answering_is_stopped(monkeypatch):
     jvm = kafka_jvm.Jvm(kafka_jvm.build())
-    monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 0.0)
+    os.kill(jvm.process.pid, signal.SIGSTOP)  # a JVM that hangs: it reads nothing and answers nothing
+    monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 0.2)
     with pytest.raises(kafka_jvm.KafkaTargetError, match="no answer to 'hello' within 0 s; the JVM was stopped"):
         jvm.request({"op": "hello"})
     assert not jvm.alive()

@@ -168,7 +168,7 @@ class Jvm:
         try:
             line = self.answers.get(timeout=ANSWER_TIMEOUT_S)
         except queue.Empty:
-            self.stop()
+            self.kill()  # it is hung: it would not read a quit either
             raise KafkaTargetError(
                 f"kafka target: no answer to {message.get('op')!r} within {ANSWER_TIMEOUT_S:.0f} s; the JVM was stopped{self._tail()}"
             ) from None
@@ -196,8 +196,11 @@ class Jvm:
                 self.process.stdin.flush()
                 self.process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait()
+                self.kill()
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
 
 
 _SHARED: dict[str, Jvm] = {}
