@@ -517,8 +517,8 @@ FAILURE_POLICIES = ("kafka", "isolate")  # Scenario.failure_policy
 
 def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
     raw = d.get("batches")
-    if not isinstance(raw, list) or not raw:
-        raise ScenarioError(f"{where}: 'batches' must be a non-empty list")
+    if not isinstance(raw, list):
+        raise ScenarioError(f"{where}: 'batches' must be a list (empty: an append of no batches)")
     out = []
     for i, b in enumerate(raw):
         bw = f"{where}.batches[{i}]"

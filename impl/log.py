@@ -258,7 +258,9 @@ class PartitionLog:
         if scan.stop == CORRUPT:
             raise LogError("CorruptRecordException", str(scan.error))
         if not headers:
-            raise LogError("InvalidRecordException", "the append holds no complete batch")
+            # UnifiedLog.append returns at once when no batch is valid (validBytes 0): nothing
+            # appended, no roll, first and last offset −1 — checked on Kafka 4.4.0
+            return LogAppendInfo(-1, -1)
         data = data[: scan.valid_bytes]  # trimInvalidBytes: a trailing partial batch is dropped
         last, monotonic = -1, True
         for h in headers:

@@ -196,7 +196,9 @@ class Log:
         if scan.stop == CORRUPT:
             raise LogError("CorruptRecordException", str(scan.error))
         if not scan.batches:
-            raise LogError("InvalidRecordException", "the append holds no complete batch")
+            # UnifiedLog.append returns at once when no batch is valid (validBytes 0): nothing
+            # appended, no roll, first and last offset −1 — checked on Kafka 4.4.0
+            return LogAppendInfo(-1, -1)
         data = bytearray(records[: scan.valid_bytes])
         headers = [b.header() for b in scan.batches]
         for h in headers:

@@ -202,6 +202,14 @@ LOG_MUTANTS = (
         description="a fetch bounded by the log end offset reads the active segment's live size instead of the position captured with the offset (LogOffsetMetadata): beside an append it returns a batch written but not yet published (pinned by a race step: corpora/crash/fetch-beside-an-append-stops-at-the-published-log-end.json)",
         caught_by=("crash-scenarios", "regression-corpus", "log-machine"),
     ),
+    Mutant(
+        name="empty-append-refused",
+        module="impl.log",
+        old="            return LogAppendInfo(-1, -1)\n",
+        new='            raise LogError("InvalidRecordException", "the append holds no complete batch")\n',
+        description="an append of no batches is refused, where Kafka's UnifiedLog.append returns at once with first and last offset -1 (pinned by corpora/log/append-of-no-batches-is-a-no-op.json)",
+        caught_by=("log-scenarios",),
+    ),
 )
 
 CRASH_MUTANTS = (
