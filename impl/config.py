@@ -11,6 +11,12 @@ from __future__ import annotations
 import attrs
 
 LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+# LogConfig's INT settings: none can reach 2 GiB, so neither can a segment file (issue 32)
+INT_KEYS = frozenset(
+    {"segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
+     "num.recovery.threads.per.data.dir"}
+)  # fmt: skip
 
 
 class ConfigError(ValueError):
@@ -76,6 +82,8 @@ class LogConfig:
                     raise ConfigError(key, value, "expected an integer")
                 if not -(2**63) <= value <= LONG_MAX:
                     raise ConfigError(key, value, "out of the range of a long")
+                if key in INT_KEYS and not -(2**31) <= value <= INT_MAX:
+                    raise ConfigError(key, value, "Not a number of type INT")  # LogConfig's INT settings
                 if minimum is not None and value < minimum:
                     raise ConfigError(key, value, f"Value must be at least {minimum}")
             elif value not in ("delete", "compact", "compact,delete", "delete,compact"):

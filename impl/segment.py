@@ -18,7 +18,7 @@ import collections
 import contextlib
 
 from impl.config import LogConfig
-from impl.errors import IndexFailure, LogFormatError
+from impl.errors import IndexFailure, LogError, LogFormatError
 from impl.file_records import BatchScan
 from impl.index import CORRUPT, ZERO_PADDED, LazyIndex, TimeIndex
 from impl.index_verify import ShadowIndexes, soundness_problem
@@ -85,6 +85,13 @@ class LogSegment:
             self._size = 0
         else:
             self._size = self._log.size()
+            if self._size > INT32_MAX:  # FileRecords' constructor: a segment is at most Int.MAX bytes
+                self._log.close()
+                raise LogError(
+                    "KafkaException",
+                    f"The size of segment {self.log_path} ({self._size}) is larger than the maximum allowed "
+                    f"segment size of {INT32_MAX}",
+                )
         self.offset_index = LazyIndex.offset_index(
             storage, prefix + ".index" + suffix, base_offset, config.segment_index_bytes
         )

@@ -44,6 +44,11 @@ MINIMUMS = {
     "num.recovery.threads.per.data.dir": 1,
 }
 POLICIES = ("delete", "compact", "compact,delete", "delete,compact")
+# LogConfig's INT settings (the rest are LONG): a value past Int.MAX is refused ("Not a number of
+# type INT"), so no segment, index or batch can be 2 GiB or more (issue 32, Kafka's edges)
+INTS = ("segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
+        "num.recovery.threads.per.data.dir")  # fmt: skip
+INT_MAX = 2**31 - 1
 
 
 class ConfigError(ValueError):
@@ -64,6 +69,8 @@ def _check(key: str, value):
             raise ConfigError(key, value, "expected an integer")
         if value < -(2**63) or value > LONG_MAX:
             raise ConfigError(key, value, "out of the range of a long")
+        if key in INTS and not -(2**31) <= value <= INT_MAX:
+            raise ConfigError(key, value, "Not a number of type INT")
         if key in MINIMUMS and value < MINIMUMS[key]:
             raise ConfigError(key, value, f"Value must be at least {MINIMUMS[key]}")
     elif value not in POLICIES:

@@ -34,7 +34,7 @@ from model.names import offset_from_file_name, parse_topic_partition
 from model.producer_state import DELETED as SNAPSHOT_DELETED
 from model.producer_state import REBUILDING, ProducerStateManager, RebuildError, rebuild, snapshot_offset
 from model.producer_state import SUFFIX as SNAPSHOT
-from model.segment import Segment, prefix
+from model.segment import INT32_MAX, Segment, prefix
 from model.split import SplitError, split
 
 MARKER = ".kafka_cleanshutdown"
@@ -767,6 +767,12 @@ def _load_segment_files(files, path, log, config, clock, jitter, outcome, mtimes
     for name in sorted(n for n in files if n.endswith(".log")):
         base = _file_offset(path, name)
         p = prefix(base)
+        if len(files[name]) > INT32_MAX:  # FileRecords' constructor: a segment is at most Int.MAX bytes
+            raise PartitionLoadError(
+                f"{path}/{name}",
+                f"KafkaException: The size of segment {path}/{name} ({len(files[name])}) is larger than the "
+                f"maximum allowed segment size of {INT32_MAX}",
+            )
         bound = config.jitter_bound()
         seg = Segment(base, config, clock(), jitter(log.name, base) % bound if bound else 0, bytearray(files.pop(name)))
         seg.mtime_ms = mtimes.get(f"{path}/{name}", 0)

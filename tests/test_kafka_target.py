@@ -257,6 +257,16 @@ def test_klc_load_on_kafka_reports_a_missing_dir_and_refuses_a_stray_classpath(t
     assert "recovered segments [0, 0], 100 bytes truncated" in report.output
 
 
+def test_a_config_kafka_refuses_is_a_harness_error(tmp_path, monkeypatch):
+    """The model validates configs as LogConfig does; one it let through that Kafka refuses is said
+    in one line, never judged."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    unchecked = sc.Scenario((), {"segment.bytes": 2**31})  # built directly: no validation
+    with pytest.raises(kafka_jvm.KafkaTargetError, match="refuses the scenario's config: ConfigException"):
+        KafkaTarget(unchecked)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_target_that_cannot_start_leaves_no_directory(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     with pytest.raises(Unsupported, match="segment.jitter.ms"):

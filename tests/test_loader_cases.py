@@ -375,3 +375,36 @@ def test_a_split_below_the_base_leaves_the_new_segment_of_the_old_base_out_of_th
     assert files[f"{p}/{10:020d}.log"] == seg(10, batches=1)
     assert f"{p}/{10:020d}.log.deleted" in files
     assert files[f"{p}/{0:020d}.log"] == seg(0, batches=1)
+
+
+@pytest.mark.parametrize("size, loads", [(2**31 - 1, True), (2**31, False)])
+def test_a_segment_past_int_max_fails_the_load_naming_it(tmp_path, size, loads):
+    """FileRecords' constructor refuses a segment file longer than Int.MAX bytes (KafkaException),
+    which fails the partition's load and so the startup; Int.MAX itself loads (checked on Kafka
+    4.4.0).  On real files (sparse: no data written) through ``klc load``, and in the model through
+    a memory map of the same file, so neither reads 2 GiB."""
+    import mmap
+
+    from click.testing import CliRunner
+
+    from conformance.cli import main
+
+    log = tmp_path / "d" / "t-0" / "00000000000000000000.log"
+    log.parent.mkdir(parents=True)
+    with open(log, "wb") as f:
+        f.truncate(size)
+    (tmp_path / "d" / ".kafka_cleanshutdown").touch()
+    refusal = f"is larger than the maximum allowed segment size of {2**31 - 1}"
+    result = CliRunner().invoke(main, ["load", str(tmp_path / "d")])
+    if loads:
+        assert result.exit_code == 0 and refusal not in result.output, result.output
+    else:
+        assert result.exit_code == 1 and f"00000000000000000000.log (2147483648) {refusal}" in result.output
+    with open(log, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if loads:
+            return  # the model would copy 2 GiB into memory: the refusal is what is checked here
+        manager = model_load(
+            {"/k/d0/t-0/00000000000000000000.log": data}, ["/k/d0"], Config.of({}), lambda: T0, lambda *a: 0
+        )
+    assert manager.startup_error is not None and refusal in manager.startup_error
+    assert "/k/d0/t-0/00000000000000000000.log" in manager.startup_error

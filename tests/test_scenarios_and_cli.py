@@ -126,6 +126,8 @@ def test_corpus_folders_are_documented():
         ({"cleanup.policy": "shred"}, "delete, compact"),
         ({"no.such.key": 1}, "unknown configuration"),
         ({"retention.ms": 2**63}, "range of a long"),
+        ({"segment.bytes": 2**31}, "Not a number of type INT"),  # LogConfig's INT settings
+        ({"max.message.bytes": -(2**31) - 1}, "Not a number of type INT"),
         ({"num.recovery.threads.per.data.dir": 0}, "at least 1"),
         ({"num.recovery.threads.per.data.dir": True}, "expected an integer"),
     ],

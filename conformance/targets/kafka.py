@@ -75,7 +75,10 @@ class KafkaTarget(TargetBase):
         self.stamped: dict[str, int] = {}  # path → the mtime (ns) last given to it
         try:
             self._configure()
-        except BaseException:  # unsupported, refused or the JVM gone: no target, no directory left
+        except KafkaRefusal as e:  # a config the model took (they must agree): never judged as a pass
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise KafkaTargetError(f"kafka target: Kafka {self.version} refuses the scenario's config: {e}") from None
+        except BaseException:  # unsupported or the JVM gone: no target, no directory left
             shutil.rmtree(self.root, ignore_errors=True)
             raise
 
