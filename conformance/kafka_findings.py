@@ -82,6 +82,23 @@ LOOKUP_BY_A_LOST_MAX = Finding(
 )
 
 
+def _kafka_answered_by_a_kept_max(step: sc.Step, results: dict, model) -> bool:
+    """Every Kafka target answered the lookup ``step`` as the model predicts Kafka does when a
+    truncation kept a segment's max timestamp from an entry past the cut."""
+    return model is not None and _as_predicted(results, model, model.kafkas_lookup_by_a_kept_max(step))
+
+
+LOOKUP_BY_A_KEPT_MAX = Finding(
+    name="lookup-by-a-max-timestamp-a-truncation-kept",
+    release="4.4.0",
+    prop=CONFORMS,
+    summary="a legacy time-index entry whose relative offset overflowed reads back below the segment's base, so "
+    "a truncation keeps it and recomputes the segment's max timestamp from it; the max names records the "
+    "truncation removed, and a lookup of the newest timestamp (-3) finds nothing",
+    step_shape=_kafka_answered_by_a_kept_max,
+)
+
+
 def _load_failed_rebuilding_producer_state(step: sc.Step, results: dict, model) -> bool:
     """An open where every target's load of a partition failed, and the model's failed in the
     producer-state rebuild a segment's recovery runs first."""
@@ -149,6 +166,7 @@ RETENTION_BY_A_DAMAGED_ENTRY = Finding(
 FINDINGS = (
     FULL_INDEX_MID_APPEND,
     LOOKUP_BY_A_LOST_MAX,
+    LOOKUP_BY_A_KEPT_MAX,
     RETENTION_BY_A_DAMAGED_ENTRY,
     REBUILD_READS_A_TORN_SEGMENT,
     SEGMENT_INDEX_BYTES_BELOW_A_TIME_ENTRY,

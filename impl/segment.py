@@ -494,7 +494,7 @@ class LogSegment:
             # Kafka loads a max not loaded yet from the time index it has just truncated: an entry
             # cut off leaves (−1, base) though the batches left carry timestamps, and rule 7 is
             # then skipped.  Kafka's stays (retention, close); lookups go by the content's.
-            headers = ((h.max_timestamp, h.last_offset) for h in self.batches())
+            headers = ((h.max_timestamp, h.last_offset) for h in self.batches(lookup=True))
             content = max(headers, key=lambda m: m[0], default=(-1, self.base_offset))
             if content[0] != self.max_timestamp_so_far():
                 self._content_max = content

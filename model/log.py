@@ -346,6 +346,13 @@ class Log:
         time-index entry, which the next load reads back."""
         return any(s.max_ts is not None and s.max_ts[0] < s.content_max_timestamp() for s in self.segments)
 
+    def kept_max_timestamp(self) -> bool:
+        """A segment's max timestamp, as Kafka holds it, is above the largest its records carry: a
+        truncation recomputed it from a time-index entry it kept past the cut — a legacy entry whose
+        relative offset overflowed reads back below the base (KAFKA-5413, §3.2) — so it names
+        records the truncation removed."""
+        return any(s.max_ts is not None and s.max_ts[0] > s.content_max_timestamp() for s in self.segments)
+
     def _offset_for_timestamp(self, timestamp: int, max_of: Callable[[Segment], int]) -> tuple[int, int] | None:
         if timestamp == EARLIEST_TIMESTAMP:
             return (-1, self.log_start_offset)

@@ -7,7 +7,7 @@ import attrs
 
 from conformance import regressions
 from conformance import scenario as sc
-from conformance.kafka_findings import LOOKUP_BY_A_LOST_MAX, RETENTION_BY_A_DAMAGED_ENTRY, known
+from conformance.kafka_findings import LOOKUP_BY_A_KEPT_MAX, LOOKUP_BY_A_LOST_MAX, RETENTION_BY_A_DAMAGED_ENTRY, known
 from conformance.properties import CONFORMS, INDEX_AGREES
 from conformance.runner import Session
 from conformance.verdicts import Violation
@@ -83,3 +83,19 @@ def test_any_other_retention_difference_stays_a_violation():
     undamaged = _model_through(ZEROED, 6)  # before the corrupt step: the same counts everywhere
     undamaged.apply(RETENTION)
     assert undamaged.kafkas_retention_by_a_damaged_entry(RETENTION) is None
+
+
+KEPT = next(c for c in regressions.cases() if c.name == "kafka-findings/lookup-by-a-max-timestamp-a-truncation-kept")
+
+
+def test_kafkas_lookup_by_a_kept_max_is_predicted_only_above_the_content():
+    model = _model_through(KEPT, len(KEPT.scenario.steps) - 1)
+    lookup = KEPT.scenario.steps[-1]
+    assert model.kafkas_lookup_by_a_kept_max(lookup) == {"found": None}
+    assert model.kafkas_lookup_by_a_lost_max(lookup) is None  # the other direction
+    ours = {"model": {"found": [1600000000005, 6442450955]}, "impl/sim": {"found": [1600000000005, 6442450955]}}
+    violation = Violation(CONFORMS, 4, "offset_for_timestamp legacy-1: model vs kafka result", ())
+    assert known(lookup, {**ours, "kafka": {"found": None}}, violation, model) is LOOKUP_BY_A_KEPT_MAX
+    assert known(lookup, {**ours, "kafka": {"found": [1600000000009, 8589934604]}}, violation, model) is None
+    before = _model_through(KEPT, len(KEPT.scenario.steps) - 3)  # before the truncation: nothing kept
+    assert before.kafkas_lookup_by_a_kept_max(lookup) is None

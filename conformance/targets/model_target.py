@@ -82,10 +82,18 @@ class ModelTarget(TargetBase):
         """Kafka's result for the lookup ``step`` just run, where a segment's max timestamp, as
         Kafka holds it, lies below its records' (lost at a truncation) and makes Kafka's answer differ
         from the model's (kafka_findings.LOOKUP_BY_A_LOST_MAX); None elsewhere."""
+        return self._kafkas_lookup(step, lambda log: log.stale_max_timestamp())
+
+    def kafkas_lookup_by_a_kept_max(self, step: sc.Step) -> dict | None:
+        """The same where a segment's max timestamp, as Kafka holds it, lies above its records'
+        (kept by a truncation from an entry past the cut: kafka_findings.LOOKUP_BY_A_KEPT_MAX)."""
+        return self._kafkas_lookup(step, lambda log: log.kept_max_timestamp())
+
+    def _kafkas_lookup(self, step: sc.Step, held_apart) -> dict | None:
         if not (self.running and isinstance(step, sc.OffsetForTimestamp)):
             return None
         files = self.manager.partitions.get((step.topic, step.partition))
-        if files is None or not files.log.stale_max_timestamp():
+        if files is None or not held_apart(files.log):
             return None
         kafkas = files.log.offset_for_timestamp_by_kafkas_max(step.timestamp)
         if kafkas == files.log.offset_for_timestamp(step.timestamp):
