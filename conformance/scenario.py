@@ -84,6 +84,7 @@ class BatchSpec:
     codec: str = "none"
     base_offset: int = 0  # follower appends: the offset the leader assigned
     leader_epoch: int = 0  # follower appends: the batch's partition leader epoch
+    producer: tuple[int, int, int] | None = None  # an idempotent producer's (id, epoch, base sequence)
 
 
 class Step:
@@ -121,6 +122,7 @@ class Step:
                         **({"codec": b.codec} if b.codec != "none" else {}),
                         **({"base_offset": b.base_offset} if not self.leader else {}),
                         **({"leader_epoch": b.leader_epoch} if not self.leader else {}),
+                        **(dict(zip(PRODUCER_FIELDS, b.producer, strict=True)) if b.producer else {}),
                     }
                     for b in value
                 ]
@@ -539,8 +541,26 @@ def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
             recs.append(Rec(_int(r, "timestamp", rw, None, 0), _text(r, "key", rw), _text(r, "value", rw)))
         base = _int(b, "base_offset", bw, 0, 0) if not leader else 0
         epoch = _int(b, "leader_epoch", bw, 0, 0, INT[1]) if not leader else 0
-        out.append(BatchSpec(tuple(recs), codec, base, epoch))
+        out.append(BatchSpec(tuple(recs), codec, base, epoch, _producer(b, bw)))
     return tuple(out)
+
+
+PRODUCER_FIELDS = ("producer_id", "producer_epoch", "base_sequence")
+
+
+def _producer(b: dict, where: str) -> tuple[int, int, int] | None:
+    """An idempotent producer's fields, all three or none: its id (a long, not negative), its epoch
+    (a short, not negative) and the batch's first sequence number (an int, not negative)."""
+    given = [f for f in PRODUCER_FIELDS if f in b]
+    if not given:
+        return None
+    if len(given) != len(PRODUCER_FIELDS):
+        raise ScenarioError(f"{where}: an idempotent batch gives {', '.join(PRODUCER_FIELDS)} together")
+    return (
+        _int(b, "producer_id", where, None, 0),
+        _int(b, "producer_epoch", where, None, 0, 2**15 - 1),
+        _int(b, "base_sequence", where, None, 0, INT[1]),
+    )
 
 
 def step_from_json(d, where: str = "step") -> Step:
@@ -708,7 +728,11 @@ def append_bytes(step: Append) -> bytes:
     for b in step.batches:
         entries = [(r.timestamp, _utf8(r.key), _utf8(r.value)) for r in b.records]
         epoch = -1 if step.leader else b.leader_epoch
-        out += build_batch_v2(b.base_offset, entries, codec=CODECS[b.codec], partition_leader_epoch=epoch)
+        pid, producer_epoch, sequence = b.producer or (-1, -1, -1)
+        out += build_batch_v2(
+            b.base_offset, entries, codec=CODECS[b.codec], partition_leader_epoch=epoch,
+            producer_id=pid, producer_epoch=producer_epoch, base_sequence=sequence,
+        )  # fmt: skip
     return out
 
 

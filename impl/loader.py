@@ -120,6 +120,7 @@ class PartitionLoader:
         self.segments: dict[int, LogSegment] = {}
         self._scanned: set[int] = set()
         self._map_end_after: dict[int, int | None] = {}  # base → the offset after its last v2 batch
+        self._producers_in: dict[int, list] = {}  # base → the headers of its batches with a producer id
         self.producer_state: ProducerStateManager | None = None  # the log's, made as the load starts
 
     def _unlink(self, path: str) -> None:
@@ -230,6 +231,9 @@ class PartitionLoader:
             truncated = segment.recover(epoch_cache)  # LogSegmentOffsetOverflow: the caller splits (§5.5)
             self.report.truncated_bytes += truncated
             self._map_end_after[segment.base_offset] = segment.recovered_map_end
+            self._producers_in[segment.base_offset] = segment.recovered_producers
+        for header in self._producers_in.get(segment.base_offset, ()):
+            psm.read(header)  # LogSegment.recover updates the producers of the batches it keeps
         if self._map_end_after.get(segment.base_offset) is not None:
             psm.update_map_end(self._map_end_after[segment.base_offset])
         psm.take_snapshot()

@@ -22,7 +22,7 @@ from impl.config import LogConfig
 from impl.errors import LogError, LogFormatError
 from impl.file_records import CORRUPT, BatchScan
 from impl.leader_epoch import LeaderEpochCache
-from impl.producer_state import ProducerStateManager, RebuildError, rebuild
+from impl.producer_state import ProducerStateManager, RebuildError, idempotent, rebuild
 from impl.record_walk import timestamps_and_keys
 from impl.segment import DELETED_SUFFIX, LogSegment, filename_prefix
 from impl.split import replace_segments
@@ -297,15 +297,32 @@ class PartitionLog:
         if len(data) > self.config.segment_bytes:
             raise LogError("RecordBatchTooLargeException", f"{len(data)} bytes exceed segment.bytes")
         segment = self._maybe_roll(len(data), first, last, max_ts)
+        if leader:  # after the roll, before the write: a retry or a refusal writes nothing
+            duplicate = self._check_producers(headers)
+            if duplicate is not None:
+                return LogAppendInfo(*duplicate)
         segment.append(last, data)
         # the batch is in the segment, the log end offset not yet moved: a fetch running now must not
         # see it (LogOffsetMetadata; the race step stops an append here)
         sync_point("UnifiedLog.append:written")
         self._update_log_end_offset(last + 1)
+        for h in headers:
+            self.producer_state.read(h)
         self.producer_state.update_map_end(last + 1)
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
         return LogAppendInfo(first, last)
+
+    def _check_producers(self, headers) -> tuple[int, int] | None:
+        """analyzeAndValidateProducerState for a client's batches: the offsets of the batch one
+        repeats, if it does; else each idempotent one's epoch and sequence are checked."""
+        for h in headers:
+            if idempotent(h):
+                duplicate = self.producer_state.duplicate_of(h)
+                if duplicate is not None:
+                    return duplicate
+                self.producer_state.validate(h)
+        return None
 
     def _validate_produce_request(self, data, headers) -> None:
         """LogValidator (§4.14): one v2 batch per produce request, base offset 0; on a compacted

@@ -4,9 +4,10 @@ written, read and deleted through :mod:`impl.storage` as Kafka does it (no temp 
 fsync: the write is in place, and only a close or a load syncs it; a roll leaves the sync to the
 post-roll flush).
 
-Producers are kept as the snapshots carry them: an entry read from a snapshot goes into the next
-one, in java.util.HashMap's order, and a load drops it once expired.  Batches with a producer id do
-not change them yet (idempotent and transactional appends: issue 32).
+Producers come from the batches of idempotent producers (an append, the rebuild's scan, a
+segment's recovery) and from the snapshots: an entry goes into the next snapshot, in
+java.util.HashMap's order, and a load drops it once expired.  Transactional and control batches are
+not read yet (issue 32).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import struct
 
 import crc32c
 
-from impl.errors import LogFormatError
+from impl.errors import LogError, LogFormatError
 from impl.segment import filename_prefix
 
 SUFFIX = ".snapshot"
@@ -29,8 +30,24 @@ PRODUCER_ID_EXPIRATION_MS = 86_400_000  # the broker's producer.id.expiration.ms
 _LONG = re.compile(r"[+-]?[0-9]+")
 
 
+INT_MAX = 2**31 - 1
+KEPT_BATCHES = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+_TRANSACTIONAL_OR_CONTROL = 0x30  # v2 attribute bits 4 and 5
+
+
 class CorruptSnapshot(Exception):
     pass
+
+
+def _next_sequence(sequence: int, delta: int) -> int:
+    """DefaultRecordBatch.incrementSequence: Int.MAX wraps to 0."""
+    return sequence + delta if sequence <= INT_MAX - delta else delta - (INT_MAX - sequence) - 1
+
+
+def idempotent(h) -> bool:
+    """A v2 batch of an idempotent producer, neither transactional nor a control batch (those are
+    not read yet: issue 32)."""
+    return h.magic >= 2 and h.producer_id >= 0 and not h.attributes & _TRANSACTIONAL_OR_CONTROL
 
 
 class BadSnapshotName(ValueError):
@@ -94,7 +111,8 @@ class ProducerStateManager:
     def __init__(self, storage, directory: str):
         self.storage, self.dir = storage, directory
         self.snapshots = self._list()  # offset → path, as Kafka's map holds them
-        self.producers: dict[int, tuple] = {}
+        self.producers: dict[int, tuple] = {}  # id → snapshot entry, in insertion order
+        self.batches: dict[int, list[tuple[int, int, int]]] = {}  # id → last batches: (last seq, last offset, delta)
         self.map_end = 0
         self.last_snap = 0
 
@@ -141,6 +159,53 @@ class ProducerStateManager:
             finally:
                 f.close()
 
+    # --- producers from batches -------------------------------------------------------------------
+
+    def duplicate_of(self, h) -> tuple[int, int] | None:
+        """The first and last offset of the producer's retained batch with ``h``'s epoch and
+        sequence range: a client's retry, answered without writing."""
+        entry = self.producers.get(h.producer_id)
+        if entry is None or entry[1] != h.producer_epoch:
+            return None
+        first, last = h.base_sequence, _next_sequence(h.base_sequence, h.last_offset_delta)
+        for seq, offset, delta in self.batches.get(h.producer_id, ()):
+            if seq == last and _next_sequence(first, delta) == seq:
+                return offset - delta, offset
+        return None
+
+    def validate(self, h) -> None:
+        """A client's batch: InvalidProducerEpochException below the producer's epoch; a new epoch
+        opens at sequence 0 (any, for a producer without one); else the next sequence."""
+        entry = self.producers.get(h.producer_id)
+        epoch = entry[1] if entry is not None else -1
+        where = f"producer {h.producer_id} at offset {h.offset}"
+        if h.producer_epoch < epoch:
+            raise LogError("InvalidProducerEpochException", f"{where}: epoch {h.producer_epoch} is below {epoch}")
+        if h.producer_epoch != epoch:
+            if h.base_sequence != 0 and epoch != -1:
+                raise LogError("OutOfOrderSequenceException", f"{where}: a new epoch opens at {h.base_sequence}")
+            return
+        kept = self.batches.get(h.producer_id)
+        last = kept[-1][0] if kept else -1
+        if not (h.base_sequence == last + 1 or (h.base_sequence == 0 and last == INT_MAX)):
+            raise LogError("OutOfOrderSequenceException", f"{where}: sequence {h.base_sequence} after {last}")
+
+    def read(self, h) -> None:
+        """A batch read back from the log (a rebuild's scan, a recovery): its producer, if any, moves
+        to it unchecked (origin REPLICATION)."""
+        if idempotent(h):
+            self.update(h)
+
+    def update(self, h) -> None:
+        """The producer of batch ``h`` moves to it (unchecked: ``validate`` ran for a client's)."""
+        pid = h.producer_id
+        old = self.producers.get(pid)
+        coordinator, txn = (old[6], old[7]) if old is not None else (-1, -1)
+        kept = self.batches.get(pid, []) if old is not None and old[1] == h.producer_epoch else []
+        seq, delta = _next_sequence(h.base_sequence, h.last_offset_delta), h.last_offset - h.offset
+        self.batches[pid] = [*kept[-(KEPT_BATCHES - 1) :], (seq, h.last_offset, delta)]
+        self.producers[pid] = (pid, h.producer_epoch, seq, h.last_offset, delta, h.max_timestamp, coordinator, txn)
+
     # --- loading ---------------------------------------------------------------------------------
 
     def truncate_and_reload(self, log_start: int, log_end: int, now_ms: int) -> None:
@@ -148,6 +213,7 @@ class ProducerStateManager:
             self._remove_and_delete(offset)
         if log_end != self.map_end:
             self.producers.clear()
+            self.batches.clear()
             self._load_newest(log_start, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start)
@@ -168,6 +234,7 @@ class ProducerStateManager:
             for e in entries:
                 if e[7] >= 0 or now_ms - e[5] < PRODUCER_ID_EXPIRATION_MS:
                     self.producers[e[0]] = e
+                    self.batches[e[0]] = [(e[2], e[3], e[4])] if e[3] >= 0 else []
             self.last_snap = self.map_end = offset
             return
         self.last_snap = self.map_end = log_start
@@ -180,6 +247,7 @@ class ProducerStateManager:
         for o in list(self.snapshots):
             self._remove_and_delete(o)
         self.producers.clear()
+        self.batches.clear()
         self.last_snap = 0
         self.map_end = offset
 
@@ -255,7 +323,7 @@ def rebuild(psm: ProducerStateManager, segments, log_start: int, last_offset: in
             if segment.base_offset in to_snapshot:
                 psm.take_snapshot()
             try:
-                read += segment.scan_batches(start, last_offset if segment.base_offset == floor else None)
+                read += segment.scan_batches(start, last_offset if segment.base_offset == floor else None, psm.read)
             except (LogFormatError, ValueError) as e:
                 raise RebuildError(segment, e) from None
     psm.update_map_end(last_offset)

@@ -104,6 +104,7 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self._read_counter = "log_bytes_read"  # the IoStats counter batches() adds to
         self.recovered_map_end: int | None = None  # set by recover()
+        self.recovered_producers: list = []  # set by recover(): headers of batches with a producer id
         self.rolling_based_timestamp: int | None = None
         self._max_ts: tuple[int, int] | None = None  # (timestamp, shallow offset); None = not loaded
         self._max_ts_as_loaded = False  # _max_ts is still the last time entry as loaded (§4.1)
@@ -342,11 +343,11 @@ class LogSegment:
             last = header.last_offset
         return position if named is not None and named.offset <= key <= last else 0
 
-    def scan_batches(self, start_offset: int, last_offset: int | None) -> int:
+    def scan_batches(self, start_offset: int, last_offset: int | None, each=lambda header: None) -> int:
         """rebuildProducerState's read of this segment: ``read(start_offset, Int.MaxValue,
         maxPosition)``, maxPosition where ``last_offset`` translates (None: the file's end), its
-        batches walked by framing; the bytes read.  LogFormatError where Kafka's iteration throws,
-        ValueError for a slice of negative size."""
+        batches walked by framing, each header given to ``each``; the bytes read.  LogFormatError
+        where Kafka's iteration throws, ValueError for a slice of negative size."""
         self._read_counter = "producer_state_bytes_read"  # counted apart from the loader's reads
         try:
             limit = self._size
@@ -359,7 +360,10 @@ class LogSegment:
             if limit < first.position:
                 raise ValueError(f"Invalid size {limit - first.position} for a slice of {self.log_path}")
             scan = BatchScan(self.view(), first.position, limit, check_crc=False)
-            read = sum(h.size for h in scan)
+            read = 0
+            for h in scan:
+                read += h.size
+                each(h)
             self.storage.stats.add("producer_state_bytes_read", read)
             if scan.error is not None:
                 scan.error.file = self.log_path
@@ -412,8 +416,9 @@ class LogSegment:
 
     def recover(self, epoch_cache=None) -> int:
         """§4.6: rebuild the indexes from the batches, truncate at the first invalid one; returns the
-        bytes truncated, and leaves :attr:`recovered_map_end` for the producer state (no producer is
-        read from the batches yet).  Overflow and index refusals propagate."""
+        bytes truncated, and leaves :attr:`recovered_map_end` and :attr:`recovered_producers` (the
+        headers of its idempotent batches) for the producer state.  Overflow and index refusals
+        propagate."""
         offsets, times = self.offset_index.get(rebuild=True), self.time_index.get(rebuild=True)
         self.indexes_checked = True
         self._shadow = self.rebuilt_because = None  # the rebuilt indexes are sound
@@ -424,6 +429,7 @@ class LogSegment:
         self._set_max_ts(None)
         self._content_max = None
         self.recovered_map_end = None  # the offset after the last v2 batch: the producer state's map end
+        self.recovered_producers = []
         view = self.view()
         try:
             for h in BatchScan(view):
@@ -438,6 +444,8 @@ class LogSegment:
                 valid += h.size
                 if h.magic >= 2:
                     self.recovered_map_end = h.last_offset + 1
+                    if h.producer_id >= 0:
+                        self.recovered_producers.append(h)
                 if h.magic >= 2 and epoch_cache is not None and h.partition_leader_epoch >= 0:
                     latest = epoch_cache.latest_epoch()
                     if latest is None or h.partition_leader_epoch > latest:

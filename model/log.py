@@ -24,7 +24,7 @@ from model.cleaner import clean
 from model.config import Config
 from model.errors import LogError
 from model.file_records import CORRUPT, iterate_file
-from model.producer_state import ProducerStateManager, RebuildError, rebuild
+from model.producer_state import ProducerStateManager, RebuildError, read_producer, rebuild
 from model.records import Batch
 from model.segment import Segment
 
@@ -232,12 +232,31 @@ class Log:
             raise LogError("RecordBatchTooLargeException", f"{len(data)} bytes exceed segment.bytes")
         if self.active.should_roll(max_ts, last, len(data), self.clock()):
             self.roll(first)
+        batches = iterate_file(bytes(data)).batches
+        if leader:  # after the roll, before the write: a duplicate or a refusal writes nothing (rule 47)
+            duplicate = self._check_producers(batches)
+            if duplicate is not None:
+                return LogAppendInfo(*duplicate)
         self.active.append(last, bytes(data), self.clock())
         self.set_log_end_offset(last + 1)
+        for batch in batches:
+            read_producer(self.producer_state, batch)
         self.producer_state.update_map_end(last + 1)
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
         return LogAppendInfo(first, last)
+
+    def _check_producers(self, batches) -> tuple[int, int] | None:
+        """analyzeAndValidateProducerState for a client's batch of an idempotent producer: the
+        offsets of the batch it repeats, if it does; else its epoch and sequence are checked."""
+        for batch in batches:
+            h = batch.header()
+            if h.producer_id >= 0 and not (batch.is_control or batch.is_transactional):
+                duplicate = self.producer_state.duplicate_of(h)
+                if duplicate is not None:
+                    return duplicate
+                self.producer_state.validate(h)
+        return None
 
     def _validate_produce_request(self, batches) -> None:
         """Kafka's LogValidator on a leader append (§4.14): a v2 produce request holds one batch,

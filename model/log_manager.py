@@ -32,7 +32,7 @@ from model.indexes import OffsetIndex, TimeIndex, TransactionIndex, rebuild_from
 from model.log import Log, assigned_epochs
 from model.names import offset_from_file_name, parse_topic_partition
 from model.producer_state import DELETED as SNAPSHOT_DELETED
-from model.producer_state import REBUILDING, ProducerStateManager, RebuildError, rebuild, snapshot_offset
+from model.producer_state import REBUILDING, ProducerStateManager, RebuildError, read_producer, rebuild, snapshot_offset
 from model.producer_state import SUFFIX as SNAPSHOT
 from model.segment import INT32_MAX, Segment, prefix
 from model.split import SplitError, split
@@ -740,9 +740,11 @@ def _recover_segment(seg: Segment, segments: list[Segment], log: Log, outcome, p
     psm = ProducerStateManager.listing(outcome.snapshots)
     outcome.producer_state_bytes_read += _rebuild(psm, segments, log_start, seg.base_offset, log.clock, False, path)
     removed = _recover(seg, log, outcome, path)
-    v2 = [b.header() for b in iterate_file(bytes(seg.log)).batches if b.is_v2]
+    v2 = [b for b in iterate_file(bytes(seg.log)).batches if b.is_v2]
+    for batch in v2:  # LogSegment.recover updates the producers of the batches it keeps
+        read_producer(psm, batch)
     if v2:
-        psm.update_map_end(v2[-1].last_offset + 1)
+        psm.update_map_end(v2[-1].header().last_offset + 1)
     psm.take_snapshot()
     return removed
 

@@ -1,10 +1,10 @@
 """Kafka's ProducerStateManager (docs/producer-state.md): a partition's producer-state snapshot
 files (``<offset>.snapshot``) and the map end offset that decides when one is written.
 
-Producers are kept as the snapshots carry them: an entry loaded from a snapshot is written into the
-next one, in the order Kafka's HashMap iterates them, and dropped at a load once it expired.  A batch
-with a producer id does not change them yet (idempotent and transactional appends are issue 32's
-next step), so for a log holding such batches the snapshots are right only as far as they go.
+Producers come from the batches of idempotent producers (an append, the rebuild's scan, a
+segment's recovery: rules 45–52) and from the snapshots; each is written into the next snapshot,
+in the order Kafka's HashMap iterates them, and dropped at a load once it expired.  Transactional
+batches and control batches are not read yet (issue 32's next step).
 
 The files live in ``disk`` (name → bytes), shared with whatever else looks at the directory: Kafka's
 in-memory map of snapshots (:attr:`snapshots`) and the directory can disagree — a temporary manager
@@ -34,6 +34,21 @@ MAX_ENTRIES = 1_000_000  # the generated reader's bound on an array's length
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
 REBUILDING = "rebuilding producer state"  # how a load that failed in the rebuild says so
 _LONG = re.compile(r"[+-]?[0-9]+")
+
+
+NO_SEQUENCE = -1
+BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN: what duplicate detection sees
+INT_MAX = 2**31 - 1
+
+
+def last_sequence(base_sequence: int, delta: int) -> int:
+    """DefaultRecordBatch.incrementSequence: sequences wrap from Int.MAX to 0 (rule 46)."""
+    return delta - (INT_MAX - base_sequence) - 1 if base_sequence > INT_MAX - delta else base_sequence + delta
+
+
+def first_sequence(last: int, delta: int) -> int:
+    """DefaultRecordBatch.decrementSequence, the inverse of :func:`last_sequence`."""
+    return INT_MAX - (delta - last) + 1 if last < delta else last - delta
 
 
 class CorruptSnapshot(Exception):
@@ -128,6 +143,8 @@ class ProducerStateManager:
     producers: dict[int, tuple] = attrs.Factory(dict)
     map_end: int = 0
     last_snap: int = 0
+    # producer id → its last batches, oldest first: (last sequence, last offset, offset delta)
+    recent: dict[int, list[tuple[int, int, int]]] = attrs.Factory(dict)
 
     @classmethod
     def listing(cls, disk: dict[str, bytes]) -> ProducerStateManager:
@@ -151,6 +168,55 @@ class ProducerStateManager:
         self.last_snap = self.map_end
         return name
 
+    # --- producers from batches (rules 45–52) --------------------------------------------------
+
+    def duplicate_of(self, h) -> tuple[int, int] | None:
+        """ProducerStateEntry.findDuplicateBatch for a client's batch ``h`` (a v2 header): the first
+        and last offset of one of the producer's last five batches with the same epoch and sequence
+        range, which the append answers instead of writing (rule 48)."""
+        entry = self.producers.get(h.producer_id)
+        if entry is None or entry[1] != h.producer_epoch:
+            return None
+        last = last_sequence(h.base_sequence, h.last_offset_delta)
+        for seq, offset, delta in self.recent.get(h.producer_id, ()):
+            if seq == last and first_sequence(seq, delta) == h.base_sequence:
+                return offset - delta, offset
+        return None
+
+    def validate(self, h) -> None:
+        """ProducerAppendInfo's checks of a client's batch (rule 47): an epoch below the producer's
+        is fenced; a new epoch starts at sequence 0 unless the producer had none; within an epoch
+        the sequence follows the last one (Int.MAX wraps to 0), any sequence for a producer Kafka
+        has no epoch for.  A follower's batches are not checked (origin REPLICATION)."""
+        entry = self.producers.get(h.producer_id)
+        current = entry[1] if entry else -1
+        where = f"producer {h.producer_id} at offset {h.offset}"
+        if h.producer_epoch < current:
+            raise LogError("InvalidProducerEpochException", f"epoch {h.producer_epoch} of {where} is below {current}")
+        if h.producer_epoch != current:
+            if h.base_sequence != 0 and current != -1:
+                raise LogError(
+                    "OutOfOrderSequenceException",
+                    f"sequence {h.base_sequence} of {where} opens epoch {h.producer_epoch}",
+                )
+            return
+        recent = self.recent.get(h.producer_id)
+        last = recent[-1][0] if recent else NO_SEQUENCE
+        if not (h.base_sequence == last + 1 or (h.base_sequence == 0 and last == INT_MAX)):
+            raise LogError("OutOfOrderSequenceException", f"sequence {h.base_sequence} of {where} follows {last}")
+
+    def update(self, h) -> None:
+        """ProducerStateManager.update from batch ``h`` of an idempotent producer (rule 45): a new
+        epoch forgets the producer's batches; the batch becomes its last (five are kept); the entry
+        keeps its place in the map's insertion order."""
+        pid = h.producer_id
+        entry = self.producers.get(pid, (pid, -1, NO_SEQUENCE, -1, 0, -1, -1, -1))
+        if entry[1] != h.producer_epoch:
+            self.recent[pid] = []
+        seq, delta = last_sequence(h.base_sequence, h.last_offset_delta), h.last_offset - h.offset
+        self.recent[pid] = [*self.recent.get(pid, [])[-(BATCHES_TO_RETAIN - 1) :], (seq, h.last_offset, delta)]
+        self.producers[pid] = (pid, h.producer_epoch, seq, h.last_offset, delta, h.max_timestamp, entry[6], entry[7])
+
     # --- loading (rules 27, 35) ---------------------------------------------------------------------
 
     def is_empty(self) -> bool:
@@ -164,6 +230,7 @@ class ProducerStateManager:
             self._remove_and_delete(offset)
         if log_end != self.map_end:
             self.producers.clear()
+            self.recent.clear()
             self._load_from_snapshot(log_start, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start)
@@ -184,6 +251,7 @@ class ProducerStateManager:
             for entry in entries:
                 if not _expired(entry, now_ms):
                     self.producers[entry[0]] = entry
+                    self.recent[entry[0]] = [(entry[2], entry[3], entry[4])] if entry[3] >= 0 else []
             self.last_snap = self.map_end = offset
             return
         self.last_snap = self.map_end = log_start
@@ -199,6 +267,7 @@ class ProducerStateManager:
         for o in list(self.snapshots):
             self._remove_and_delete(o)
         self.producers.clear()
+        self.recent.clear()
         self.last_snap = 0
         self.map_end = offset
 
@@ -255,7 +324,7 @@ def rebuild(psm: ProducerStateManager, segments, log_start: int, last_offset: in
             if seg.base_offset in to_snapshot:
                 psm.take_snapshot()
             try:
-                read += _scan(seg, start, last_offset if seg.base_offset == floor else None)
+                read += _scan(psm, seg, start, last_offset if seg.base_offset == floor else None)
             except (RecordFormatError, LogError) as e:
                 raise RebuildError(seg.base_offset, e) from None
     psm.update_map_end(last_offset)
@@ -272,7 +341,7 @@ def _segments_between(segments, start: int, end: int) -> list:
     return [s for s in segments if (floor is None or s.base_offset >= floor) and s.base_offset < end]
 
 
-def _scan(seg, start: int, last_offset: int | None) -> int:
+def _scan(psm: ProducerStateManager, seg, start: int, last_offset: int | None) -> int:
     """``segment.read(start, Int.MaxValue, maxPosition)`` and its batches by framing: up to where
     ``last_offset`` translates in the segment that holds it, else the whole segment."""
     limit = seg.size
@@ -286,4 +355,18 @@ def _scan(seg, start: int, last_offset: int | None) -> int:
         raise LogError(
             "IllegalArgumentException", f"Invalid size {limit - first.position} for a slice at {first.position}"
         )
-    return sum(b.size for b in framed(bytes(seg.log[first.position : limit])))
+    read = 0
+    for batch in framed(bytes(seg.log[first.position : limit])):
+        read += batch.size
+        read_producer(psm, batch)
+    return read
+
+
+def read_producer(psm: ProducerStateManager, batch) -> None:
+    """A batch read back from the log (the rebuild's scan, a segment's recovery) updates its
+    producer, unchecked (origin REPLICATION, rule 45).  Transactional and control batches are not
+    read yet (issue 32)."""
+    if batch.is_v2 and not (batch.is_control or batch.is_transactional):
+        h = batch.header()
+        if h.producer_id >= 0:
+            psm.update(h)

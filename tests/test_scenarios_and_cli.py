@@ -4,6 +4,7 @@ on impl with both backends."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -13,6 +14,7 @@ from conformance import scenario as sc
 from conformance.cli import main
 from conformance.crash_images import Fault
 from conformance.log_checks import CORPUS, CRASH_CORPUS, check_log_scenarios, corpus_scenarios
+from conformance.regressions import CORPORA
 from conformance.runner import run
 
 T0 = 1_700_000_000_000
@@ -239,3 +241,26 @@ def test_index_agrees_forgives_only_what_kafka_itself_keeps():
     assert "does not point at a batch start" in index_problem([(6, len(log))], [], log, True)
     assert "does not point at a batch start" in index_problem([(4, len(log))], [], log, True, end=7)
     assert "past the end of the log" in index_problem([], [(800, 5)], log, True)
+
+
+@pytest.mark.parametrize(
+    "batch, reason",
+    [
+        ({"producer_id": 1, "producer_epoch": 0}, "together"),
+        ({"producer_id": -1, "producer_epoch": 0, "base_sequence": 0}, "producer_id"),
+        ({"producer_id": 1, "producer_epoch": 2**15, "base_sequence": 0}, "producer_epoch"),
+        ({"producer_id": 1, "producer_epoch": 0, "base_sequence": 2**31}, "base_sequence"),
+        ({"producer_id": 1, "producer_epoch": 0, "base_sequence": "0"}, "base_sequence"),
+    ],
+)
+def test_an_idempotent_batch_gives_its_three_fields_in_range(batch, reason):
+    step = {"op": "append", "batches": [{"records": [{"timestamp": 1}], **batch}]}
+    with pytest.raises(sc.ScenarioError, match=reason):
+        sc.Scenario.from_json({"format": "klc-scenario", "version": 1, "steps": [step]}, "c.json")
+
+
+def test_idempotent_batches_survive_the_round_trip():
+    path = os.path.join(CORPORA, "log", "idempotent-producers-duplicates-sequences-and-epochs.json")
+    scenario = sc.Scenario.load(path)
+    assert scenario.steps[1].batches[0].producer == (7, 0, 0)
+    assert sc.Scenario.from_json(json.loads(scenario.dumps()), "again") == scenario
