@@ -83,6 +83,8 @@ class LogMachine(RuleBasedStateMachine):
         self.created: set[tuple[str, int]] = set()
         self.leo: dict[tuple[str, int], int] = {}
         self.epochs: dict[tuple[str, int], int] = {}
+        # (partition, producer id) → its epoch, next sequence and last batch, as the producer sees them
+        self.producers: dict[tuple, tuple[int, int, sc.BatchSpec | None]] = {}
         self.scores: dict[str, float] = {}
 
     def _up(self) -> bool:
@@ -185,6 +187,33 @@ class LogMachine(RuleBasedStateMachine):
         if "last" in result:
             self.leo[tp] = result["last"] + 1
             self._score("log end offset", float(result["last"]))
+
+    @precondition(lambda self: self._up())
+    @rule(
+        tp=partitions,
+        data=st.data(),
+        producer=st.sampled_from((1, 2, 3)),
+        kind=st.sampled_from(choices("idempotent append: sequence")),
+    )
+    def append_idempotent(self, tp, data, producer, kind):
+        """A produce request of an idempotent producer (docs/producer-state.md section 8): its next
+        batch, a retry of its last one, a sequence gap, a new epoch or an older one."""
+        epoch, sequence, last = self.producers.get((tp, producer), (0, 0, None))
+        if kind == "retry" and last is not None:
+            batch = last
+        else:
+            if kind == "new epoch":
+                epoch, sequence = epoch + 1, 0
+            elif kind == "older epoch":
+                epoch = max(0, epoch - 1)
+            elif kind == "gap":
+                sequence += data.draw(st.integers(1, 3), label="gap")
+            batch = sc.BatchSpec(self._records(data), producer=(producer, epoch, sequence))
+        leader_epoch = self._epoch(tp, data.draw(st.integers(0, 3), label="epoch"))
+        result = self._do(sc.Append(tp[0], tp[1], (batch,), True, leader_epoch))
+        if "last" in result and result["first"] >= self.leo.get(tp, 0):  # written, not a retry answered
+            self.leo[tp] = result["last"] + 1
+            self.producers[(tp, producer)] = (epoch, sequence + len(batch.records), batch)
 
     @precondition(lambda self: self._up())
     @rule(

@@ -114,6 +114,9 @@ TABLE = (
            "a compressed batch's records are read by deep iteration only (§1.6)"),
     Weight("records: timestamp lag", {0: 2, 5_000: 1, 3 * DAY: 1, 30 * DAY: 1},
            "current timestamps, and old ones that time retention (§4.8) and time rolls (§4.3) act on"),
+    Weight("idempotent append: sequence", {"next": 4, "retry": 2, "gap": 1, "new epoch": 1, "older epoch": 1},
+           "in order mostly; a retry is answered with the first one's offsets, a gap and an older epoch are "
+           "refused, a new epoch opens at 0 (docs/producer-state.md rules 47-48)"),
     Weight("follower append: offset gap", {0: 2, 1: 1, 40: 1},
            "a follower's batches continue the log, or leave the gap a compacted leader's log has (§4.4)"),
     Weight("record key", {"a, b or c": 1, "any text": 1, "none": 1},

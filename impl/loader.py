@@ -303,7 +303,8 @@ class PartitionLoader:
                 doomed = [self.segments.pop(b) for b in sorted(self.segments)]
                 self.report.removed_segments += [s.base_offset for s in doomed]
                 self._delete_async(doomed)
-                self._delete_snapshots_async(doomed)
+                # no snapshot renamed: Kafka's deleteProducerSnapshotsAsync gets its emptied segment
+                # map's live view; truncateFullyAndStartAt deletes every snapshot at once (rule 32)
                 epoch_cache.clear_and_flush()
                 self.producer_state.truncate_fully_and_start_at(self.log_start_checkpoint)
                 leo = None

@@ -671,7 +671,9 @@ def _load_partition(
             outcome.took("5.6.2 log end below log start: all segments deleted")
             gone = list(log.segments)
             log.remove_and_delete(gone)
-            log.delete_producer_snapshots(gone)
+            # no snapshot renamed: Kafka passes removeAndDeleteSegmentsAsync the live view of its
+            # segment map, empty once they are removed, so its deleteProducerSnapshotsAsync gets
+            # none; truncateFullyAndStartAt then deletes every snapshot at once (rule 32)
             log.epochs_clear()
             log.producer_state.truncate_fully_and_start_at(ls_checkpoint)
             leo = None

@@ -416,6 +416,14 @@ CRASH_MUTANTS = (
         caught_by=("crash-scenarios",),
     ),
     Mutant(
+        name="snapshots-renamed-below-the-log-start",
+        module="impl.loader",
+        old="                epoch_cache.clear_and_flush()\n                self.producer_state.truncate_fully_and_start_at(self.log_start_checkpoint)\n",
+        new="                self._delete_snapshots_async(doomed)\n                epoch_cache.clear_and_flush()\n                self.producer_state.truncate_fully_and_start_at(self.log_start_checkpoint)\n",
+        description="a load whose log end falls below the log start renames the snapshots at the deleted segments' bases .deleted, where Kafka's call gets its emptied map's live view and renames none (rule 32; pinned by corpora/crash/log-end-below-the-log-start-deletes-its-snapshots-at-once.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="truncation-lookups-by-kafkas-max",
         module="impl.segment",
         old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",
