@@ -30,6 +30,7 @@ from impl.storage import Storage
 from impl.sync_points import sync_point
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
+HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
 
 
 STORAGE_ERROR = "KafkaStorageException"
@@ -544,9 +545,12 @@ class PartitionLog:
 
     @storage_errors
     def delete_records(self, offset: int) -> int:
-        """deleteRecords: raise the log start offset (segments go at the next retention pass)."""
+        """Partition.deleteRecordsOnLeader: −1 stands for the high watermark (the log end offset,
+        one replica), another negative offset is refused; then the log start offset is raised
+        (segments go at the next retention pass)."""
+        offset = self.log_end_offset if offset == HIGH_WATERMARK else offset
         if offset < 0:
-            raise LogError("OffsetOutOfRangeException", f"offset {offset} is negative")
+            raise LogError("OffsetOutOfRangeException", f"The offset {offset} is not valid")
         self.maybe_increment_log_start_offset(offset)
         return self.log_start_offset
 

@@ -29,6 +29,7 @@ from model.records import Batch
 from model.segment import Segment
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
+HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
 
 
 @attrs.frozen
@@ -444,8 +445,11 @@ class Log:
             self.producer_state.on_log_start_offset_incremented(new_start)
 
     def delete_records(self, offset: int) -> int:
+        """Partition.deleteRecordsOnLeader: −1 is the high watermark (the log end offset: one
+        replica), any other negative offset is refused; then the log start offset is raised."""
+        offset = self.log_end_offset if offset == HIGH_WATERMARK else offset
         if offset < 0:
-            raise LogError("OffsetOutOfRangeException", f"offset {offset} is negative")
+            raise LogError("OffsetOutOfRangeException", f"The offset {offset} is not valid")
         self.increment_log_start_offset(offset)
         return self.log_start_offset
 

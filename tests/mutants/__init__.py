@@ -203,6 +203,14 @@ LOG_MUTANTS = (
         caught_by=("crash-scenarios", "regression-corpus", "log-machine"),
     ),
     Mutant(
+        name="delete-records-refuses-the-high-watermark",
+        module="impl.log",
+        old="        offset = self.log_end_offset if offset == HIGH_WATERMARK else offset\n",
+        new="",
+        description="delete_records refuses -1, which DeleteRecordsRequest defines as the high watermark (Partition.deleteRecordsOnLeader; pinned by corpora/log/delete-records-takes-minus-one-as-the-high-watermark.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="empty-append-refused",
         module="impl.log",
         old="            return LogAppendInfo(-1, -1)\n",

@@ -352,9 +352,14 @@ final class Broker {
     }
 
     /** maybeIncrementLogStartOffset: 2.7 and 2.8 take the reason, a client's DeleteRecords here. */
+    /** Partition.deleteRecordsOnLeader: −1 is the high watermark, another negative offset is refused. */
     ObjectNode deleteRecords(Log log, long offset) {
+        long converted = offset == -1 ? log.highWatermark() : offset;
+        if (converted < 0) {
+            throw new OffsetOutOfRangeException("The offset " + converted + " for partition " + log.topicPartition() + " is not valid");
+        }
         Object reason = Scala.object("kafka.log.ClientRecordDeletion");
-        Scala.callFirst(log, "maybeIncrementLogStartOffset", new Object[] {offset, reason}, new Object[] {offset});
+        Scala.callFirst(log, "maybeIncrementLogStartOffset", new Object[] {converted, reason}, new Object[] {converted});
         return JSON.createObjectNode().put("log_start_offset", log.logStartOffset());
     }
 

@@ -289,8 +289,13 @@ final class Broker {
         return JSON.createObjectNode();
     }
 
+    /** Partition.deleteRecordsOnLeader: −1 is the high watermark, another negative offset is refused. */
     ObjectNode deleteRecords(UnifiedLog log, long offset) {
-        log.maybeIncrementLogStartOffset(offset, LogStartOffsetIncrementReason.ClientRecordDeletion);
+        long converted = offset == -1 ? log.highWatermark() : offset;
+        if (converted < 0) {
+            throw new OffsetOutOfRangeException("The offset " + converted + " for partition " + log.topicPartition() + " is not valid");
+        }
+        log.maybeIncrementLogStartOffset(converted, LogStartOffsetIncrementReason.ClientRecordDeletion);
         return JSON.createObjectNode().put("log_start_offset", log.logStartOffset());
     }
 
