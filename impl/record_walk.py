@@ -254,7 +254,11 @@ def _batch_bytes(buf, h) -> bytes:
 
 def records(buf, header, limit: int = LIMIT) -> list[tuple[int, int]]:
     """(offset, timestamp) of every record of the batch ``header`` (a :class:`BatchHeader` of
-    ``buf``), in order; a compressed batch may expand to at most ``limit`` bytes."""
+    ``buf``), in order, as a lookup iterates them: a plain legacy message is its own record, its key
+    and value never read (AbstractLegacyRecordBatch); a compressed batch may expand to at most
+    ``limit`` bytes."""
+    if header.magic < 2 and not header.attributes & 0x07:  # no codec
+        return [(header.offset, header.max_timestamp)]
     return _walk(buf, header, limit, False)
 
 

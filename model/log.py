@@ -526,4 +526,4 @@ def offset_of_max_timestamp(batch: Batch) -> int | None:
     h = batch.header()
     if h.magic == 0:
         return None
-    return next((r.offset for r in batch.records() if r.timestamp == h.max_timestamp), None)
+    return next((offset for offset, ts in batch.offsets_and_timestamps() if ts == h.max_timestamp), None)

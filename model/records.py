@@ -472,6 +472,15 @@ class Batch:
             return _v2_records(self, max_output)
         return _legacy_records(self, max_output)
 
+    def offsets_and_timestamps(self) -> list[tuple[int, int]]:
+        """(offset, timestamp) of each record as a lookup iterates them (searchForTimestamp,
+        offsetOfMaxTimestamp): a plain legacy message is its own record, its key and value never
+        read (AbstractLegacyRecordBatch's iterator); otherwise the records decoded."""
+        if not self.is_v2 and self.codec == compression.NONE:
+            h = self.header()
+            return [(h.offset, h.max_timestamp)]
+        return [(r.offset, r.timestamp) for r in self.records()]
+
     def base_offset(self, max_output: int = compression.DEFAULT_MAX_OUTPUT) -> int:
         """RecordBatch.baseOffset() (§1.7): a v2 batch's first field; a legacy batch's first
         record's offset, which for a compressed wrapper means decompressing it (RecordFormatError

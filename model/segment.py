@@ -219,9 +219,9 @@ class Segment:
         batch's records fails as Kafka's does."""
         for batch in self.lookup_batches():
             if batch.header().max_timestamp >= timestamp:
-                for record in batch.records():
-                    if record.timestamp >= timestamp and record.offset >= starting_offset:
-                        return record.timestamp, record.offset
+                for offset, ts in batch.offsets_and_timestamps():
+                    if ts >= timestamp and offset >= starting_offset:
+                        return ts, offset
         return None
 
     # §4.7

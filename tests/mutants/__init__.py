@@ -432,6 +432,14 @@ CRASH_MUTANTS = (
         caught_by=("crash-scenarios",),
     ),
     Mutant(
+        name="lookup-decodes-a-plain-legacy-message",
+        module="impl.record_walk",
+        old="    if header.magic < 2 and not header.attributes & 0x07:  # no codec\n",
+        new="    if False:\n",
+        description="a lookup decodes a plain legacy message's key and value, where Kafka's iterator gives the message itself as its record, offset and timestamp only (§4.8; pinned by corpora/crash/lookup-reads-a-plain-legacy-message-as-its-own-record.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="truncation-lookups-by-kafkas-max",
         module="impl.segment",
         old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",
