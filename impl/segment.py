@@ -490,7 +490,7 @@ class LogSegment:
             self.created_ms = now_ms
             self.rolling_based_timestamp = None
         self.bytes_since_last_index_entry = 0
-        diverged, self._content_max = self._content_max is not None, None
+        self._content_max = None
         if self.max_timestamp_so_far() >= 0:
             reread = self._read_largest_timestamp()
             self._set_max_ts(reread)
@@ -498,10 +498,12 @@ class LogSegment:
             # trust it — a zeroed slot Kafka keeps through the truncation reads 0 (§4.7 rule 7;
             # pinned by corpora/found/conforms-64ab729e1f)
             self._max_ts_as_loaded = reread == times.last_entry
-        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):
+        if self._size and self._shadow is None:
             # Kafka loads a max not loaded yet from the time index it has just truncated: an entry
             # cut off leaves (−1, base) though the batches left carry timestamps, and rule 7 is
-            # then skipped.  Kafka's stays (retention, close); lookups go by the content's.
+            # then skipped; an overflowed legacy entry the cut kept (it reads below the base) gives
+            # a max of records gone (kafka-findings/lookup-by-a-max-timestamp-a-truncation-kept).
+            # Kafka's stays (retention, close); lookups go by the content's.
             headers = ((h.max_timestamp, h.last_offset) for h in self.batches(lookup=True))
             content = max(headers, key=lambda m: m[0], default=(-1, self.base_offset))
             if content[0] != self.max_timestamp_so_far():

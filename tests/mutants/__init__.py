@@ -440,6 +440,14 @@ CRASH_MUTANTS = (
         caught_by=("crash-scenarios",),
     ),
     Mutant(
+        name="truncation-content-max-only-when-lost",
+        module="impl.segment",
+        old="        if self._size and self._shadow is None:\n",
+        new="        if self._size and self._shadow is None and self.max_timestamp_so_far() < 0:\n",
+        description="after a truncation the content's max timestamp is recomputed only when Kafka's was lost, not when an overflowed entry the cut kept names records gone (§4.7 rule 7; pinned by corpora/crash/lookup-after-a-truncation-kept-an-overflowed-time-entry.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="truncation-lookups-by-kafkas-max",
         module="impl.segment",
         old="        if self._size and self._shadow is None and (diverged or self.max_timestamp_so_far() < 0):\n",
