@@ -66,9 +66,10 @@ def _counted(machine, counts: dict, name: str):
     return Counted
 
 
-def _run_machines(report: GateReport, budget_seconds: float, progress) -> None:
+def _run_machines(report: GateReport, budget_seconds: float, progress, derandomize: bool = False) -> None:
     """Rounds of every machine until the budget, counted from here, is spent; the first round
-    always runs, so every machine runs at least one case (or the gate says it did not)."""
+    always runs, so every machine runs at least one case (or the gate says it did not).  The gate
+    draws afresh each time; ``derandomize`` makes the draws fixed (a test of the rounds)."""
     machines = {name: _counted(m, report.machine_cases, name) for name, m in _machines().items()}
     start = last_report = time.monotonic()
     first = True
@@ -77,7 +78,7 @@ def _run_machines(report: GateReport, budget_seconds: float, progress) -> None:
             if not first and time.monotonic() - start >= budget_seconds:
                 break
             try:
-                run_state_machine_as_test(machine, settings=_round_settings())
+                run_state_machine_as_test(machine, settings=_round_settings(derandomize))
             except PropertyViolation as e:
                 report.violations.append(f"{name}: {e}")
             except Exception as e:  # noqa: BLE001 — the gate reports any failure
@@ -90,9 +91,9 @@ def _run_machines(report: GateReport, budget_seconds: float, progress) -> None:
     report.violations += [f"{n}: ran no case, so judged nothing (not a pass)" for n in idle if not report.violations]
 
 
-def _round_settings() -> settings:
+def _round_settings(derandomize: bool = False) -> settings:
     return settings(
-        max_examples=ROUND, database=None, deadline=None, derandomize=False, stateful_step_count=30,
+        max_examples=ROUND, database=None, deadline=None, derandomize=derandomize, stateful_step_count=30,
         phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck),
     )  # fmt: skip
 

@@ -254,12 +254,16 @@ def _batch_bytes(buf, h) -> bytes:
 
 def records(buf, header, limit: int = LIMIT) -> list[tuple[int, int]]:
     """(offset, timestamp) of every record of the batch ``header`` (a :class:`BatchHeader` of
-    ``buf``), in order, as a lookup iterates them: a plain legacy message is its own record, its key
-    and value never read (AbstractLegacyRecordBatch); a compressed batch may expand to at most
-    ``limit`` bytes."""
+    ``buf``), in order; a compressed batch may expand to at most ``limit`` bytes."""
+    return _walk(buf, header, limit, False)
+
+
+def lookup_records(buf, header) -> list[tuple[int, int]]:
+    """:func:`records` as a lookup iterates them: a plain legacy message is its own record, its key
+    and value never read (AbstractLegacyRecordBatch)."""
     if header.magic < 2 and not header.attributes & 0x07:  # no codec
         return [(header.offset, header.max_timestamp)]
-    return _walk(buf, header, limit, False)
+    return records(buf, header)
 
 
 def base_offset(buf, header, limit: int = LIMIT) -> int:
@@ -314,7 +318,7 @@ def search_for_timestamp(buf, target_ts: int, start_position: int, starting_offs
     try:
         for header in scan:
             if header.max_timestamp >= target_ts:
-                for offset, ts in records(buf, header):
+                for offset, ts in lookup_records(buf, header):
                     if ts >= target_ts and offset >= starting_offset:
                         return ts, offset
         return None
@@ -327,4 +331,4 @@ def offset_of_max_timestamp(buf, header) -> int | None:
     timestamp; None for magic 0, or if no record does."""
     if header.magic == 0:
         return None
-    return next((offset for offset, ts in records(buf, header) if ts == header.max_timestamp), None)
+    return next((offset for offset, ts in lookup_records(buf, header) if ts == header.max_timestamp), None)

@@ -6,8 +6,8 @@ from conformance import gate
 
 
 def test_every_machine_runs_at_least_one_round_whatever_the_budget():
-    report = gate.GateReport()
-    gate._run_machines(report, 0.001, progress=lambda line: None)
+    report = gate.GateReport()  # fixed draws: this checks the rounds; the machines' tests search
+    gate._run_machines(report, 0.001, progress=lambda line: None, derandomize=True)
     assert report.ok, report.violations
     assert set(report.machine_cases) == set(gate._machines())
     assert all(n >= 1 for n in report.machine_cases.values()), report.machine_cases
