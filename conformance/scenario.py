@@ -20,7 +20,13 @@ import attrs
 from conformance.crash_images import CORRUPTIONS, Fault, FaultError
 from model import compression
 from model.config import Config, ConfigError
-from model.records import NO_TIMESTAMP, build_batch_v2, build_legacy_wrapper, encode_legacy_message
+from model.records import (
+    NO_TIMESTAMP,
+    build_batch_v2,
+    build_control_batch,
+    build_legacy_wrapper,
+    encode_legacy_message,
+)
 
 FORMAT = "klc-scenario"
 VERSION = 1
@@ -85,6 +91,9 @@ class BatchSpec:
     base_offset: int = 0  # follower appends: the offset the leader assigned
     leader_epoch: int = 0  # follower appends: the batch's partition leader epoch
     producer: tuple[int, int, int] | None = None  # an idempotent producer's (id, epoch, base sequence)
+    transactional: bool = False  # a transactional producer's data batch (needs ``producer``)
+    control: str | None = None  # an end-transaction marker: "COMMIT" or "ABORT" (one record, §1.6)
+    coordinator_epoch: int = 0  # the marker's transaction coordinator epoch
 
 
 class Step:
@@ -116,16 +125,7 @@ class Step:
             if f.name == "messages":
                 value = [{"offset": m.offset, **({"records": m.records} if m.records != 1 else {})} for m in value]
             if f.name == "batches":
-                value = [
-                    {
-                        "records": [attrs.asdict(r) for r in b.records],
-                        **({"codec": b.codec} if b.codec != "none" else {}),
-                        **({"base_offset": b.base_offset} if not self.leader else {}),
-                        **({"leader_epoch": b.leader_epoch} if not self.leader else {}),
-                        **(dict(zip(PRODUCER_FIELDS, b.producer, strict=True)) if b.producer else {}),
-                    }
-                    for b in value
-                ]
+                value = [_batch_json(b, self.leader) for b in value]
             if isinstance(value, Step) or hasattr(value, "family"):
                 value = value.to_json()
             if f.name in ("steps", "schedule"):  # a race's threads
@@ -133,6 +133,23 @@ class Step:
             if value is not None and not (f.default is not attrs.NOTHING and value == f.default and f.name != "topic"):
                 out[f.name] = value
         return out
+
+
+def _batch_json(b: BatchSpec, leader: bool) -> dict:
+    follower = {"base_offset": b.base_offset, "leader_epoch": b.leader_epoch} if not leader else {}
+    if b.control:
+        pid, epoch, _ = b.producer
+        return {
+            "control": b.control, "timestamp": b.records[0].timestamp, "producer_id": pid,
+            "producer_epoch": epoch, "coordinator_epoch": b.coordinator_epoch, **follower,
+        }  # fmt: skip
+    return {
+        "records": [attrs.asdict(r) for r in b.records],
+        **({"codec": b.codec} if b.codec != "none" else {}),
+        **follower,
+        **(dict(zip(PRODUCER_FIELDS, b.producer, strict=True)) if b.producer else {}),
+        **({"transactional": True} if b.transactional else {}),
+    }
 
 
 def _tp(d: dict, where: str) -> dict:
@@ -197,19 +214,32 @@ class Read(Step):
     max_bytes: int = 1 << 20
     max_offset: int | None = None
     min_one_message: bool = True
+    isolation: str = "read_uncommitted"  # or "read_committed": up to the last stable offset
 
     @classmethod
     def fields_from_json(cls, d, where):
+        isolation = _str(d, "isolation", where, "read_uncommitted")
+        if isolation not in ISOLATIONS:
+            raise ScenarioError(f"{where}: isolation {isolation!r} is not one of {', '.join(ISOLATIONS)}")
+        if isolation == "read_committed" and d.get("max_offset") is not None:
+            raise ScenarioError(f"{where}: a read_committed read is bounded by the last stable offset, not max_offset")
         return {
             "offset": _int(d, "offset", where, 0),
             "max_bytes": _int(d, "max_bytes", where, 1 << 20, 0, INT[1]),
             "max_offset": None if d.get("max_offset") is None else _int(d, "max_offset", where),
             "min_one_message": _bool(d, "min_one_message", where, True),
+            "isolation": isolation,
         }
 
     def call(self, manager, dirs):
         log = manager.log(self.topic, self.partition)
+        if self.isolation == "read_committed":
+            data, aborted = log.read_committed(self.offset, self.max_bytes, self.min_one_message)
+            return {"bytes": data.hex(), "aborted": None if aborted is None else [list(a) for a in aborted]}
         return {"bytes": log.read(self.offset, self.max_bytes, self.max_offset, self.min_one_message).hex()}
+
+
+ISOLATIONS = ("read_uncommitted", "read_committed")  # FetchIsolation HIGH_WATERMARK, TXN_COMMITTED
 
 
 @attrs.frozen
@@ -524,25 +554,65 @@ def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
     out = []
     for i, b in enumerate(raw):
         bw = f"{where}.batches[{i}]"
-        if not isinstance(b, dict) or not isinstance(b.get("records"), list) or not b["records"]:
-            raise ScenarioError(f"{bw}: a batch is an object with a non-empty 'records' list")
-        codec = b.get("codec", "none")
-        if codec not in CODECS:
-            raise ScenarioError(f"{bw}: codec {codec!r} is not one of {', '.join(CODECS)}")
-        recs = []
-        for j, r in enumerate(b["records"]):
-            rw = f"{bw}.records[{j}]"
-            if not isinstance(r, dict):
-                raise ScenarioError(f"{rw}: a record is an object")
-            if set(r) - {"timestamp", "key", "value"}:
-                raise ScenarioError(
-                    f"{rw}: unknown field(s) {', '.join(sorted(set(r) - {'timestamp', 'key', 'value'}))}"
-                )
-            recs.append(Rec(_int(r, "timestamp", rw, None, 0), _text(r, "key", rw), _text(r, "value", rw)))
+        if isinstance(b, dict) and "control" in b:
+            spec = _marker(b, bw)
+        else:
+            spec = _data_batch(b, bw)
         base = _int(b, "base_offset", bw, 0, 0) if not leader else 0
         epoch = _int(b, "leader_epoch", bw, 0, 0, INT[1]) if not leader else 0
-        out.append(BatchSpec(tuple(recs), codec, base, epoch, _producer(b, bw)))
+        out.append(attrs.evolve(spec, base_offset=base, leader_epoch=epoch))
     return tuple(out)
+
+
+_DATA_FIELDS = {"records", "codec", "base_offset", "leader_epoch", "transactional", "producer_id", "producer_epoch", "base_sequence"}
+_MARKER_FIELDS = {"control", "timestamp", "producer_id", "producer_epoch", "coordinator_epoch", "base_offset", "leader_epoch"}
+
+
+def _data_batch(b, bw: str) -> BatchSpec:
+    if not isinstance(b, dict) or not isinstance(b.get("records"), list) or not b["records"]:
+        raise ScenarioError(f"{bw}: a batch is an object with a non-empty 'records' list")
+    _known(b, _DATA_FIELDS, bw)
+    codec = b.get("codec", "none")
+    if codec not in CODECS:
+        raise ScenarioError(f"{bw}: codec {codec!r} is not one of {', '.join(CODECS)}")
+    recs = []
+    for j, r in enumerate(b["records"]):
+        rw = f"{bw}.records[{j}]"
+        if not isinstance(r, dict):
+            raise ScenarioError(f"{rw}: a record is an object")
+        _known(r, {"timestamp", "key", "value"}, rw)
+        recs.append(Rec(_int(r, "timestamp", rw, None, 0), _text(r, "key", rw), _text(r, "value", rw)))
+    producer = _producer(b, bw)
+    transactional = _bool(b, "transactional", bw, False)
+    if transactional and producer is None:
+        raise ScenarioError(f"{bw}: a transactional batch gives {', '.join(PRODUCER_FIELDS)}")
+    return BatchSpec(tuple(recs), codec, producer=producer, transactional=transactional)
+
+
+def _marker(b: dict, bw: str) -> BatchSpec:
+    """An end-transaction marker as the coordinator writes it: a control batch of one record, of
+    the producer's id and epoch, with no sequence (docs/producer-state.md section 9)."""
+    _known(b, _MARKER_FIELDS, bw)
+    if b["control"] not in MARKERS:
+        raise ScenarioError(f"{bw}: control {b['control']!r} is not one of {', '.join(MARKERS)}")
+    for f in ("producer_id", "producer_epoch"):
+        if f not in b:
+            raise ScenarioError(f"{bw}: a marker gives producer_id and producer_epoch")
+    producer = (_int(b, "producer_id", bw, None, 0), _int(b, "producer_epoch", bw, None, 0, 2**15 - 1), -1)
+    return BatchSpec(
+        (Rec(_int(b, "timestamp", bw, None, 0)),),
+        producer=producer,
+        control=b["control"],
+        coordinator_epoch=_int(b, "coordinator_epoch", bw, 0, 0, INT[1]),
+    )
+
+
+def _known(d: dict, fields: set[str], where: str) -> None:
+    if set(d) - fields:
+        raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(set(d) - fields))}")
+
+
+MARKERS = {"ABORT": 0, "COMMIT": 1}  # ControlRecordType ids (§1.6)
 
 
 PRODUCER_FIELDS = ("producer_id", "producer_epoch", "base_sequence")
@@ -729,9 +799,15 @@ def append_bytes(step: Append) -> bytes:
         entries = [(r.timestamp, _utf8(r.key), _utf8(r.value)) for r in b.records]
         epoch = -1 if step.leader else b.leader_epoch
         pid, producer_epoch, sequence = b.producer or (-1, -1, -1)
+        if b.control:
+            out += build_control_batch(
+                b.base_offset, MARKERS[b.control], b.records[0].timestamp, coordinator_epoch=b.coordinator_epoch,
+                producer_id=pid, producer_epoch=producer_epoch, partition_leader_epoch=epoch,
+            )  # fmt: skip
+            continue
         out += build_batch_v2(
             b.base_offset, entries, codec=CODECS[b.codec], partition_leader_epoch=epoch,
-            producer_id=pid, producer_epoch=producer_epoch, base_sequence=sequence,
+            producer_id=pid, producer_epoch=producer_epoch, base_sequence=sequence, transactional=b.transactional,
         )  # fmt: skip
     return out
 

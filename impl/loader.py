@@ -224,7 +224,7 @@ class PartitionLoader:
         self._rebuild(psm, lower, self.log_start_checkpoint, segment.base_offset, False)
         self.report.recovered_segments.append(segment.base_offset)
         self.report.recovery_reasons[segment.base_offset] = reason
-        truncated = 0
+        truncated, txn_index = 0, None
         if segment.base_offset not in self._scanned:  # else Kafka's second pass changes nothing (module docstring)
             self._scanned.add(segment.base_offset)
             self.report.scanned_segments.append(segment.base_offset)
@@ -232,8 +232,9 @@ class PartitionLoader:
             self.report.truncated_bytes += truncated
             self._map_end_after[segment.base_offset] = segment.recovered_map_end
             self._producers_in[segment.base_offset] = segment.recovered_producers
-        for header in self._producers_in.get(segment.base_offset, ()):
-            psm.read(header)  # LogSegment.recover updates the producers of the batches it keeps
+            txn_index = segment.txn_index  # rebuilt from the markers (a second pass gives the same)
+        for header, marker in self._producers_in.get(segment.base_offset, ()):
+            psm.read(header, marker, txn_index)  # LogSegment.recover updates the batches' producers
         if self._map_end_after.get(segment.base_offset) is not None:
             psm.update_map_end(self._map_end_after[segment.base_offset])
         psm.take_snapshot()

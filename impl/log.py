@@ -22,8 +22,17 @@ from impl.config import LogConfig
 from impl.errors import LogError, LogFormatError
 from impl.file_records import CORRUPT, BatchScan
 from impl.leader_epoch import LeaderEpochCache
-from impl.producer_state import ProducerStateManager, RebuildError, idempotent, rebuild
-from impl.record_walk import timestamps_and_keys
+from impl.producer_state import (
+    CLIENT,
+    COORDINATOR,
+    REPLICATION,
+    ProducerStateManager,
+    RebuildError,
+    has_producer,
+    is_control,
+    rebuild,
+)
+from impl.record_walk import end_marker, timestamps_and_keys
 from impl.segment import DELETED_SUFFIX, LogSegment, filename_prefix
 from impl.split import replace_segments
 from impl.storage import Storage
@@ -49,6 +58,14 @@ def storage_errors(method):
             raise LogError(STORAGE_ERROR, f"{where}: {e.strerror or e} during {method.__name__}") from None
 
     return wrapper
+
+
+def _origin(headers, leader: bool) -> str:
+    """AppendOrigin: a follower's fetch is REPLICATION, a leader's end marker the transaction
+    coordinator's (WriteTxnMarkers), any other leader append a client's produce request."""
+    if not leader:
+        return REPLICATION
+    return COORDINATOR if headers and is_control(headers[0]) else CLIENT
 
 
 @attrs.frozen
@@ -298,32 +315,42 @@ class PartitionLog:
         if len(data) > self.config.segment_bytes:
             raise LogError("RecordBatchTooLargeException", f"{len(data)} bytes exceed segment.bytes")
         segment = self._maybe_roll(len(data), first, last, max_ts)
-        if leader:  # after the roll, before the write: a retry or a refusal writes nothing
-            duplicate = self._check_producers(headers)
-            if duplicate is not None:
-                return LogAppendInfo(*duplicate)
+        # after the roll, before the write: a retry or a refusal writes nothing
+        duplicate, pending, completed = self._analyse_producers(data, headers, _origin(headers, leader))
+        if duplicate is not None:
+            return LogAppendInfo(*duplicate)
         segment.append(last, data)
         # the batch is in the segment, the log end offset not yet moved: a fetch running now must not
         # see it (LogOffsetMetadata; the race step stops an append here)
         sync_point("UnifiedLog.append:written")
         self._update_log_end_offset(last + 1)
-        for h in headers:
-            self.producer_state.read(h)
+        self.producer_state.adopt(pending)
+        for txn in completed:  # each into the index of the segment written to
+            if txn.aborted:
+                segment.txn_index.append(self.producer_state.aborted(txn))
+            self.producer_state.complete(txn)
         self.producer_state.update_map_end(last + 1)
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
         return LogAppendInfo(first, last)
 
-    def _check_producers(self, headers) -> tuple[int, int] | None:
-        """analyzeAndValidateProducerState for a client's batches: the offsets of the batch one
-        repeats, if it does; else each idempotent one's epoch and sequence are checked."""
+    def _analyse_producers(self, data, headers, origin: str):
+        """analyzeAndValidateProducerState: (the offsets of the batch a client's repeats, None,
+        None), or (None, the producer state with the request applied to a copy, the transactions
+        it completes); a refused check raises and changes nothing."""
+        pending, completed = self.producer_state.scratch(), []
         for h in headers:
-            if idempotent(h):
+            if not has_producer(h):
+                continue
+            if origin == CLIENT:
                 duplicate = self.producer_state.duplicate_of(h)
                 if duplicate is not None:
-                    return duplicate
-                self.producer_state.validate(h)
-        return None
+                    return duplicate, None, None
+            marker = end_marker(data, h) if is_control(h) else None
+            txn = pending.append(h, marker, origin)
+            if txn is not None:
+                completed.append(txn)
+        return None, pending, completed
 
     def _validate_produce_request(self, data, headers) -> None:
         """LogValidator (§4.14): one v2 batch per produce request, base offset 0; on a compacted
@@ -434,6 +461,42 @@ class PartitionLog:
         self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
     ) -> bytes:
         """UnifiedLog.read with the log end offset (or ``max_offset``) as the upper bound."""
+        found = self._read(start_offset, max_bytes, max_offset, min_one_message)
+        return found[1] if isinstance(found, tuple) else b""
+
+    @storage_errors
+    def read_committed(self, start_offset: int, max_bytes: int, min_one_message: bool = True):
+        """A fetch at read_committed: up to the last stable offset, with the (producer id, first
+        offset) of each aborted transaction the fetched range overlaps (LocalLog.addAbortedTransactions):
+        the range ends at the offset-index entry at or past the fetch's end, else the next
+        segment's base, else the log end; the indexes are read from the fetch's segment on until
+        one's entries reach past it.  None for the transactions when no segment answered."""
+        found = self._read(start_offset, max_bytes, self.last_stable_offset(), min_one_message)
+        if not isinstance(found, tuple):
+            return b"", [] if found else None
+        segment, data = found
+        position = segment.translate_offset(start_offset).position
+        bound = segment.offset_index.get().fetch_upper_bound_offset(position, len(data))
+        higher = self.higher_segment(segment.base_offset)
+        upper = bound[0] if bound else higher.base_offset if higher else self.log_end_offset
+        aborted = []
+        while segment is not None:
+            txns, complete = segment.txn_index.collect_aborted_txns(start_offset, upper)
+            aborted += [(t.producer_id, t.first_offset) for t in txns]
+            if complete:
+                break
+            segment = self.higher_segment(segment.base_offset)
+        return data, aborted
+
+    def last_stable_offset(self) -> int:
+        """The first unstable offset (not below the log start), else the log end offset, which is
+        the high watermark with one replica."""
+        first = self.producer_state.first_unstable_offset()
+        return self.log_end_offset if first is None else min(max(first, self.log_start_offset), self.log_end_offset)
+
+    def _read(self, start_offset: int, max_bytes: int, max_offset: int | None, min_one_message: bool):
+        """(the segment that answered, its bytes); True if the range was empty before any
+        segment was read; None if no segment answered."""
         if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
             raise LogError(
                 "OffsetOutOfRangeException",
@@ -443,7 +506,7 @@ class PartitionLog:
         if max_offset < self.log_start_offset or max_offset > self.log_end_offset:
             raise LogError("OffsetOutOfRangeException", f"max offset {max_offset} is outside the log")
         if start_offset >= max_offset:
-            return b""
+            return True
         max_base, max_position = self._offset_metadata(max_offset)
         segment = self.floor_segment(start_offset)
         while segment is not None:
@@ -455,9 +518,9 @@ class PartitionLog:
                 limit = None
             data = segment.read(start_offset, max_bytes, limit, min_one_message)
             if data is not None:
-                return data
+                return segment, data
             segment = self.higher_segment(segment.base_offset)
-        return b""
+        return None
 
     @storage_errors
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:

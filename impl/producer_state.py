@@ -4,21 +4,25 @@ written, read and deleted through :mod:`impl.storage` as Kafka does it (no temp 
 fsync: the write is in place, and only a close or a load syncs it; a roll leaves the sync to the
 post-roll flush).
 
-Producers come from the batches of idempotent producers (an append, the rebuild's scan, a
-segment's recovery) and from the snapshots: an entry goes into the next snapshot, in
-java.util.HashMap's order, and a load drops it once expired.  Transactional and control batches are
-not read yet (issue 32).
+Producers come from the batches of idempotent and transactional producers and from the
+end-transaction markers (an append, the rebuild's scan, a segment's recovery) and from the
+snapshots: an entry goes into the next snapshot, in java.util.HashMap's order, and a load drops it
+once expired unless its transaction is open.  The open transactions give the first unstable offset;
+a completed one that aborted goes into its segment's transaction index (docs/producer-state.md
+section 9).
 """
 
 from __future__ import annotations
 
 import re
 import struct
+from typing import NamedTuple
 
 import crc32c
 
 from impl.errors import LogError, LogFormatError
 from impl.segment import filename_prefix
+from impl.txn_index import AbortedTxn
 
 SUFFIX = ".snapshot"
 DELETED = SUFFIX + ".deleted"
@@ -32,7 +36,15 @@ _LONG = re.compile(r"[+-]?[0-9]+")
 
 INT_MAX = 2**31 - 1
 KEPT_BATCHES = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
-_TRANSACTIONAL_OR_CONTROL = 0x30  # v2 attribute bits 4 and 5
+_TRANSACTIONAL, _CONTROL = 0x10, 0x20  # v2 attribute bits 4 and 5
+CLIENT, COORDINATOR, REPLICATION = "client", "coordinator", "replication"  # AppendOrigin
+
+
+class CompletedTxn(NamedTuple):
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
 
 
 class CorruptSnapshot(Exception):
@@ -44,10 +56,17 @@ def _next_sequence(sequence: int, delta: int) -> int:
     return sequence + delta if sequence <= INT_MAX - delta else delta - (INT_MAX - sequence) - 1
 
 
-def idempotent(h) -> bool:
-    """A v2 batch of an idempotent producer, neither transactional nor a control batch (those are
-    not read yet: issue 32)."""
-    return h.magic >= 2 and h.producer_id >= 0 and not h.attributes & _TRANSACTIONAL_OR_CONTROL
+def has_producer(h) -> bool:
+    """RecordBatch.hasProducerId: a v2 batch with a producer id."""
+    return h.magic >= 2 and h.producer_id >= 0
+
+
+def is_control(h) -> bool:
+    return h.magic >= 2 and bool(h.attributes & _CONTROL)
+
+
+def _empty(pid: int) -> tuple:
+    return (pid, -1, -1, -1, 0, -1, -1, -1)  # ProducerStateEntry.empty
 
 
 class BadSnapshotName(ValueError):
@@ -113,6 +132,7 @@ class ProducerStateManager:
         self.snapshots = self._list()  # offset → path, as Kafka's map holds them
         self.producers: dict[int, tuple] = {}  # id → snapshot entry, in insertion order
         self.batches: dict[int, list[tuple[int, int, int]]] = {}  # id → last batches: (last seq, last offset, delta)
+        self.ongoing: dict[int, int] = {}  # an open transaction's first offset → its producer id
         self.map_end = 0
         self.last_snap = 0
 
@@ -173,14 +193,17 @@ class ProducerStateManager:
                 return offset - delta, offset
         return None
 
-    def validate(self, h) -> None:
-        """A client's batch: InvalidProducerEpochException below the producer's epoch; a new epoch
-        opens at sequence 0 (any, for a producer without one); else the next sequence."""
+    def validate(self, h, origin: str = CLIENT) -> None:
+        """A data batch: InvalidProducerEpochException below the producer's epoch (a follower's is
+        let through); a client's new epoch opens at sequence 0 (any, for a producer without one),
+        else its next sequence follows."""
         entry = self.producers.get(h.producer_id)
         epoch = entry[1] if entry is not None else -1
         where = f"producer {h.producer_id} at offset {h.offset}"
-        if h.producer_epoch < epoch:
+        if h.producer_epoch < epoch and origin != REPLICATION:
             raise LogError("InvalidProducerEpochException", f"{where}: epoch {h.producer_epoch} is below {epoch}")
+        if origin != CLIENT:
+            return
         if h.producer_epoch != epoch:
             if h.base_sequence != 0 and epoch != -1:
                 raise LogError("OutOfOrderSequenceException", f"{where}: a new epoch opens at {h.base_sequence}")
@@ -190,21 +213,90 @@ class ProducerStateManager:
         if not (h.base_sequence == last + 1 or (h.base_sequence == 0 and last == INT_MAX)):
             raise LogError("OutOfOrderSequenceException", f"{where}: sequence {h.base_sequence} after {last}")
 
-    def read(self, h) -> None:
+    def append(self, h, marker, origin: str) -> CompletedTxn | None:
+        """UnifiedLog.updateProducers for batch ``h`` with a producer id (``marker``: its end
+        marker, if a control batch): checked, then applied; the transaction it completes."""
+        if is_control(h):
+            if marker is None:  # a control batch with no record: the entry, nothing more
+                self.producers.setdefault(h.producer_id, _empty(h.producer_id))
+                return None
+            return self._end_transaction(h, marker, origin)
+        self.validate(h, origin)
+        self.update(h)
+        return None
+
+    def read(self, h, marker=None, txn_index=None) -> None:
         """A batch read back from the log (a rebuild's scan, a recovery): its producer, if any, moves
-        to it unchecked (origin REPLICATION)."""
-        if idempotent(h):
-            self.update(h)
+        to it unchecked (origin REPLICATION); a transaction it completes closes, into ``txn_index``
+        (a recovery's) if it aborted."""
+        if has_producer(h):
+            completed = self.append(h, marker, REPLICATION)
+            if completed is not None:
+                if completed.aborted and txn_index is not None:
+                    txn_index.append(self.aborted(completed))
+                self.complete(completed)
 
     def update(self, h) -> None:
-        """The producer of batch ``h`` moves to it (unchecked: ``validate`` ran for a client's)."""
+        """The producer of data batch ``h`` moves to it (unchecked: ``validate`` ran); a
+        transactional one opens its transaction, a plain one inside one is refused."""
         pid = h.producer_id
         old = self.producers.get(pid)
         coordinator, txn = (old[6], old[7]) if old is not None else (-1, -1)
+        transactional = bool(h.attributes & _TRANSACTIONAL)
+        if txn >= 0 and not transactional:
+            raise LogError("InvalidTxnStateException", f"producer {pid} at offset {h.offset} is in a transaction")
+        if txn < 0 and transactional:
+            txn = h.offset
+            self.ongoing[txn] = pid
         kept = self.batches.get(pid, []) if old is not None and old[1] == h.producer_epoch else []
         seq, delta = _next_sequence(h.base_sequence, h.last_offset_delta), h.last_offset - h.offset
         self.batches[pid] = [*kept[-(KEPT_BATCHES - 1) :], (seq, h.last_offset, delta)]
         self.producers[pid] = (pid, h.producer_epoch, seq, h.last_offset, delta, h.max_timestamp, coordinator, txn)
+
+    # --- transactions ----------------------------------------------------------------------------
+
+    def _end_transaction(self, h, marker, origin: str) -> CompletedTxn | None:
+        kind, coordinator_epoch, timestamp = marker
+        pid = h.producer_id
+        entry = self.producers.get(pid, _empty(pid))
+        where = f"producer {pid} at offset {h.offset}"
+        if origin != REPLICATION and h.producer_epoch < entry[1]:
+            raise LogError("InvalidProducerEpochException", f"{where}: epoch {h.producer_epoch} is below {entry[1]}")
+        if origin != REPLICATION and entry[6] > coordinator_epoch:
+            raise LogError(
+                "TransactionCoordinatorFencedException", f"{where}: coordinator epoch {coordinator_epoch} below {entry[6]}"
+            )
+        completed = CompletedTxn(pid, entry[7], h.offset, kind == "ABORT") if entry[7] >= 0 else None
+        seq, offset, delta = entry[2:5]
+        if entry[1] != h.producer_epoch:
+            self.batches[pid] = []
+            seq, offset, delta = -1, -1, 0
+        self.producers[pid] = (pid, h.producer_epoch, seq, offset, delta, timestamp, coordinator_epoch, -1)
+        return completed
+
+    def aborted(self, txn: CompletedTxn) -> AbortedTxn:
+        """The index record of an aborted transaction, at the last stable offset of this moment:
+        the earliest open transaction of another producer, else the offset after the marker."""
+        lso = next((f for f in sorted(self.ongoing) if self.ongoing[f] != txn.producer_id), txn.last_offset + 1)
+        return AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso)
+
+    def complete(self, txn: CompletedTxn) -> None:
+        if self.ongoing.pop(txn.first_offset, None) is None:
+            raise LogError("IllegalArgumentException", f"transaction {tuple(txn)} was not started")
+
+    def first_unstable_offset(self) -> int | None:
+        return min(self.ongoing, default=None)
+
+    def scratch(self) -> ProducerStateManager:
+        """A copy of the producers to check a request on; :meth:`adopt` takes it once written."""
+        other = object.__new__(ProducerStateManager)
+        other.__dict__.update(self.__dict__)
+        other.producers, other.ongoing = dict(self.producers), dict(self.ongoing)
+        other.batches = {k: list(v) for k, v in self.batches.items()}
+        return other
+
+    def adopt(self, other: ProducerStateManager) -> None:
+        self.producers, self.batches, self.ongoing = other.producers, other.batches, other.ongoing
 
     # --- loading ---------------------------------------------------------------------------------
 
@@ -214,6 +306,7 @@ class ProducerStateManager:
         if log_end != self.map_end:
             self.producers.clear()
             self.batches.clear()
+            self.ongoing.clear()
             self._load_newest(log_start, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start)
@@ -235,6 +328,8 @@ class ProducerStateManager:
                 if e[7] >= 0 or now_ms - e[5] < PRODUCER_ID_EXPIRATION_MS:
                     self.producers[e[0]] = e
                     self.batches[e[0]] = [(e[2], e[3], e[4])] if e[3] >= 0 else []
+                    if e[7] >= 0:
+                        self.ongoing[e[7]] = e[0]
             self.last_snap = self.map_end = offset
             return
         self.last_snap = self.map_end = log_start
@@ -248,6 +343,7 @@ class ProducerStateManager:
             self._remove_and_delete(o)
         self.producers.clear()
         self.batches.clear()
+        self.ongoing.clear()
         self.last_snap = 0
         self.map_end = offset
 
@@ -323,7 +419,10 @@ def rebuild(psm: ProducerStateManager, segments, log_start: int, last_offset: in
             if segment.base_offset in to_snapshot:
                 psm.take_snapshot()
             try:
-                read += segment.scan_batches(start, last_offset if segment.base_offset == floor else None, psm.read)
+                read += segment.scan_batches(
+                    start, last_offset if segment.base_offset == floor else None,
+                    lambda h, segment=segment: has_producer(h) and psm.read(h, segment.marker(h)),
+                )  # fmt: skip
             except (LogFormatError, ValueError) as e:
                 raise RebuildError(segment, e) from None
     psm.update_map_end(last_offset)

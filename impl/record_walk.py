@@ -332,3 +332,26 @@ def offset_of_max_timestamp(buf, header) -> int | None:
     if header.magic == 0:
         return None
     return next((offset for offset, ts in lookup_records(buf, header) if ts == header.max_timestamp), None)
+
+
+def end_marker(buf, header, limit: int = LIMIT) -> tuple[str, int, int] | None:
+    """The end-transaction marker of the control batch ``header``: (``"ABORT"`` or ``"COMMIT"``,
+    coordinator epoch, the record's timestamp), from its first record (EndTransactionMarker:
+    key = version, type; value = version, coordinator epoch).  None for a batch with no record;
+    LogFormatError for a record too short or another control type."""
+    data, found = record_fields(buf, header, limit)
+    if not found:
+        return None
+    _offset, timestamp, key_at, value_at, _headers_at, _end = found[0]
+    key, value = _field(data, key_at), _field(data, value_at)
+    kind = {0: "ABORT", 1: "COMMIT"}.get(struct.unpack_from(">h", key, 2)[0] if key and len(key) >= 4 else None)
+    if kind is None:
+        raise LogFormatError(INVALID, "not-an-end-marker", header.position, "a control record that ends no transaction")
+    if value is None or len(value) < 6:
+        raise LogFormatError(INVALID, "invalid-end-txn-marker", header.position, "Invalid value size found for end transaction marker")
+    return kind, struct.unpack_from(">i", value, 2)[0], timestamp
+
+
+def _field(data, at: int) -> bytes | None:
+    n, p = _varint(data, at)
+    return None if n < 0 else bytes(data[p : p + n])

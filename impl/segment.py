@@ -22,7 +22,7 @@ from impl.errors import IndexFailure, LogError, LogFormatError
 from impl.file_records import BatchScan
 from impl.index import CORRUPT, ZERO_PADDED, LazyIndex, TimeIndex
 from impl.index_verify import ShadowIndexes, soundness_problem
-from impl.record_walk import base_offset, offset_of_max_timestamp, search_for_timestamp
+from impl.record_walk import base_offset, end_marker, offset_of_max_timestamp, search_for_timestamp
 from impl.storage import Storage
 from impl.txn_index import TransactionIndex
 
@@ -343,6 +343,11 @@ class LogSegment:
             last = header.last_offset
         return position if named is not None and named.offset <= key <= last else 0
 
+    def marker(self, h):
+        """The end-transaction marker of control batch ``h`` (:func:`impl.record_walk.end_marker`);
+        None for any other batch."""
+        return end_marker(self.view(), h) if h.magic >= 2 and h.attributes & 0x20 else None
+
     def scan_batches(self, start_offset: int, last_offset: int | None, each=lambda header: None) -> int:
         """rebuildProducerState's read of this segment: ``read(start_offset, Int.MaxValue,
         maxPosition)``, maxPosition where ``last_offset`` translates (None: the file's end), its
@@ -417,7 +422,7 @@ class LogSegment:
     def recover(self, epoch_cache=None) -> int:
         """§4.6: rebuild the indexes from the batches, truncate at the first invalid one; returns the
         bytes truncated, and leaves :attr:`recovered_map_end` and :attr:`recovered_producers` (the
-        headers of its idempotent batches) for the producer state.  Overflow and index refusals
+        headers of its batches with a producer id, each with its end marker) for the producer state.  Overflow and index refusals
         propagate."""
         offsets, times = self.offset_index.get(rebuild=True), self.time_index.get(rebuild=True)
         self.indexes_checked = True
@@ -445,7 +450,7 @@ class LogSegment:
                 if h.magic >= 2:
                     self.recovered_map_end = h.last_offset + 1
                     if h.producer_id >= 0:
-                        self.recovered_producers.append(h)
+                        self.recovered_producers.append((h, self.marker(h)))
                 if h.magic >= 2 and epoch_cache is not None and h.partition_leader_epoch >= 0:
                     latest = epoch_cache.latest_epoch()
                     if latest is None or h.partition_leader_epoch > latest:

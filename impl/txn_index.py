@@ -75,15 +75,17 @@ class TransactionIndex:
         return list(self.iter_entries())
 
     def truncate_to(self, offset: int) -> None:
+        """Cut before the first record ending at or past ``offset`` (its predecessor's last offset
+        kept in memory); nothing cut leaves the last offset in memory as it was (§3.7)."""
         if self._file is None:
             return
-        entries = self.all_entries()
-        for i, txn in enumerate(entries):
+        previous = None
+        for i, txn in enumerate(self.iter_entries()):
             if txn.last_offset >= offset:
                 self._file.truncate(i * SIZE)
-                self.last_offset = entries[i - 1].last_offset if i else None
+                self.last_offset = previous
                 return
-        self.last_offset = entries[-1].last_offset if entries else None
+            previous = txn.last_offset
 
     def reset(self) -> None:
         if self._file is not None:

@@ -490,6 +490,8 @@ class TransactionIndex:
         return out
 
     def truncate_to(self, offset: int) -> None:
+        """Cut before the first entry ending at or past ``offset``; the last offset in memory
+        becomes the entry before it.  Nothing cut: the last offset stays as it was."""
         if not self.exists:
             return
         entries = self.all_entries()
@@ -498,7 +500,6 @@ class TransactionIndex:
                 self.data = self.data[: i * ABORTED_TXN_SIZE]
                 self.last_offset = entries[i - 1].last_offset if i > 0 else None
                 return
-        self.last_offset = entries[-1].last_offset if entries else None
 
     def reset(self) -> None:
         if self.exists:

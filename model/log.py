@@ -24,7 +24,16 @@ from model.cleaner import clean
 from model.config import Config
 from model.errors import LogError
 from model.file_records import CORRUPT, iterate_file
-from model.producer_state import ProducerStateManager, RebuildError, read_producer, rebuild
+from model.producer_state import (
+    CLIENT,
+    COORDINATOR,
+    REPLICATION,
+    ProducerStateManager,
+    RebuildError,
+    aborted_txn,
+    append_batch,
+    rebuild,
+)
 from model.records import Batch
 from model.segment import Segment
 
@@ -234,30 +243,39 @@ class Log:
         if self.active.should_roll(max_ts, last, len(data), self.clock()):
             self.roll(first)
         batches = iterate_file(bytes(data)).batches
-        if leader:  # after the roll, before the write: a duplicate or a refusal writes nothing (rule 47)
-            duplicate = self._check_producers(batches)
-            if duplicate is not None:
-                return LogAppendInfo(*duplicate)
+        # after the roll, before the write: a duplicate or a refusal writes nothing (rule 47)
+        duplicate, pending, completed = self._analyse_producers(batches, _origin(batches, leader))
+        if duplicate is not None:
+            return LogAppendInfo(*duplicate)
         self.active.append(last, bytes(data), self.clock())
         self.set_log_end_offset(last + 1)
-        for batch in batches:
-            read_producer(self.producer_state, batch)
+        self.producer_state.adopt(pending)
+        for txn in completed:  # UnifiedLog.append: each into the active segment's index (rule 56)
+            if txn.aborted:
+                self.active.txn_index.append(aborted_txn(txn, self.producer_state.last_stable_offset(txn)))
+            self.producer_state.complete(txn)
         self.producer_state.update_map_end(last + 1)
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
         return LogAppendInfo(first, last)
 
-    def _check_producers(self, batches) -> tuple[int, int] | None:
-        """analyzeAndValidateProducerState for a client's batch of an idempotent producer: the
-        offsets of the batch it repeats, if it does; else its epoch and sequence are checked."""
+    def _analyse_producers(self, batches, origin: str):
+        """analyzeAndValidateProducerState: a client's batch that repeats one of its producer's
+        last five gives that batch's offsets (the duplicate); else every batch with a producer id
+        is applied to a copy of the producer state, the request refused on the first failing
+        check: the copy and the transactions the request completes."""
+        pending, completed = self.producer_state.scratch(), []
         for batch in batches:
-            h = batch.header()
-            if h.producer_id >= 0 and not (batch.is_control or batch.is_transactional):
-                duplicate = self.producer_state.duplicate_of(h)
+            if not batch.is_v2 or batch.header().producer_id < 0:
+                continue
+            if origin == CLIENT:
+                duplicate = self.producer_state.duplicate_of(batch.header())
                 if duplicate is not None:
-                    return duplicate
-                self.producer_state.validate(h)
-        return None
+                    return duplicate, None, None
+            txn = append_batch(pending, batch, origin)
+            if txn is not None:
+                completed.append(txn)
+        return None, pending, completed
 
     def _validate_produce_request(self, batches) -> None:
         """Kafka's LogValidator on a leader append (§4.14): a v2 produce request holds one batch,
@@ -320,13 +338,46 @@ class Log:
 
     # UnifiedLog.read / LocalLog.read
     def read(self, start: int, max_bytes: int, max_offset: int | None, min_one: bool) -> bytes:
+        found = self._read(start, max_bytes, max_offset, min_one)
+        return found[2] if isinstance(found, tuple) else b""
+
+    def read_committed(self, start: int, max_bytes: int, min_one: bool) -> tuple[bytes, list | None]:
+        """A fetch at read_committed (FetchIsolation.TXN_COMMITTED): up to the last stable offset,
+        with the aborted transactions (producer id, first offset) of the index entries the fetch
+        overlaps (LocalLog.addAbortedTransactions, rule 60); none at all (None) when no segment
+        answered."""
+        found = self._read(start, max_bytes, self.last_stable_offset(), min_one)
+        if not isinstance(found, tuple):
+            return b"", [] if found else None
+        seg, position, data = found
+        bound = seg.offset_index.fetch_upper_bound_offset(position, len(data))
+        later = self.after(seg.base_offset)
+        upper = bound[0] if bound else later[0].base_offset if later else self.log_end_offset
+        aborted = []
+        for s in [seg, *self.after(seg.base_offset)]:
+            txns, complete = s.txn_index.collect_aborted_txns(start, upper)
+            aborted += [(t.producer_id, t.first_offset) for t in txns]
+            if complete:
+                break
+        return data, aborted
+
+    def last_stable_offset(self) -> int:
+        """UnifiedLog.lastStableOffset with one replica (the high watermark is the log end):
+        the first unstable offset, raised to the log start, else the log end (rule 58)."""
+        first = self.producer_state.first_unstable_offset()
+        return self.log_end_offset if first is None else min(max(first, self.log_start_offset), self.log_end_offset)
+
+    def _read(self, start: int, max_bytes: int, max_offset: int | None, min_one: bool):
+        """The segment that answered, the position its answer starts at and the bytes; True when
+        the fetch was empty before any segment was asked (at or past ``max_offset``); None when
+        no segment answered."""
         if not self.log_start_offset <= start <= self.log_end_offset:
             raise LogError("OffsetOutOfRangeException", f"offset {start} outside the log")
         max_offset = self.log_end_offset if max_offset is None else max_offset
         if not self.log_start_offset <= max_offset <= self.log_end_offset:
             raise LogError("OffsetOutOfRangeException", f"max offset {max_offset} outside the log")
         if start >= max_offset:
-            return b""
+            return True
         limit_base, limit_position = self.active.base_offset, self.active.size
         if max_offset != self.log_end_offset:
             for s in [self.floor(max_offset)] + self.after(self.floor(max_offset).base_offset):
@@ -339,8 +390,8 @@ class Log:
             limit = s.size if s.base_offset < limit_base else limit_position if s.base_offset == limit_base else None
             data = s.read(start, max_bytes, limit, min_one)
             if data is not None:
-                return data
-        return b""
+                return s, s.batch_at_or_after(start).position, data
+        return None
 
     # UnifiedLog.fetchOffsetByTimestamp
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
@@ -518,6 +569,14 @@ class Log:
     def clean(self) -> dict:
         """One log-cleaner round (:func:`model.cleaner.clean`)."""
         return clean(self)
+
+
+def _origin(batches, leader: bool) -> str:
+    """AppendOrigin: a follower's fetch is REPLICATION; a leader's end-transaction marker comes
+    from the transaction coordinator (WriteTxnMarkers), any other batch from a client."""
+    if not leader:
+        return REPLICATION
+    return COORDINATOR if batches and batches[0].is_control else CLIENT
 
 
 def offset_of_max_timestamp(batch: Batch) -> int | None:

@@ -506,6 +506,8 @@ def segment_files(log: Log, indexes: bool = True) -> dict[str, bytes]:
         if indexes and not s.deleted:
             out[f"{prefix(s.base_offset)}.index"] = s.offset_index.file_bytes()
             out[f"{prefix(s.base_offset)}.timeindex"] = s.time_index.file_bytes()
+        if s.txn_index.exists and not s.deleted:  # not preallocated: compared also while unsettled
+            out[f"{prefix(s.base_offset)}.txnindex"] = s.txn_index.data
     return out
 
 
@@ -744,9 +746,10 @@ def _recover_segment(seg: Segment, segments: list[Segment], log: Log, outcome, p
     removed = _recover(seg, log, outcome, path)
     v2 = [b for b in iterate_file(bytes(seg.log)).batches if b.is_v2]
     for batch in v2:  # LogSegment.recover updates the producers of the batches it keeps
-        read_producer(psm, batch)
+        read_producer(psm, batch, seg.txn_index)
     if v2:
         psm.update_map_end(v2[-1].header().last_offset + 1)
+    _wrote(outcome, seg)
     psm.take_snapshot()
     return removed
 
@@ -784,13 +787,15 @@ def _load_segment_files(files, path, log, config, clock, jitter, outcome, mtimes
         txn = files.pop(f"{p}.txnindex", None)
         seg.offset_index = OffsetIndex.open_existing(base, config.segment_index_bytes, index_bytes or b"")
         seg.time_index = TimeIndex.open_existing(base, config.segment_index_bytes, time_bytes or b"")
+        if txn is not None:
+            seg.txn_index = TransactionIndex.open_existing(base, txn)
         reason = None
         if index_bytes is None:
             reason = f"{path}/{p}.index does not exist"
             outcome.took("5.3.3c .index missing: segment recovered")
         elif txn is not None:
             try:
-                TransactionIndex.open_existing(base, txn).sanity_check()
+                seg.txn_index.sanity_check()
             except IndexFailure as e:
                 reason = str(e)
                 outcome.took("5.3.3c corrupt txn index: segment recovered")
@@ -892,6 +897,7 @@ def _recover(seg: Segment, log: Log, outcome: LoadOutcome, path: str) -> int:
     new leader epochs found in v2 batches assigned."""
     outcome.recovered.append(seg.base_offset)
     outcome.log_bytes_read += seg.size  # LogSegment.recover reads the whole file
+    seg.txn_index.reset()  # rebuilt from the markers by the producer updates (rule 57)
     max_ts = (-1, seg.base_offset)  # recover leaves maxTimestampAndOffsetSoFar known, not lazy (§4.6)
     for batch in iterate_file(bytes(seg.log)).batches:
         h = batch.header()
@@ -948,3 +954,5 @@ def _wrote(outcome: LoadOutcome, seg: Segment) -> None:
     outcome.written[f"{p}.log"] = bytes(seg.log)
     outcome.written[f"{p}.index"] = seg.offset_index.file_bytes()
     outcome.written[f"{p}.timeindex"] = seg.time_index.file_bytes()
+    if seg.txn_index.exists:
+        outcome.written[f"{p}.txnindex"] = seg.txn_index.data

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import re
 import struct
+from typing import NamedTuple
 
 import attrs
 import crc32c
 
 from model.errors import LogError, RecordFormatError
 from model.file_records import framed
+from model.indexes import AbortedTxn
 from model.names import filename_prefix
 
 SUFFIX = ".snapshot"
@@ -133,6 +135,16 @@ def hashmap_order(keys: list[int]) -> list[int]:
     return sorted(keys, key=lambda k: (bucket(k), keys.index(k)))
 
 
+CLIENT, COORDINATOR, REPLICATION = "client", "coordinator", "replication"  # AppendOrigin
+
+
+class CompletedTxn(NamedTuple):
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
+
+
 @attrs.define(eq=False)
 class ProducerStateManager:
     """One partition's manager: ``snapshots`` (offset → file name) as Kafka lists them in memory,
@@ -145,6 +157,8 @@ class ProducerStateManager:
     last_snap: int = 0
     # producer id → its last batches, oldest first: (last sequence, last offset, offset delta)
     recent: dict[int, list[tuple[int, int, int]]] = attrs.Factory(dict)
+    # ongoingTxns: a transaction's first offset → its producer id (rule 54)
+    ongoing: dict[int, int] = attrs.Factory(dict)
 
     @classmethod
     def listing(cls, disk: dict[str, bytes]) -> ProducerStateManager:
@@ -183,16 +197,19 @@ class ProducerStateManager:
                 return offset - delta, offset
         return None
 
-    def validate(self, h) -> None:
-        """ProducerAppendInfo's checks of a client's batch (rule 47): an epoch below the producer's
-        is fenced; a new epoch starts at sequence 0 unless the producer had none; within an epoch
-        the sequence follows the last one (Int.MAX wraps to 0), any sequence for a producer Kafka
-        has no epoch for.  A follower's batches are not checked (origin REPLICATION)."""
+    def validate(self, h, origin: str = CLIENT) -> None:
+        """ProducerAppendInfo's checks of a data batch ``h`` (rule 47): an epoch below the
+        producer's is fenced, unless a follower wrote it (origin REPLICATION: only logged); a
+        client's new epoch starts at sequence 0 unless the producer had none; within an epoch the
+        sequence follows the last one (Int.MAX wraps to 0), any sequence for a producer Kafka has
+        no epoch for."""
         entry = self.producers.get(h.producer_id)
         current = entry[1] if entry else -1
         where = f"producer {h.producer_id} at offset {h.offset}"
-        if h.producer_epoch < current:
+        if h.producer_epoch < current and origin != REPLICATION:
             raise LogError("InvalidProducerEpochException", f"epoch {h.producer_epoch} of {where} is below {current}")
+        if origin != CLIENT:
+            return
         if h.producer_epoch != current:
             if h.base_sequence != 0 and current != -1:
                 raise LogError(
@@ -205,17 +222,76 @@ class ProducerStateManager:
         if not (h.base_sequence == last + 1 or (h.base_sequence == 0 and last == INT_MAX)):
             raise LogError("OutOfOrderSequenceException", f"sequence {h.base_sequence} of {where} follows {last}")
 
-    def update(self, h) -> None:
-        """ProducerStateManager.update from batch ``h`` of an idempotent producer (rule 45): a new
-        epoch forgets the producer's batches; the batch becomes its last (five are kept); the entry
-        keeps its place in the map's insertion order."""
+    def update(self, h, transactional: bool = False) -> None:
+        """ProducerStateManager.update from data batch ``h`` (rules 45, 53): a new epoch forgets
+        the producer's batches; the batch becomes its last (five are kept); the entry keeps its
+        place in the map's insertion order.  A transactional batch opens the producer's transaction
+        if none is open; a plain one while one is open is refused (InvalidTxnStateException)."""
         pid = h.producer_id
-        entry = self.producers.get(pid, (pid, -1, NO_SEQUENCE, -1, 0, -1, -1, -1))
+        entry = self.producers.get(pid, _empty(pid))
+        txn = entry[7]
+        if txn >= 0 and not transactional:
+            raise LogError("InvalidTxnStateException", f"producer {pid} at offset {h.offset} is in a transaction")
+        if txn < 0 and transactional:
+            txn = h.offset
+            self.ongoing[h.offset] = pid
         if entry[1] != h.producer_epoch:
             self.recent[pid] = []
         seq, delta = last_sequence(h.base_sequence, h.last_offset_delta), h.last_offset - h.offset
         self.recent[pid] = [*self.recent.get(pid, [])[-(BATCHES_TO_RETAIN - 1) :], (seq, h.last_offset, delta)]
-        self.producers[pid] = (pid, h.producer_epoch, seq, h.last_offset, delta, h.max_timestamp, entry[6], entry[7])
+        self.producers[pid] = (pid, h.producer_epoch, seq, h.last_offset, delta, h.max_timestamp, entry[6], txn)
+
+    # --- transactions (section 9, rules 53–60) ------------------------------------------------------
+
+    def end_transaction(self, h, marker, origin: str) -> CompletedTxn | None:
+        """ProducerAppendInfo.appendEndTxnMarker (rule 55) for the marker record ``marker`` of
+        control batch ``h``: its epoch and coordinator epoch are checked (refused unless from a
+        follower); the producer's open transaction, if any, is the one it completes; the entry
+        takes the marker's epoch (a new one forgets the batches), coordinator epoch and timestamp,
+        and no longer has a transaction."""
+        pid = h.producer_id
+        entry = self.producers.get(pid, _empty(pid))
+        where = f"producer {pid} at offset {h.offset}"
+        if origin != REPLICATION:
+            if h.producer_epoch < entry[1]:
+                raise LogError("InvalidProducerEpochException", f"epoch {h.producer_epoch} of {where} is below {entry[1]}")
+            if entry[6] > marker.coordinator_epoch:
+                raise LogError(
+                    "TransactionCoordinatorFencedException",
+                    f"coordinator epoch {marker.coordinator_epoch} of {where} is below {entry[6]}",
+                )
+        completed = CompletedTxn(pid, entry[7], h.offset, marker.control_type == "ABORT") if entry[7] >= 0 else None
+        seq, offset, delta = entry[2:5]
+        if entry[1] != h.producer_epoch:
+            self.recent[pid] = []
+            seq, offset, delta = NO_SEQUENCE, -1, 0
+        self.producers[pid] = (pid, h.producer_epoch, seq, offset, delta, marker.timestamp, marker.coordinator_epoch, -1)
+        return completed
+
+    def last_stable_offset(self, txn: CompletedTxn) -> int:
+        """PSM.lastStableOffset (rule 56): the first offset of the earliest open transaction of
+        another producer (the markers' own request included), else the offset after the marker."""
+        return next((first for first in sorted(self.ongoing) if self.ongoing[first] != txn.producer_id), txn.last_offset + 1)
+
+    def complete(self, txn: CompletedTxn) -> None:
+        """PSM.completeTxn: the transaction is no longer open (rule 57)."""
+        if self.ongoing.pop(txn.first_offset, None) is None:
+            raise LogError("IllegalArgumentException", f"transaction {txn} was not started")
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open transaction (rule 58)."""
+        return min(self.ongoing, default=None)
+
+    def scratch(self) -> ProducerStateManager:
+        """A copy to analyse a request on: Kafka applies a request's producer updates only once
+        every batch passed (analyzeAndValidateProducerState, then update)."""
+        return attrs.evolve(
+            self, producers=dict(self.producers), recent={k: list(v) for k, v in self.recent.items()},
+            ongoing=dict(self.ongoing),
+        )  # fmt: skip
+
+    def adopt(self, other: ProducerStateManager) -> None:
+        self.producers, self.recent, self.ongoing = other.producers, other.recent, other.ongoing
 
     # --- loading (rules 27, 35) ---------------------------------------------------------------------
 
@@ -231,6 +307,7 @@ class ProducerStateManager:
         if log_end != self.map_end:
             self.producers.clear()
             self.recent.clear()
+            self.ongoing.clear()
             self._load_from_snapshot(log_start, now_ms)
         else:
             self.on_log_start_offset_incremented(log_start)
@@ -252,6 +329,8 @@ class ProducerStateManager:
                 if not _expired(entry, now_ms):
                     self.producers[entry[0]] = entry
                     self.recent[entry[0]] = [(entry[2], entry[3], entry[4])] if entry[3] >= 0 else []
+                    if entry[7] >= 0:  # loadProducerEntry: an open transaction (rule 59)
+                        self.ongoing[entry[7]] = entry[0]
             self.last_snap = self.map_end = offset
             return
         self.last_snap = self.map_end = log_start
@@ -268,6 +347,7 @@ class ProducerStateManager:
             self._remove_and_delete(o)
         self.producers.clear()
         self.recent.clear()
+        self.ongoing.clear()
         self.last_snap = 0
         self.map_end = offset
 
@@ -362,11 +442,42 @@ def _scan(psm: ProducerStateManager, seg, start: int, last_offset: int | None) -
     return read
 
 
-def read_producer(psm: ProducerStateManager, batch) -> None:
+def _empty(pid: int) -> tuple:
+    """ProducerStateEntry.empty: no epoch, no batch, no timestamp, coordinator epoch −1."""
+    return (pid, -1, NO_SEQUENCE, -1, 0, -1, -1, -1)
+
+
+def append_batch(psm: ProducerStateManager, batch, origin: str) -> CompletedTxn | None:
+    """UnifiedLog.updateProducers for one batch carrying a producer id: a data batch is checked
+    (:meth:`ProducerStateManager.validate`) and becomes the producer's last; a marker ends its
+    transaction; a control batch with no record changes nothing but makes the entry (rule 55).
+    The completed transaction, if any."""
+    h = batch.header()
+    if batch.is_control:
+        records = batch.records()
+        if not records:
+            psm.producers.setdefault(h.producer_id, _empty(h.producer_id))
+            return None
+        if records[0].control_type not in ("ABORT", "COMMIT"):
+            raise LogError("IllegalArgumentException", f"control record type {records[0].control_type} at offset {h.offset} ends no transaction")
+        return psm.end_transaction(h, records[0], origin)
+    psm.validate(h, origin)
+    psm.update(h, batch.is_transactional)
+    return None
+
+
+def read_producer(psm: ProducerStateManager, batch, txn_index=None) -> None:
     """A batch read back from the log (the rebuild's scan, a segment's recovery) updates its
-    producer, unchecked (origin REPLICATION, rule 45).  Transactional and control batches are not
-    read yet (issue 32)."""
-    if batch.is_v2 and not (batch.is_control or batch.is_transactional):
-        h = batch.header()
-        if h.producer_id >= 0:
-            psm.update(h)
+    producer, unchecked (origin REPLICATION, rule 45); a transaction it completes is no longer
+    open, and segment recovery (``txn_index``) writes an aborted one to the segment's index at the
+    last stable offset of that moment (rule 57)."""
+    if batch.is_v2 and batch.header().producer_id >= 0:
+        completed = append_batch(psm, batch, REPLICATION)
+        if completed is not None:
+            if txn_index is not None and completed.aborted:
+                txn_index.append(aborted_txn(completed, psm.last_stable_offset(completed)))
+            psm.complete(completed)
+
+
+def aborted_txn(txn: CompletedTxn, last_stable_offset: int) -> AbortedTxn:
+    return AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, last_stable_offset)

@@ -14,7 +14,7 @@ import attrs
 from model.config import Config
 from model.errors import CORRUPT_RECORD, LogError, RecordFormatError
 from model.file_records import framed, framed_batches, iterate_file, search_for_offset
-from model.indexes import OffsetIndex, TimeIndex
+from model.indexes import OffsetIndex, TimeIndex, TransactionIndex
 from model.names import filename_prefix
 from model.records import V2_HEADER_SIZE, Batch
 
@@ -42,8 +42,11 @@ class Segment:
     mtime_ms: int = 0
     deleted: bool = False  # files renamed with the .deleted suffix
     lazy_entry: tuple[int, int] | None = None  # the max timestamp as loaded from the time index
+    txn_index: TransactionIndex = None  # the .txnindex: a file once it exists (§3.7)
 
     def __attrs_post_init__(self):
+        if self.txn_index is None:
+            self.txn_index = TransactionIndex(self.base_offset)
         if self.offset_index is None:
             self.offset_index = OffsetIndex.create(self.base_offset, self.config.segment_index_bytes)
         if self.time_index is None:
@@ -229,6 +232,7 @@ class Segment:
         batch = self.batch_at_or_after(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.offset_index.resize(self.config.segment_index_bytes)
         self.time_index.resize(self.config.segment_index_bytes)
         removed = 0

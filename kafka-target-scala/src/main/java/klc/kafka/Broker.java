@@ -289,6 +289,10 @@ final class Broker {
      *  append at the latest inter-broker protocol); a follower's carries no epoch in 2.x. */
     ObjectNode append(Log log, byte[] data, boolean leader, int leaderEpoch) {
         MemoryRecords records = MemoryRecords.readableRecords(ByteBuffer.wrap(data));
+        if (leader && records.batches().iterator().hasNext() && records.batches().iterator().next().isControlBatch()) {
+            throw new Unsupported("an end-transaction marker as leader: this adapter does not write as the "
+                    + "transaction coordinator on Kafka " + Release.version() + " yet");
+        }
         LogAppendInfo info = leader
                 ? (LogAppendInfo) Scala.call(log, "appendAsLeader", records, leaderEpoch)
                 : log.appendAsFollower(records);
@@ -318,6 +322,11 @@ final class Broker {
         } finally {
             log.updateHighWatermark(log.logEndOffset());
         }
+    }
+
+    ObjectNode readCommitted(Log log, long offset, int maxBytes, boolean minOne) {
+        throw new Unsupported("a read_committed fetch: this adapter does not read aborted transactions on Kafka "
+                + Release.version() + " yet");
     }
 
     /** Kafka 2.x's fetchOffsetByTimestamp knows two special timestamps, −1 (latest) and −2

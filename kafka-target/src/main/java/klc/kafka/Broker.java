@@ -16,7 +16,10 @@ import org.apache.kafka.server.util.FileLock;
 import org.apache.kafka.storage.internals.epoch.LeaderEpochFileCache;
 import org.apache.kafka.storage.internals.log.CleanerConfig;
 import org.apache.kafka.storage.internals.log.EpochEntry;
+import org.apache.kafka.server.common.RequestLocal;
+import org.apache.kafka.storage.internals.log.AppendOrigin;
 import org.apache.kafka.storage.internals.log.FetchDataInfo;
+import org.apache.kafka.storage.internals.log.VerificationGuard;
 import org.apache.kafka.storage.internals.log.LazyIndex;
 import org.apache.kafka.storage.internals.log.LogAppendInfo;
 import org.apache.kafka.storage.internals.log.LogConfig;
@@ -229,9 +232,17 @@ final class Broker {
         return JSON.createObjectNode();
     }
 
+    /** A leader's end-transaction marker is written as the transaction coordinator's
+     *  WriteTxnMarkers request writes it (origin COORDINATOR), at transaction version 0 (the
+     *  classic protocol, whose markers keep the producer's epoch); any other leader append is a
+     *  client's produce request. */
     ObjectNode append(UnifiedLog log, byte[] data, boolean leader, int leaderEpoch) throws IOException {
         MemoryRecords records = MemoryRecords.readableRecords(ByteBuffer.wrap(data));
-        LogAppendInfo info = leader ? log.appendAsLeader(records, leaderEpoch) : log.appendAsFollower(records, leaderEpoch);
+        boolean marker = records.batches().iterator().hasNext() && records.batches().iterator().next().isControlBatch();
+        LogAppendInfo info = !leader ? log.appendAsFollower(records, leaderEpoch)
+                : marker ? log.appendAsLeader(records, leaderEpoch, AppendOrigin.COORDINATOR, RequestLocal.noCaching(),
+                        VerificationGuard.SENTINEL, (short) 0)
+                : log.appendAsLeader(records, leaderEpoch);
         ObjectNode out = JSON.createObjectNode();
         out.put("first", info.firstOffset());
         out.put("last", info.lastOffset());
@@ -258,6 +269,20 @@ final class Broker {
         } finally {
             log.updateHighWatermark(log.logEndOffset());
         }
+    }
+
+    /** A consumer's fetch at read_committed: up to the last stable offset, with the aborted
+     *  transactions the fetched range overlaps (null: the fetch answered none at all). */
+    ObjectNode readCommitted(UnifiedLog log, long offset, int maxBytes, boolean minOne) throws IOException {
+        FetchDataInfo info = log.read(offset, maxBytes, FetchIsolation.TXN_COMMITTED, minOne);
+        ObjectNode out = JSON.createObjectNode().put("bytes", HEX.formatHex(bytesOf(info.records)));
+        if (info.abortedTransactions.isEmpty()) {
+            out.putNull("aborted");
+        } else {
+            var aborted = out.putArray("aborted");
+            info.abortedTransactions.get().forEach(t -> aborted.addArray().add(t.producerId()).add(t.firstOffset()));
+        }
+        return out;
     }
 
     ObjectNode offsetForTimestamp(UnifiedLog log, long timestamp) {

@@ -45,6 +45,10 @@ final class Steps {
                         (int) number(r, "leader_epoch"));
             case "roll": return broker.roll(log);
             case "read":
+                if (r.path("isolation").asText("read_uncommitted").equals("read_committed")) {
+                    return broker.readCommitted(log, number(r, "offset"), (int) number(r, "max_bytes"),
+                            r.path("min_one_message").asBoolean(true));
+                }
                 return broker.read(log, number(r, "offset"), (int) number(r, "max_bytes"),
                         r.path("max_offset").isNull() || r.path("max_offset").isMissingNode() ? null : number(r, "max_offset"),
                         r.path("min_one_message").asBoolean(true));
