@@ -236,6 +236,16 @@ class ProducerStateManager:
                     txn_index.append(self.aborted(completed))
                 self.complete(completed)
 
+    def reader(self, segment):
+        """What the rebuild's scan of ``segment`` calls for each batch it reads by framing: its
+        producer, if it has one, moves to it (a marker decoded from the segment)."""
+
+        def read(h) -> None:
+            if has_producer(h):
+                self.read(h, segment.marker(h))
+
+        return read
+
     def update(self, h) -> None:
         """The producer of data batch ``h`` moves to it (unchecked: ``validate`` ran); a
         transactional one opens its transaction, a plain one inside one is refused."""
@@ -264,7 +274,8 @@ class ProducerStateManager:
             raise LogError("InvalidProducerEpochException", f"{where}: epoch {h.producer_epoch} is below {entry[1]}")
         if origin != REPLICATION and entry[6] > coordinator_epoch:
             raise LogError(
-                "TransactionCoordinatorFencedException", f"{where}: coordinator epoch {coordinator_epoch} below {entry[6]}"
+                "TransactionCoordinatorFencedException",
+                f"{where}: coordinator epoch {coordinator_epoch} below {entry[6]}",
             )
         completed = CompletedTxn(pid, entry[7], h.offset, kind == "ABORT") if entry[7] >= 0 else None
         seq, offset, delta = entry[2:5]
@@ -419,10 +430,8 @@ def rebuild(psm: ProducerStateManager, segments, log_start: int, last_offset: in
             if segment.base_offset in to_snapshot:
                 psm.take_snapshot()
             try:
-                read += segment.scan_batches(
-                    start, last_offset if segment.base_offset == floor else None,
-                    lambda h, segment=segment: has_producer(h) and psm.read(h, segment.marker(h)),
-                )  # fmt: skip
+                last = last_offset if segment.base_offset == floor else None
+                read += segment.scan_batches(start, last, psm.reader(segment))
             except (LogFormatError, ValueError) as e:
                 raise RebuildError(segment, e) from None
     psm.update_map_end(last_offset)

@@ -348,7 +348,9 @@ def end_marker(buf, header, limit: int = LIMIT) -> tuple[str, int, int] | None:
     if kind is None:
         raise LogFormatError(INVALID, "not-an-end-marker", header.position, "a control record that ends no transaction")
     if value is None or len(value) < 6:
-        raise LogFormatError(INVALID, "invalid-end-txn-marker", header.position, "Invalid value size found for end transaction marker")
+        raise LogFormatError(
+            INVALID, "invalid-end-txn-marker", header.position, "Invalid value size found for end transaction marker"
+        )
     return kind, struct.unpack_from(">i", value, 2)[0], timestamp
 
 

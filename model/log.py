@@ -566,6 +566,10 @@ class Log:
         for s in self.segments:
             s.close()
 
+    def holds_transactions(self) -> bool:
+        """Whether a segment holds a transactional batch (a marker included)."""
+        return any(b.is_v2 and b.is_transactional for s in self.segments for b in s.batches())
+
     def clean(self) -> dict:
         """One log-cleaner round (:func:`model.cleaner.clean`)."""
         return clean(self)

@@ -254,7 +254,9 @@ class ProducerStateManager:
         where = f"producer {pid} at offset {h.offset}"
         if origin != REPLICATION:
             if h.producer_epoch < entry[1]:
-                raise LogError("InvalidProducerEpochException", f"epoch {h.producer_epoch} of {where} is below {entry[1]}")
+                raise LogError(
+                    "InvalidProducerEpochException", f"epoch {h.producer_epoch} of {where} is below {entry[1]}"
+                )
             if entry[6] > marker.coordinator_epoch:
                 raise LogError(
                     "TransactionCoordinatorFencedException",
@@ -265,13 +267,24 @@ class ProducerStateManager:
         if entry[1] != h.producer_epoch:
             self.recent[pid] = []
             seq, offset, delta = NO_SEQUENCE, -1, 0
-        self.producers[pid] = (pid, h.producer_epoch, seq, offset, delta, marker.timestamp, marker.coordinator_epoch, -1)
+        self.producers[pid] = (
+            pid,
+            h.producer_epoch,
+            seq,
+            offset,
+            delta,
+            marker.timestamp,
+            marker.coordinator_epoch,
+            -1,
+        )
         return completed
 
     def last_stable_offset(self, txn: CompletedTxn) -> int:
         """PSM.lastStableOffset (rule 56): the first offset of the earliest open transaction of
         another producer (the markers' own request included), else the offset after the marker."""
-        return next((first for first in sorted(self.ongoing) if self.ongoing[first] != txn.producer_id), txn.last_offset + 1)
+        return next(
+            (first for first in sorted(self.ongoing) if self.ongoing[first] != txn.producer_id), txn.last_offset + 1
+        )
 
     def complete(self, txn: CompletedTxn) -> None:
         """PSM.completeTxn: the transaction is no longer open (rule 57)."""
@@ -459,7 +472,10 @@ def append_batch(psm: ProducerStateManager, batch, origin: str) -> CompletedTxn 
             psm.producers.setdefault(h.producer_id, _empty(h.producer_id))
             return None
         if records[0].control_type not in ("ABORT", "COMMIT"):
-            raise LogError("IllegalArgumentException", f"control record type {records[0].control_type} at offset {h.offset} ends no transaction")
+            raise LogError(
+                "IllegalArgumentException",
+                f"control record type {records[0].control_type} at offset {h.offset} ends no transaction",
+            )
         return psm.end_transaction(h, records[0], origin)
     psm.validate(h, origin)
     psm.update(h, batch.is_transactional)

@@ -23,6 +23,7 @@ import time
 import attrs
 
 from conformance import scenario as sc
+from conformance.scenario import Unsupported
 from conformance.targets import TargetBase, partition_state
 from conformance.targets.kafka_jvm import HALT_STATUS, KafkaTargetError, NoAdapter, shared
 
@@ -36,10 +37,6 @@ class KafkaRefusal(Exception):
     def __init__(self, kind: str, message: str):
         super().__init__(f"{kind}: {message}")
         self.kind = kind
-
-
-class Unsupported(Exception):
-    """A step or setting this target cannot express: the scenario is not judged on it."""
 
 
 class KafkaTarget(TargetBase):
