@@ -28,7 +28,7 @@ from conformance.crash_machine import make_crash_machine
 from conformance.exhaustive import SIZES, explore, split_scenario, sweep, workloads
 from conformance.impl_stack import impl_stack
 from conformance.log_machine import make_log_machine
-from conformance.properties import PropertyViolation
+from conformance.properties import READ_COMMITTED, PropertyViolation
 from conformance.runner import run
 from conformance.scenario import Scenario
 
@@ -114,6 +114,17 @@ def check_swap_states(module=None) -> None:
     swap_states.check_swap_states(module)
 
 
+def check_read_committed_alone(module=None, folder: str = CORPUS) -> None:
+    """The log cases judged to their end, raising on ``read-committed`` only: the property must
+    catch by itself what breaks it, whatever ``conforms`` says first."""
+    with impl_stack(module):
+        for path, scenario in corpus_scenarios(folder):
+            verdict = run(scenario, stop_at_first=False)
+            for v in verdict.violations:
+                if v.prop == READ_COMMITTED:
+                    raise PropertyViolation(v.prop, f"{os.path.basename(path)}: {v}")
+
+
 def check_regression_corpus(module=None) -> None:
     """Every named corpus case (conformance/regressions.py: log/, crash/, the historical-bug
     folders) on the simulated backend, stopping at the first violation."""
@@ -130,6 +141,7 @@ def check_regression_corpus(module=None) -> None:
 LOG_CHECKS = {
     "regression-corpus": check_regression_corpus,
     "log-scenarios": check_log_scenarios,
+    "read-committed-alone": check_read_committed_alone,
     "log-machine": check_log_machine,
     "crash-scenarios": check_crash_scenarios,
     "crash-machine": check_crash_machine,

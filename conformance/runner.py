@@ -36,6 +36,7 @@ from conformance.properties import (
     conforms,
     crash_recovery,
     index_agrees,
+    read_committed,
     storage_protocol,
 )
 from conformance.properties.crash_recovery import RecoveryTracker, Reference
@@ -48,7 +49,7 @@ from conformance.verdicts import Verdict, Violation, describe, own_frames, where
 from model.file_records import iterate_file
 
 # judged after every step, in this order, until the first violation
-STEP_FAMILIES = (conforms.judge, index_agrees.judge, clean_restart.judge)
+STEP_FAMILIES = (read_committed.judge, conforms.judge, index_agrees.judge, clean_restart.judge)
 
 
 def make_target(kind: str, scenario: sc.Scenario, backend: str = "sim") -> Target:

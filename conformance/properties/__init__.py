@@ -15,8 +15,9 @@ CLEAN_RESTART = "clean-restart"
 IDEMPOTENT_RECOVERY = "idempotent-recovery"
 ISOLATED = "isolated"
 BAD_INPUT = "bad-input"
+READ_COMMITTED = "read-committed"  # no aborted or open transaction's data at read_committed (issue 32)
 
-ALL = (CONFORMS, DURABLE, PREFIX, INDEX_AGREES, CLEAN_RESTART, IDEMPOTENT_RECOVERY, ISOLATED, BAD_INPUT)
+ALL = (CONFORMS, DURABLE, PREFIX, INDEX_AGREES, CLEAN_RESTART, IDEMPOTENT_RECOVERY, ISOLATED, BAD_INPUT, READ_COMMITTED)
 
 
 class PropertyViolation(AssertionError):

@@ -283,6 +283,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="aborted-transactions-left-out",
+        module="impl.log",
+        old="            aborted += [(t.producer_id, t.first_offset) for t in txns]\n",
+        new="            aborted += []\n",
+        description="a read at read_committed answers no aborted transaction, so the consumer keeps aborted data (rule 60); judged on impl alone, the read-committed property catches it without the model",
+        caught_by=("log-scenarios", "read-committed-alone"),
+    ),
+    Mutant(
         name="truncation-keeps-txn-index-entries",
         module="impl.segment",
         old="        self.txn_index.truncate_to(offset)\n",
