@@ -85,6 +85,8 @@ class LogMachine(RuleBasedStateMachine):
         self.epochs: dict[tuple[str, int], int] = {}
         # (partition, producer id) → its epoch, next sequence and last batch, as the producer sees them
         self.producers: dict[tuple, tuple[int, int, sc.BatchSpec | None]] = {}
+        self.transactional: set[tuple] = set()  # partitions a transactional batch was written to
+        self.coordinators: dict[tuple, int] = {}  # (partition, producer) → the coordinator epoch last written
         self.scores: dict[str, float] = {}
 
     def _up(self) -> bool:
@@ -194,10 +196,12 @@ class LogMachine(RuleBasedStateMachine):
         data=st.data(),
         producer=st.sampled_from((1, 2, 3)),
         kind=st.sampled_from(choices("idempotent append: sequence")),
+        transactional=st.sampled_from(choices("idempotent append: transactional")),
     )
-    def append_idempotent(self, tp, data, producer, kind):
-        """A produce request of an idempotent producer (docs/producer-state.md section 8): its next
-        batch, a retry of its last one, a sequence gap, a new epoch or an older one."""
+    def append_idempotent(self, tp, data, producer, kind, transactional):
+        """A produce request of an idempotent or transactional producer (docs/producer-state.md
+        sections 8 and 9): its next batch, a retry of its last one, a sequence gap, a new epoch or
+        an older one."""
         epoch, sequence, last = self.producers.get((tp, producer), (0, 0, None))
         if kind == "retry" and last is not None:
             batch = last
@@ -208,12 +212,44 @@ class LogMachine(RuleBasedStateMachine):
                 epoch = max(0, epoch - 1)
             elif kind == "gap":
                 sequence += data.draw(st.integers(1, 3), label="gap")
-            batch = sc.BatchSpec(self._records(data), producer=(producer, epoch, sequence))
+            batch = sc.BatchSpec(self._records(data), producer=(producer, epoch, sequence), transactional=transactional)
         leader_epoch = self._epoch(tp, data.draw(st.integers(0, 3), label="epoch"))
         result = self._do(sc.Append(tp[0], tp[1], (batch,), True, leader_epoch))
         if "last" in result and result["first"] >= self.leo.get(tp, 0):  # written, not a retry answered
             self.leo[tp] = result["last"] + 1
+            if transactional:
+                self.transactional.add(tp)
             self.producers[(tp, producer)] = (epoch, sequence + len(batch.records), batch)
+
+    @precondition(lambda self: self._up())
+    @rule(
+        tp=partitions,
+        data=st.data(),
+        producer=st.sampled_from((1, 2, 3)),
+        kind=st.sampled_from(choices("transaction marker")),
+    )
+    def end_transaction(self, tp, data, producer, kind):
+        """The coordinator's marker for a producer (docs/producer-state.md rule 55): COMMIT or
+        ABORT at the producer's epoch and the coordinator's epoch, or one a fenced coordinator or
+        an older producer epoch sends."""
+        epoch, sequence, last = self.producers.get((tp, producer), (0, 0, None))
+        coordinator = self.coordinators.get((tp, producer), 0)
+        if kind == "fenced coordinator":
+            coordinator = max(0, coordinator - 1)
+        elif kind == "older producer epoch":
+            epoch = max(0, epoch - 1)
+        else:
+            coordinator += data.draw(st.integers(0, 1), label="coordinator epoch step")
+        control = data.draw(st.sampled_from(("COMMIT", "ABORT")), label="control")
+        marker = sc.BatchSpec(
+            (sc.Rec(self.clock),), producer=(producer, epoch, -1), control=control, coordinator_epoch=coordinator
+        )
+        leader_epoch = self._epoch(tp, data.draw(st.integers(0, 3), label="epoch"))
+        result = self._do(sc.Append(tp[0], tp[1], (marker,), True, leader_epoch))
+        if "last" in result:
+            self.leo[tp] = result["last"] + 1
+            self.coordinators[(tp, producer)] = coordinator
+            self.transactional.add(tp)
 
     @precondition(lambda self: self._up())
     @rule(
@@ -244,8 +280,11 @@ class LogMachine(RuleBasedStateMachine):
     def read(self, tp, data, max_bytes, min_one):
         leo = self.leo.get(tp, 0)
         offset = data.draw(st.integers(-1, leo + 1), label="offset")
-        max_offset = data.draw(st.none() | st.integers(0, leo + 1), label="max_offset")
-        self._do(sc.Read(tp[0], tp[1], offset, max_bytes, max_offset, min_one))
+        isolation = data.draw(st.sampled_from(choices("read: isolation")), label="isolation")
+        max_offset = None
+        if isolation == "read_uncommitted":
+            max_offset = data.draw(st.none() | st.integers(0, leo + 1), label="max_offset")
+        self._do(sc.Read(tp[0], tp[1], offset, max_bytes, max_offset, min_one, isolation))
 
     @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data(), schedule=st.lists(st.integers(0, 1), max_size=10), swap=st.booleans())
@@ -339,6 +378,9 @@ class LogMachine(RuleBasedStateMachine):
         image it leaves is Kafka's to load)."""
         if "kafka" in self.targets:
             event("clean: not run on the kafka target")
+            return
+        if tp in self.transactional:  # the cleaner's transaction handling is not modelled (UNSUPPORTED)
+            event("clean: not run on a log with transactions")
             return
         result = self._do(sc.Clean(tp[0], tp[1]))
         groups = result.get("groups", [])

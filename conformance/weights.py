@@ -117,6 +117,14 @@ TABLE = (
     Weight("idempotent append: sequence", {"next": 4, "retry": 2, "gap": 1, "new epoch": 1, "older epoch": 1},
            "in order mostly; a retry is answered with the first one's offsets, a gap and an older epoch are "
            "refused, a new epoch opens at 0 (docs/producer-state.md rules 47-48)"),
+    Weight("idempotent append: transactional", {False: 2, True: 1},
+           "a transactional producer's batch opens or continues its transaction (docs/producer-state.md rule 53); "
+           "a plain one of a producer inside one is refused"),
+    Weight("transaction marker", {"current": 6, "fenced coordinator": 1, "older producer epoch": 1},
+           "COMMIT and ABORT close transactions and fill the txn index (rules 55-56); a fenced coordinator's and an "
+           "older epoch's markers are refused"),
+    Weight("read: isolation", {"read_uncommitted": 3, "read_committed": 1},
+           "read_committed stops at the last stable offset and answers the aborted transactions (rule 60)"),
     Weight("follower append: offset gap", {0: 2, 1: 1, 40: 1},
            "a follower's batches continue the log, or leave the gap a compacted leader's log has (§4.4)"),
     Weight("record key", {"a, b or c": 1, "any text": 1, "none": 1},

@@ -677,6 +677,7 @@ class PartitionLog:
         """Whether a segment holds a transactional batch (a marker included)."""
         return any(h.magic >= 2 and h.attributes & 0x10 for s in self.segments for h in BatchScan(s.view()))
 
+    @storage_errors
     def clean(self) -> dict:
         """One round of the log cleaner over the inactive segments (:func:`impl.cleaner.clean`):
         ``{"groups": [[source bases], ...]}``, plus ``"split"`` if an overflowed segment was split."""

@@ -302,6 +302,14 @@ LOG_MUTANTS = (
 
 CRASH_MUTANTS = (
     Mutant(
+        name="clean-io-error-escapes",
+        module="impl.log",
+        old="    @storage_errors\n    def clean(self) -> dict:\n",
+        new="    def clean(self) -> dict:\n",
+        description="an I/O error in a log-cleaner round escapes as an OSError instead of Kafka's KafkaStorageException, which takes the dir offline (pinned by corpora/crash/io-error-in-a-cleaning-round-is-a-storage-error.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="recovery-leaves-the-txn-index-empty",
         module="impl.loader",
         old="            txn_index = segment.txn_index  # rebuilt from the markers (a second pass gives the same)\n",
