@@ -17,7 +17,7 @@ from collections.abc import Callable
 import attrs
 
 from conformance import scenario as sc
-from conformance.properties import CONFORMS, DURABLE, INDEX_AGREES
+from conformance.properties import CONFORMS, DURABLE, INDEX_AGREES, PREFIX
 from model.indexes import TimeIndex
 from model.producer_state import REBUILDING
 
@@ -163,6 +163,30 @@ RETENTION_BY_A_DAMAGED_ENTRY = Finding(
     step_shape=_kafka_retained_by_a_damaged_entry,
 )
 
+def _overlapping_segments_loaded(step: sc.Step, results: dict, model) -> bool:
+    """An open after which a partition of the model's holds a segment whose base offset lies below
+    the next offset of the segment before it (the loader trusts the directory listing, §5.3), and
+    every target loaded it: ``conforms`` held before ``prefix`` was judged."""
+    if not isinstance(step, sc.Open) or model is None or not model.running:
+        return False
+    for p in model.manager.partitions.values():
+        segments = p.log.segments
+        if any(a.next_offset() > b.base_offset for a, b in zip(segments, segments[1:], strict=False)):
+            return True
+    return False
+
+
+SWAP_COMPLETED_OVER_A_LOST_DELETION = Finding(
+    name="swap-completed-over-a-deletion-a-crash-lost",
+    release="4.4.0",
+    prop=PREFIX,
+    summary="a start that completes an interrupted cleaning swap deletes the segments in the swap range and renames "
+    "the .swap with no directory fsync: a power loss keeping the rename and losing a deletion leaves two segments "
+    "over the same offsets, and the log's offsets go back at the next start",
+    step_shape=_overlapping_segments_loaded,
+)
+
+
 FINDINGS = (
     FULL_INDEX_MID_APPEND,
     LOOKUP_BY_A_LOST_MAX,
@@ -170,6 +194,7 @@ FINDINGS = (
     RETENTION_BY_A_DAMAGED_ENTRY,
     REBUILD_READS_A_TORN_SEGMENT,
     SEGMENT_INDEX_BYTES_BELOW_A_TIME_ENTRY,
+    SWAP_COMPLETED_OVER_A_LOST_DELETION,
 )
 
 
