@@ -163,6 +163,7 @@ RETENTION_BY_A_DAMAGED_ENTRY = Finding(
     step_shape=_kafka_retained_by_a_damaged_entry,
 )
 
+
 def _overlapping_segments_loaded(step: sc.Step, results: dict, model) -> bool:
     """An open after which a partition of the model's holds a segment whose base offset lies below
     the next offset of the segment before it (the loader trusts the directory listing, §5.3), and

@@ -264,7 +264,9 @@ class LogMachine(RuleBasedStateMachine):
         batches = []
         for _ in range(data.draw(st.integers(1, 2), label="batches")):
             records = self._records(data, leader=False)
-            batches.append(sc.BatchSpec(records, "none", base, epoch))
+            magic = data.draw(st.sampled_from(choices("follower append: magic")), label="magic")
+            codec = "none" if magic == 2 else data.draw(st.sampled_from(("none", "gzip")), label="legacy codec")
+            batches.append(sc.BatchSpec(records, codec, base, epoch, magic=magic))
             base += len(records)
         result = self._do(sc.Append(tp[0], tp[1], tuple(batches), False, 0))
         if "last" in result:

@@ -94,6 +94,7 @@ class BatchSpec:
     transactional: bool = False  # a transactional producer's data batch (needs ``producer``)
     control: str | None = None  # an end-transaction marker: "COMMIT" or "ABORT" (one record, §1.6)
     coordinator_epoch: int = 0  # the marker's transaction coordinator epoch
+    magic: int = 2  # 0 or 1: a follower's legacy message set (a message per record, or one wrapper)
 
 
 class Unsupported(Exception):
@@ -151,6 +152,7 @@ def _batch_json(b: BatchSpec, leader: bool) -> dict:
     return {
         "records": [attrs.asdict(r) for r in b.records],
         **({"codec": b.codec} if b.codec != "none" else {}),
+        **({"magic": b.magic} if b.magic != 2 else {}),
         **follower,
         **(dict(zip(PRODUCER_FIELDS, b.producer, strict=True)) if b.producer else {}),
         **({"transactional": True} if b.transactional else {}),
@@ -568,6 +570,8 @@ def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
             spec = _marker(b, bw)
         else:
             spec = _data_batch(b, bw)
+        if spec.magic < 2 and leader:
+            raise ScenarioError(f"{bw}: a leader append takes magic 2 batches (a follower's may be legacy)")
         base = _int(b, "base_offset", bw, 0, 0) if not leader else 0
         epoch = _int(b, "leader_epoch", bw, 0, 0, INT[1]) if not leader else 0
         out.append(attrs.evolve(spec, base_offset=base, leader_epoch=epoch))
@@ -575,6 +579,7 @@ def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
 
 
 _DATA_FIELDS = {
+    "magic",
     "records",
     "codec",
     "base_offset",
@@ -613,7 +618,10 @@ def _data_batch(b, bw: str) -> BatchSpec:
     transactional = _bool(b, "transactional", bw, False)
     if transactional and producer is None:
         raise ScenarioError(f"{bw}: a transactional batch gives {', '.join(PRODUCER_FIELDS)}")
-    return BatchSpec(tuple(recs), codec, producer=producer, transactional=transactional)
+    magic = _int(b, "magic", bw, 2, 0, 2)
+    if magic < 2 and (producer or codec == "zstd"):
+        raise ScenarioError(f"{bw}: a magic {magic} message set has no producer fields and no zstd codec")
+    return BatchSpec(tuple(recs), codec, producer=producer, transactional=transactional, magic=magic)
 
 
 def _marker(b: dict, bw: str) -> BatchSpec:
@@ -826,6 +834,9 @@ def append_bytes(step: Append) -> bytes:
         entries = [(r.timestamp, _utf8(r.key), _utf8(r.value)) for r in b.records]
         epoch = -1 if step.leader else b.leader_epoch
         pid, producer_epoch, sequence = b.producer or (-1, -1, -1)
+        if b.magic < 2:
+            out += _legacy_message_set(b)
+            continue
         if b.control:
             out += build_control_batch(
                 b.base_offset, MARKERS[b.control], b.records[0].timestamp, coordinator_epoch=b.coordinator_epoch,
@@ -837,6 +848,19 @@ def append_bytes(step: Append) -> bytes:
             producer_id=pid, producer_epoch=producer_epoch, base_sequence=sequence, transactional=b.transactional,
         )  # fmt: skip
     return out
+
+
+def _legacy_message_set(b: BatchSpec) -> bytes:
+    """A follower's legacy records (magic 0 or 1) from ``b.base_offset`` on: uncompressed, one
+    message per record; compressed, one wrapper holding them all (§1.8).  A magic 0 message has no
+    timestamp."""
+    entries = [(r.timestamp if b.magic == 1 else NO_TIMESTAMP, _utf8(r.key), _utf8(r.value)) for r in b.records]
+    if b.codec == "none":
+        return b"".join(
+            encode_legacy_message(b.magic, b.base_offset + i, key, value, ts)
+            for i, (ts, key, value) in enumerate(entries)
+        )
+    return build_legacy_wrapper(b.magic, CODECS[b.codec], b.base_offset + len(entries) - 1, entries)
 
 
 def append_requests(step: Append) -> list[bytes]:

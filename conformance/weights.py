@@ -125,6 +125,9 @@ TABLE = (
            "older epoch's markers are refused"),
     Weight("read: isolation", {"read_uncommitted": 3, "read_committed": 1},
            "read_committed stops at the last stable offset and answers the aborted transactions (rule 60)"),
+    Weight("follower append: magic", {2: 6, 1: 1, 0: 1},
+           "a leader's fetch may carry legacy message sets: appended as they are, they clear the leader-epoch cache "
+           "and roll by KAFKA-6264's guess (corpora/log/legacy-follower-appends.json)"),
     Weight("follower append: offset gap", {0: 2, 1: 1, 40: 1},
            "a follower's batches continue the log, or leave the gap a compacted leader's log has (§4.4)"),
     Weight("record key", {"a, b or c": 1, "any text": 1, "none": 1},

@@ -33,7 +33,7 @@ from impl.producer_state import (
     rebuild,
 )
 from impl.record_walk import end_marker, timestamps_and_keys
-from impl.segment import DELETED_SUFFIX, LogSegment, filename_prefix
+from impl.segment import DELETED_SUFFIX, INT32_MAX, LogSegment, filename_prefix
 from impl.split import replace_segments
 from impl.storage import Storage
 from impl.sync_points import sync_point
@@ -282,7 +282,7 @@ class PartitionLog:
         data = data[: scan.valid_bytes]  # trimInvalidBytes: a trailing partial batch is dropped
         last, monotonic = -1, True
         for h in headers:
-            if h.magic < 2:
+            if h.magic < 2 and leader:
                 raise LogError("UnsupportedForMessageFormatException", f"batch at {h.position} has magic {h.magic}")
             if h.size > self.config.max_message_bytes:
                 raise LogError("RecordTooLargeException", f"batch of {h.size} bytes at {h.position}")
@@ -303,18 +303,25 @@ class PartitionLog:
         else:
             if not monotonic:
                 raise LogError("OffsetsOutOfOrderException", "offsets in the append are not strictly increasing")
-            if headers[0].offset < self.log_end_offset:
+            # a legacy first batch is checked by its last offset (its base needs decompressing)
+            checked = headers[0].offset if headers[0].magic >= 2 else headers[0].last_offset
+            if checked < self.log_end_offset:
                 raise LogError(
                     "UnexpectedAppendOffsetException",
-                    f"first offset {headers[0].offset} is less than the next offset {self.log_end_offset}",
+                    f"first offset {checked} is less than the next offset {self.log_end_offset}",
                 )
         max_ts = max(-1, *(h.max_timestamp for h in headers))
-        first, last = headers[0].offset, headers[-1].last_offset
+        first, last = headers[0].offset if headers[0].magic >= 2 else -1, headers[-1].last_offset
         for h in headers:
-            self.epoch_cache.assign(h.partition_leader_epoch, h.offset)
+            if h.magic >= 2:
+                self.epoch_cache.assign(h.partition_leader_epoch, h.offset)
+            elif self.epoch_cache.entries:  # a legacy append clears the cache and its checkpoint
+                self.epoch_cache.clear_and_flush()
         if len(data) > self.config.segment_bytes:
             raise LogError("RecordBatchTooLargeException", f"{len(data)} bytes exceed segment.bytes")
-        segment = self._maybe_roll(len(data), first, last, max_ts)
+        # no first offset (a legacy first batch): a roll goes to the last offset less Int.MAX,
+        # raised to the log end offset (KAFKA-6264's guess)
+        segment = self._maybe_roll(len(data), first if first >= 0 else last - INT32_MAX, last, max_ts)
         # after the roll, before the write: a retry or a refusal writes nothing
         duplicate, pending, completed = self._analyse_producers(data, headers, _origin(headers, leader))
         if duplicate is not None:

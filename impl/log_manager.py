@@ -341,6 +341,14 @@ class LogManager:
         path = f"{state.path}/{name}"
         tp = (topic, partition)
         self.scheduler.adopt(loader.deferred)
+        if loaded.error is not None and loaded.io_error:  # Kafka's failure channel: at once
+            state.queued_offline = state.queued_offline or loaded.error
+        if loaded.error is None and state.queued_offline is not None and log.producer_state.unstable_after_load():
+            # UnifiedLog's constructor reads to turn the first unstable offset into offset metadata,
+            # which a dir already offline refuses
+            log.close_handlers()
+            error = f"{path}: KafkaStorageException: The log dir {state.path} is already offline due to a previous IO exception"
+            loaded = attrs.evolve(loaded, log=None, error=error)
         if loaded.error is not None:
             if tp not in self.logs:
                 self.failed[tp] = loaded.error

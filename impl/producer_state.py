@@ -133,6 +133,7 @@ class ProducerStateManager:
         self.producers: dict[int, tuple] = {}  # id → snapshot entry, in insertion order
         self.batches: dict[int, list[tuple[int, int, int]]] = {}  # id → last batches: (last seq, last offset, delta)
         self.ongoing: dict[int, int] = {}  # an open transaction's first offset → its producer id
+        self.read_back: list[int] = []  # last offsets of the transactions batches read back completed
         self.map_end = 0
         self.last_snap = 0
 
@@ -235,6 +236,7 @@ class ProducerStateManager:
                 if completed.aborted and txn_index is not None:
                     txn_index.append(self.aborted(completed))
                 self.complete(completed)
+                self.read_back.append(completed.last_offset)
 
     def reader(self, segment):
         """What the rebuild's scan of ``segment`` calls for each batch it reads by framing: its
@@ -294,6 +296,11 @@ class ProducerStateManager:
     def complete(self, txn: CompletedTxn) -> None:
         if self.ongoing.pop(txn.first_offset, None) is None:
             raise LogError("IllegalArgumentException", f"transaction {tuple(txn)} was not started")
+
+    def unstable_after_load(self) -> bool:
+        """Whether the log has a first unstable offset when the load ends: an open transaction, or
+        one the load's reads completed (Kafka keeps those until the high watermark passes them)."""
+        return bool(self.ongoing or self.read_back)
 
     def first_unstable_offset(self) -> int | None:
         return min(self.ongoing, default=None)

@@ -35,7 +35,7 @@ from model.producer_state import (
     rebuild,
 )
 from model.records import Batch
-from model.segment import Segment
+from model.segment import INT32_MAX, Segment
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
 HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
@@ -212,7 +212,7 @@ class Log:
         data = bytearray(records[: scan.valid_bytes])
         headers = [b.header() for b in scan.batches]
         for h in headers:
-            if h.magic < 2:
+            if h.magic < 2 and leader:
                 raise LogError("UnsupportedForMessageFormatException", f"batch at {h.position} has magic {h.magic}")
             if h.size > self.config.max_message_bytes:
                 raise LogError("RecordTooLargeException", f"batch of {h.size} bytes at {h.position}")
@@ -230,18 +230,23 @@ class Log:
             lasts = [h.last_offset for h in headers]
             if any(a >= b for a, b in zip(lasts, lasts[1:], strict=False)):
                 raise LogError("OffsetsOutOfOrderException", "offsets in the append are not strictly increasing")
-            if headers[0].offset < self.log_end_offset:
-                raise LogError(
-                    "UnexpectedAppendOffsetException", f"first offset {headers[0].offset} < {self.log_end_offset}"
-                )
+            # firstOrLastOffsetOfFirstBatch: a legacy batch's base offset is not read (§4.14)
+            checked = headers[0].offset if headers[0].magic >= 2 else headers[0].last_offset
+            if checked < self.log_end_offset:
+                raise LogError("UnexpectedAppendOffsetException", f"first offset {checked} < {self.log_end_offset}")
         max_ts = max(-1, *(h.max_timestamp for h in headers))
-        first, last = headers[0].offset, headers[-1].last_offset
+        first, last = headers[0].offset if headers[0].magic >= 2 else -1, headers[-1].last_offset
         for h in headers:
-            self.assign_epoch(h.partition_leader_epoch, h.offset)
+            if h.magic >= 2:
+                self.assign_epoch(h.partition_leader_epoch, h.offset)
+            elif self.epochs:  # an append of a legacy format clears the leader-epoch cache
+                self.epochs_clear()
         if len(data) > self.config.segment_bytes:
             raise LogError("RecordBatchTooLargeException", f"{len(data)} bytes exceed segment.bytes")
         if self.active.should_roll(max_ts, last, len(data), self.clock()):
-            self.roll(first)
+            # no first offset known (a legacy batch first): KAFKA-6264's guess, the last offset
+            # less Int.MAX, raised to the log end offset by the roll
+            self.roll(first if first >= 0 else last - INT32_MAX)
         batches = iterate_file(bytes(data)).batches
         # after the roll, before the write: a duplicate or a refusal writes nothing (rule 47)
         duplicate, pending, completed = self._analyse_producers(batches, _origin(batches, leader))

@@ -460,6 +460,13 @@ def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_e
                     recovery_points.get((topic, partition), 0), log_starts.get((topic, partition), 0), outcome,
                     mtimes or {},
                 )  # fmt: skip
+                if d in manager.queued_offline and pf.log.producer_state.unstable_after_load():
+                    # UnifiedLog's constructor turns the first unstable offset into offset metadata
+                    # by a read, which an offline dir refuses (docs/producer-state.md rule 61)
+                    raise PartitionLoadError(
+                        path,
+                        f"KafkaStorageException: The log dir {d} is already offline due to a previous IO exception",
+                    )
                 pf.data_dir = d
                 manager.partitions[(topic, partition)] = pf
                 outcome.written, outcome.files_now, outcome.log_now = {}, None, None  # only a failure needs them
@@ -519,6 +526,9 @@ def _keep_failed(manager: LogManager, image, path: str, dirs: set[str], outcome:
     now, written = outcome.files_now, outcome.written
     if outcome.log_now is not None:  # the segments are the log's, recovered or split as they went
         now, written = {**outcome.log_now.other, **segment_files(outcome.log_now.log)}, {}
+        if outcome.log_now.log.epoch_writes:  # the recoveries' epoch cache, checkpointed as it changed
+            now[EPOCHS] = render_epochs(outcome.log_now.log.epochs).encode()
+            now.pop(f"{EPOCHS}.tmp", None)
     if now is not None:
         now = {**now, **outcome.snapshots}
     if now is not None:

@@ -159,6 +159,8 @@ class ProducerStateManager:
     recent: dict[int, list[tuple[int, int, int]]] = attrs.Factory(dict)
     # ongoingTxns: a transaction's first offset → its producer id (rule 54)
     ongoing: dict[int, int] = attrs.Factory(dict)
+    # the last offsets of the transactions batches read back completed (rule 61)
+    read_back: list[int] = attrs.Factory(list)
 
     @classmethod
     def listing(cls, disk: dict[str, bytes]) -> ProducerStateManager:
@@ -290,6 +292,12 @@ class ProducerStateManager:
         """PSM.completeTxn: the transaction is no longer open (rule 57)."""
         if self.ongoing.pop(txn.first_offset, None) is None:
             raise LogError("IllegalArgumentException", f"transaction {txn} was not started")
+
+    def unstable_after_load(self) -> bool:
+        """Whether UnifiedLog's constructor finds a first unstable offset after the load: an open
+        transaction, or one the load's reads completed (Kafka's unreplicated map, not pruned while
+        the high watermark is the log start) — rule 61."""
+        return bool(self.ongoing or self.read_back)
 
     def first_unstable_offset(self) -> int | None:
         """The first offset of the earliest open transaction (rule 58)."""
@@ -493,6 +501,7 @@ def read_producer(psm: ProducerStateManager, batch, txn_index=None) -> None:
             if txn_index is not None and completed.aborted:
                 txn_index.append(aborted_txn(completed, psm.last_stable_offset(completed)))
             psm.complete(completed)
+            psm.read_back.append(completed.last_offset)
 
 
 def aborted_txn(txn: CompletedTxn, last_stable_offset: int) -> AbortedTxn:

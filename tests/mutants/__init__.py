@@ -291,6 +291,30 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios", "read-committed-alone"),
     ),
     Mutant(
+        name="legacy-follower-append-refused",
+        module="impl.log",
+        old="            if h.magic < 2 and leader:\n",
+        new="            if h.magic < 2:\n",
+        description="a follower's magic 0/1 message set is refused (UnsupportedForMessageFormatException), where Kafka 4.4 appends it (pinned by corpora/log/legacy-follower-appends.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="legacy-append-keeps-the-epoch-cache",
+        module="impl.log",
+        old="            elif self.epoch_cache.entries:  # a legacy append clears the cache and its checkpoint\n                self.epoch_cache.clear_and_flush()\n",
+        new="",
+        description="a legacy append leaves the leader-epoch cache as it was, where Kafka clears it and its checkpoint (UnifiedLog.append)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="legacy-roll-at-the-log-end",
+        module="impl.log",
+        old="first if first >= 0 else last - INT32_MAX, last, max_ts)",
+        new="first, last, max_ts)",
+        description="a roll for an append whose first batch is legacy goes to the log end offset, not to the last offset less Int.MAX (KAFKA-6264's guess): offsets past Int.MAX beyond it overflow the new segment",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="truncation-keeps-txn-index-entries",
         module="impl.segment",
         old="        self.txn_index.truncate_to(offset)\n",
@@ -301,6 +325,14 @@ LOG_MUTANTS = (
 )
 
 CRASH_MUTANTS = (
+    Mutant(
+        name="unstable-log-loads-in-an-offline-dir",
+        module="impl.log_manager",
+        old="        if loaded.error is None and state.queued_offline is not None and log.producer_state.unstable_after_load():\n",
+        new="        if False:\n",
+        description="a partition whose load ends with a first unstable offset loads although its dir went offline during the startup, where Kafka's UnifiedLog constructor fails on the read that converts the offset (docs/producer-state.md rule 61; pinned by corpora/crash/open-transaction-in-a-dir-gone-offline-fails-its-load.json)",
+        caught_by=("crash-scenarios",),
+    ),
     Mutant(
         name="clean-io-error-escapes",
         module="impl.log",
