@@ -76,6 +76,15 @@ TABLE = (
         SHOWN,
     ),
     Allowance(
+        "legacy-append-cleared-epochs", IDEMPOTENT_RECOVERY,
+        "the log holds a legacy (magic 0/1) batch: its append cleared the epoch cache, and a recovery assigns an "
+        "epoch only above the cache's latest, so a crash after a load recovered and checkpointed a later "
+        "segment's epochs leaves the earlier segments' out of the next load's cache (epochs not compared)",
+        "UnifiedLog.append's clearAndFlush; LogSegment.recover's epoch assignment (§4.6)",
+        "corpora/crash/epochs-of-a-legacy-append-rebuilt-forward-only.json",
+        SHOWN,
+    ),
+    Allowance(
         "recovery-cut-deletes-later-segments", IDEMPOTENT_RECOVERY,
         "the load took model.log_manager.LATER_DELETED: a recovery that cuts a segment short deletes the later "
         "unflushed segments, and neither is made durable; a crash that keeps the cut and loses the renames "

@@ -29,6 +29,7 @@ from conformance.properties import DURABLE, IDEMPOTENT_RECOVERY, ISOLATED, PREFI
 from conformance.properties.storage_protocol import MARKER
 from conformance.verdicts import first_difference
 from model.checkpoints import parse_epochs, parse_offsets
+from model.file_records import iterate_file
 from model.log_manager import ALL_DELETED, CLEAN_LOAD, EPOCHS_PAST_END, LATER_DELETED, SPLIT_BELOW_BASE
 
 
@@ -42,6 +43,7 @@ class Reference:
     took: dict[str, set[str]]  # loader branch → partitions whose load took it
     epochs_ahead: set[str]  # epochs_ahead_of_log_start of the image before the load
     injected: set[str] = attrs.Factory(set)  # partitions a legacy segment was written to after it
+    legacy_batches: set[str] = attrs.Factory(set)  # partitions whose image holds a legacy batch
 
     @classmethod
     def of(cls, model_target) -> Reference:
@@ -54,6 +56,7 @@ class Reference:
             partitions_that_took(model_target, CLEAN_LOAD),
             took,
             epochs_ahead_of_log_start(model_target.image),
+            legacy_batches=holding_legacy_batches(model_target.image),
         )
 
     def not_compared(self, legacy: set[str], corrupted) -> set[str]:
@@ -74,6 +77,7 @@ class Reference:
             | kafkas_own.exempt("epochs-past-end-removed", self.took[EPOCHS_PAST_END])
             | kafkas_own.exempt("all-deleted-clears-epochs", self.took[ALL_DELETED])
             | kafkas_own.exempt("clean-load-keeps-epochs", self.clean)
+            | kafkas_own.exempt("legacy-append-cleared-epochs", self.legacy_batches)
         )
 
 
@@ -385,6 +389,16 @@ def recovery_skipped(before: dict[str, bytes], after: dict[str, bytes], clean: s
 def partitions_that_took(model_target, *branches: str) -> set[str]:
     """``d<N>/<topic>-<partition>`` of every partition whose last load took one of ``branches``."""
     return {f"{o.data_dir}/{o.name}" for o in model_target.manager.outcomes if set(branches) & set(o.branches)}
+
+
+def holding_legacy_batches(image: dict[str, bytes]) -> set[str]:
+    """Partitions a ``.log`` of which holds a magic 0 or 1 batch (Kafka's own
+    ``legacy-append-cleared-epochs``), read by framing."""
+    out = set()
+    for path, data in image.items():
+        if path.endswith(".log") and any(not b.is_v2 for b in iterate_file(data, validate=False).batches):
+            out.add(path.rsplit("/", 1)[0])
+    return out
 
 
 def epochs_ahead_of_log_start(image: dict[str, bytes]) -> set[str]:
