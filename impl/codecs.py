@@ -28,6 +28,14 @@ class CodecError(ValueError):
     """A compressed stream that does not decode (Kafka: KafkaException wrapping an IOException)."""
 
 
+class SnappyChunkError(CodecError):
+    """snappy-java's SnappyError (a java.lang.Error, not an Exception): a xerial chunk length that is
+    negative or above the reader's 512 MiB bound."""
+
+
+MAX_SNAPPY_CHUNK = 536_870_912  # SnappyInputStream.MAX_CHUNK_SIZE
+
+
 class OverLimit(CodecError):
     def __init__(self, limit: int):
         super().__init__(f"decompressed size exceeds the limit of {limit} bytes")
@@ -74,6 +82,8 @@ def unsnappy(data, limit: int) -> bytes | bytearray:
         raise CodecError("snappy: truncated xerial header")
     while pos < end:
         n = int.from_bytes(data[pos : pos + 4], "big", signed=True)
+        if pos + 4 <= end and (n < 0 or n > MAX_SNAPPY_CHUNK):
+            raise SnappyChunkError(f"snappy: xerial chunk length {n} at {pos} is negative or above {MAX_SNAPPY_CHUNK}")
         if pos + 4 > end or n < 0 or n > end - pos - 4:
             raise CodecError(f"snappy: xerial block at {pos} runs past the end of the stream")
         out += _snappy_block(data[pos + 4 : pos + 4 + n], limit - len(out), limit)

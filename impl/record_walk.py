@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 
-from impl.codecs import LIMIT, CodecError, OverLimit, decompress
+from impl.codecs import LIMIT, CodecError, OverLimit, SnappyChunkError, decompress
 from impl.errors import LogFormatError
 from impl.file_records import BatchScan
 
@@ -287,6 +287,8 @@ def _walk(buf, header, limit: int, fields: bool | None):
         kind, reason, detail = e.args
     except OverLimit as e:
         kind, reason, detail = KAFKA, "decompression-limit", str(e)
+    except SnappyChunkError as e:  # a java.lang.Error in Kafka: what catches Exception lets it through
+        kind, reason, detail = "SnappyError", "snappy-chunk-size", str(e)
     except CodecError as e:
         kind, reason, detail = KAFKA, "corrupt-compressed-stream", str(e)
     raise LogFormatError(kind, reason, header.position, detail)

@@ -90,7 +90,12 @@ def split_overflowed_segment(segment: LogSegment, new_cleaned: Callable[[int], L
             new.flush()
             new.storage.set_mtime_ms(new.log_path, mtime)
         return created
-    except BaseException:
+    except BaseException as e:
+        if isinstance(e, SplitError) and e.kind == "SnappyError":
+            # a java.lang.Error: the split's catch (Exception) does not run, its files stay
+            for new in created:
+                new.close_handlers()
+            raise
         for new in created:
             new.delete_if_exists()
         raise

@@ -49,6 +49,14 @@ class CompressionError(ValueError):
     """A compressed stream that does not decode (Kafka: KafkaException wrapping an IOException)."""
 
 
+class SnappyChunkError(CompressionError):
+    """snappy-java's SnappyError, a java.lang.Error and not an Exception: a xerial chunk length
+    that is negative or above its reader's bound (SnappyInputStream.hasNextChunk, 1.1.10)."""
+
+
+MAX_SNAPPY_CHUNK = 536_870_912  # SnappyInputStream.MAX_CHUNK_SIZE, the bound Kafka's reader keeps
+
+
 class OutputLimitExceeded(CompressionError):
     """Decompression would exceed ``max_output`` bytes."""
 
@@ -217,7 +225,9 @@ def _unsnappy(data: bytes, max_output: int) -> bytes:
         if pos + 4 > len(data):
             raise CompressionError("snappy: truncated xerial block length")
         (n,) = struct.unpack_from(">i", data, pos)
-        if n < 0 or pos + 4 + n > len(data):
+        if n < 0 or n > MAX_SNAPPY_CHUNK:
+            raise SnappyChunkError(f"snappy: xerial chunk length {n} is negative or above {MAX_SNAPPY_CHUNK}")
+        if pos + 4 + n > len(data):
             raise CompressionError(f"snappy: xerial block length {n} past end of stream")
         out += _raw_snappy(data[pos + 4 : pos + 4 + n], max_output, max_output - len(out))
         pos += 4 + n

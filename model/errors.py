@@ -11,6 +11,9 @@ from __future__ import annotations
 CORRUPT_RECORD = "CorruptRecordException"
 INVALID_RECORD = "InvalidRecordException"
 KAFKA = "KafkaException"
+# snappy-java's SnappyError: a java.lang.Error, which what catches Exception lets through (a split's
+# cleanup of its new segments, LocalLog.splitOverflowedSegment)
+SNAPPY_ERROR = "SnappyError"
 ILLEGAL_ARGUMENT = "IllegalArgumentException"
 
 

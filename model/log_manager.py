@@ -26,7 +26,7 @@ import attrs
 
 from model.checkpoints import IO, CheckpointError, parse_epochs, parse_offsets, render_epochs, render_offsets
 from model.config import Config
-from model.errors import IndexFailure, LogError, RecordFormatError
+from model.errors import SNAPPY_ERROR, IndexFailure, LogError, RecordFormatError
 from model.file_records import iterate_file
 from model.indexes import OffsetIndex, TimeIndex, TransactionIndex, rebuild_from_log
 from model.log import Log, assigned_epochs
@@ -115,6 +115,8 @@ class LoadOutcome:
     log_now: PartitionFiles | None = None
     # the partition's producer snapshots (name → bytes), changed in place by the load
     snapshots: dict[str, bytes] = attrs.Factory(dict)
+    # files a failed split left (its new segments' .cleaned logs, when an Error skipped the cleanup)
+    left: dict[str, bytes] = attrs.Factory(dict)
 
     def took(self, branch: str) -> None:
         assert branch in BRANCHES, branch
@@ -537,6 +539,7 @@ def _keep_failed(manager: LogManager, image, path: str, dirs: set[str], outcome:
                 manager.extra_files.pop(f"{path}/{name}", None)
         manager.extra_files.update({f"{path}/{n}": b for n, b in now.items()})
     manager.extra_files.update({f"{path}/{n}": b for n, b in written.items()})
+    manager.extra_files.update({f"{path}/{n}": b for n, b in outcome.left.items()})
     if outcome.topic is not None:  # the epoch cache's checkpoint file is made, empty, before the loader runs
         manager.extra_files.setdefault(f"{path}/{EPOCHS}", b"")
     # a rename keeps a file's modification time (a .swap renamed at step 4); a segment the load
@@ -861,6 +864,8 @@ def _split(seg: Segment, log: Log, outcome: LoadOutcome, path: str, written) -> 
             index.trim_to_valid_size()
         seg.offset_index, seg.time_index = written
         _wrote(outcome, seg)
+        if getattr(e, "kind", None) == SNAPPY_ERROR:  # not an Exception: the split's cleanup does not run
+            outcome.left.update({f"{prefix(n.base_offset)}.log.cleaned": bytes(n.log) for n in e.made})
         raise PartitionLoadError(
             f"{path}/{prefix(seg.base_offset)}.log", f"cannot split the overflowed segment: {e}"
         ) from None

@@ -15,7 +15,7 @@ import attrs
 import crc32c
 
 from model import compression
-from model.errors import CORRUPT_RECORD, ILLEGAL_ARGUMENT, INVALID_RECORD, KAFKA, RecordFormatError
+from model.errors import CORRUPT_RECORD, ILLEGAL_ARGUMENT, INVALID_RECORD, KAFKA, SNAPPY_ERROR, RecordFormatError
 from model.varint import VarintError, VarintTruncated, decode_varint, decode_varlong, encode_varint, encode_varlong
 
 # §1.1 common framing
@@ -504,6 +504,8 @@ def _decompress(batch: Batch, codec: int, data: bytes, magic: int, max_output: i
         return compression.decompress(codec, data, magic=magic, max_output=max_output)
     except compression.OutputLimitExceeded as e:
         raise _err(KAFKA, "decompression-limit", batch, str(e)) from None
+    except compression.SnappyChunkError as e:
+        raise _err(SNAPPY_ERROR, "snappy-chunk-size", batch, str(e)) from None
     except compression.CompressionError as e:
         raise _err(KAFKA, "corrupt-compressed-stream", batch, str(e)) from None
 

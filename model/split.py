@@ -31,6 +31,7 @@ class SplitError(Exception):
 
     def __init__(self, kind: str, position: int, message: str):
         self.kind, self.position = kind, position
+        self.made: list[Segment] = []  # new segments whose files a failure leaves (see :func:`split`)
         super().__init__(f"{kind} at byte {position}: {message}")
 
 
@@ -70,7 +71,9 @@ def split(seg: Segment, new_segment: Callable[[int], Segment], now_ms: int) -> l
         try:
             new = new_segment(batches[i].base_offset())
         except RecordFormatError as e:
-            raise SplitError(e.kind, batches[i].position, f"the base offset of the batch is unreadable: {e}") from None
+            error = SplitError(e.kind, batches[i].position, f"the base offset of the batch is unreadable: {e}")
+            error.made = out  # the new segments so far: an Error skips the cleanup that deletes them
+            raise error from None
         out.append(new)
         appended = _append_from_file(new, batches, i, now_ms)
         if appended == 0:

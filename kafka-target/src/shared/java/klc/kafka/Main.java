@@ -81,6 +81,17 @@ public final class Main {
                 answer.put("refused", refusal.getClass().getSimpleName());
                 answer.put("message", String.valueOf(refusal.getMessage()));
                 answer.put("trace", trace(e));
+            } catch (Error e) {
+                answer.removeAll();
+                if (e.getClass().getSimpleName().equals("SnappyError")) {
+                    // snappy-java's SnappyError (a chunk length out of bounds) is an Error Kafka's
+                    // request handlers answer like any exception: a refusal, named by its class
+                    answer.put("refused", "SnappyError");
+                    answer.put("message", String.valueOf(e.getMessage()));
+                    answer.put("trace", trace(e));
+                } else {
+                    answer.put("harness", "the kafka target failed: " + trace(e));
+                }
             } catch (Throwable e) {
                 answer.removeAll();
                 answer.put("harness", "the kafka target failed: " + trace(e));
