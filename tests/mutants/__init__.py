@@ -326,6 +326,14 @@ LOG_MUTANTS = (
 
 CRASH_MUTANTS = (
     Mutant(
+        name="split-cleans-up-after-a-snappy-error",
+        module="impl.split",
+        old='        if isinstance(e, SplitError) and e.kind == "SnappyError":\n',
+        new="        if False:\n",
+        description="a split stopped by snappy-java's SnappyError deletes its new segments, where Kafka's catch (Exception) lets the Error through and leaves the .cleaned file (pinned by corpora/crash/split-stopped-by-a-snappy-error-leaves-its-cleaned-segment.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="unstable-log-loads-in-an-offline-dir",
         module="impl.log_manager",
         old="        if loaded.error is None and state.queued_offline is not None and log.producer_state.unstable_after_load():\n",
