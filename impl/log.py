@@ -284,7 +284,7 @@ class PartitionLog:
         for h in headers:
             if h.magic < 2 and leader:
                 raise LogError("UnsupportedForMessageFormatException", f"batch at {h.position} has magic {h.magic}")
-            if h.size > self.config.max_message_bytes:
+            if leader and h.size > self.config.max_message_bytes:  # appendAsFollower: ignoreRecordSize
                 raise LogError("RecordTooLargeException", f"batch of {h.size} bytes at {h.position}")
             if last >= h.last_offset:
                 monotonic = False

@@ -214,7 +214,7 @@ class Log:
         for h in headers:
             if h.magic < 2 and leader:
                 raise LogError("UnsupportedForMessageFormatException", f"batch at {h.position} has magic {h.magic}")
-            if h.size > self.config.max_message_bytes:
+            if leader and h.size > self.config.max_message_bytes:  # appendAsFollower: ignoreRecordSize
                 raise LogError("RecordTooLargeException", f"batch of {h.size} bytes at {h.position}")
         if leader:
             self._validate_produce_request(scan.batches)

@@ -315,6 +315,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="follower-batch-size-checked",
+        module="impl.log",
+        old="            if leader and h.size > self.config.max_message_bytes:  # appendAsFollower: ignoreRecordSize\n",
+        new="            if h.size > self.config.max_message_bytes:\n",
+        description="a follower's batch above max.message.bytes is refused, where Kafka's appendAsFollower ignores the record size (pinned by corpora/log/follower-batches-are-not-bound-by-max-message-bytes.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="truncation-keeps-txn-index-entries",
         module="impl.segment",
         old="        self.txn_index.truncate_to(offset)\n",
