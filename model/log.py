@@ -383,13 +383,15 @@ class Log:
             raise LogError("OffsetOutOfRangeException", f"max offset {max_offset} outside the log")
         if start >= max_offset:
             return True
+        # the bound's offset metadata: where the batch holding it starts, else the log's end — also for
+        # the log end offset, whose metadata stays where it was when an append failed after writing
+        # its bytes (full-index-mid-append)
         limit_base, limit_position = self.active.base_offset, self.active.size
-        if max_offset != self.log_end_offset:
-            for s in [self.floor(max_offset)] + self.after(self.floor(max_offset).base_offset):
-                batch = s.batch_at_or_after(max_offset)
-                if batch is not None:
-                    limit_base, limit_position = s.base_offset, batch.position
-                    break
+        for s in [self.floor(max_offset)] + self.after(self.floor(max_offset).base_offset):
+            batch = s.batch_at_or_after(max_offset)
+            if batch is not None:
+                limit_base, limit_position = s.base_offset, batch.position
+                break
         start_segment = self.floor(start)
         for s in [start_segment] + self.after(start_segment.base_offset):
             limit = s.size if s.base_offset < limit_base else limit_position if s.base_offset == limit_base else None

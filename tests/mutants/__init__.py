@@ -334,6 +334,14 @@ LOG_MUTANTS = (
 
 CRASH_MUTANTS = (
     Mutant(
+        name="read-bounded-by-the-active-size",
+        module="impl.log",
+        old="        if offset == end:\n            return base, position\n",
+        new="        if offset == end:\n            return self.active_segment.base_offset, self.active_segment.size\n",
+        description="a read to the log end is bounded by the active segment's size, not the log end's offset metadata, so it serves the bytes a failed append left past the log end (pinned by corpora/crash/read-to-the-log-end-after-a-failed-append-stops-at-its-metadata.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="split-cleans-up-after-a-snappy-error",
         module="impl.split",
         old='        if isinstance(e, SplitError) and e.kind == "SnappyError":\n',
