@@ -189,6 +189,29 @@ SWAP_COMPLETED_OVER_A_LOST_DELETION = Finding(
 )
 
 
+def _segment_past_the_next_loaded(step: sc.Step, results: dict, model) -> bool:
+    """An open after which a partition of the model's holds a segment whose last batch reaches the
+    next segment's base offset (every target loaded it: ``conforms`` held)."""
+    if not isinstance(step, sc.Open) or model is None or not model.running:
+        return False
+    for p in model.manager.partitions.values():
+        segments = p.log.segments
+        if any(a.next_offset() > b.base_offset for a, b in zip(segments, segments[1:], strict=False)):
+            return True
+    return False
+
+
+TRUNCATE_FULLY_INTERRUPTED = Finding(
+    name="truncate-fully-interrupted-keeps-the-old-active-segment",
+    release="4.4.0",
+    prop=INDEX_AGREES,
+    summary="a process crash inside truncateFullyAndStartAt, after the new segment was opened and before the old "
+    "active one was renamed .deleted, leaves both: the next start loads the old segment's offsets past the new "
+    "base, under a log end that hides them, with index entries past the log end; appends then reuse those offsets",
+    step_shape=_segment_past_the_next_loaded,
+)
+
+
 FINDINGS = (
     FULL_INDEX_MID_APPEND,
     LOOKUP_BY_A_LOST_MAX,
@@ -197,6 +220,7 @@ FINDINGS = (
     REBUILD_READS_A_TORN_SEGMENT,
     SEGMENT_INDEX_BYTES_BELOW_A_TIME_ENTRY,
     SWAP_COMPLETED_OVER_A_LOST_DELETION,
+    TRUNCATE_FULLY_INTERRUPTED,
 )
 
 
