@@ -165,15 +165,15 @@ RETENTION_BY_A_DAMAGED_ENTRY = Finding(
 
 
 def _overlapping_segments_loaded(step: sc.Step, results: dict, model) -> bool:
-    """An open after which a partition of the model's holds a segment whose offsets all lie within
-    the segment before it (the loader trusts the directory listing, §5.3), and every target loaded
+    """An open after which a partition of the model's holds a non-empty segment whose offsets all lie
+    within the segment before it (the loader trusts the directory listing, §5.3), and every target loaded
     it: ``conforms`` held before ``prefix`` was judged."""
     if not isinstance(step, sc.Open) or model is None or not model.running:
         return False
     for p in model.manager.partitions.values():
         segments = p.log.segments
         # a segment whose offsets all lie inside the one before: the swap's copy of them kept it
-        if any(b.next_offset() <= a.next_offset() for a, b in zip(segments, segments[1:], strict=False)):
+        if any(b.size and b.next_offset() <= a.next_offset() for a, b in zip(segments, segments[1:], strict=False)):
             return True
     return False
 
