@@ -364,6 +364,12 @@ def make_index_machine(index_module=impl.index):
             else:
                 self.close_and_reopen()
                 self.impl.close_handler()
+                # the lazy index reads the file as it is now: a corrupt one the reopen reset was
+                # reset in memory, its file left at its slots (zero-filled-index)
+                f = self.storage.open(self.path)
+                image = f.read(0, f.size())
+                f.close()
+                self.model = self.model_cls.open_existing(self.base, self.max_size, image)
             factory = (
                 index_module.LazyIndex.offset_index if self.kind == "offset" else index_module.LazyIndex.time_index
             )
