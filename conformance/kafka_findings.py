@@ -164,18 +164,22 @@ RETENTION_BY_A_DAMAGED_ENTRY = Finding(
 )
 
 
-def _overlapping_segments_loaded(step: sc.Step, results: dict, model) -> bool:
-    """An open after which a partition of the model's holds a non-empty segment whose offsets all lie
-    within the segment before it (the loader trusts the directory listing, §5.3), and every target loaded
-    it: ``conforms`` held before ``prefix`` was judged."""
+def _loaded_neighbours(step: sc.Step, model, pair) -> bool:
+    """An open after which a partition of the model's holds neighbouring segments ``a``, ``b`` for
+    which ``pair(a, b)`` holds (every target loaded the same log: ``conforms`` was judged first)."""
     if not isinstance(step, sc.Open) or model is None or not model.running:
         return False
-    for p in model.manager.partitions.values():
-        segments = p.log.segments
-        # a segment whose offsets all lie inside the one before: the swap's copy of them kept it
-        if any(b.size and b.next_offset() <= a.next_offset() for a, b in zip(segments, segments[1:], strict=False)):
-            return True
-    return False
+    return any(
+        pair(a, b)
+        for p in model.manager.partitions.values()
+        for a, b in zip(p.log.segments, p.log.segments[1:], strict=False)
+    )
+
+
+def _overlapping_segments_loaded(step: sc.Step, results: dict, model) -> bool:
+    """A non-empty segment whose offsets all lie within the segment before it: the copy a swap
+    made of them kept it (the loader trusts the directory listing, §5.3)."""
+    return _loaded_neighbours(step, model, lambda a, b: b.size and b.next_offset() <= a.next_offset())
 
 
 SWAP_COMPLETED_OVER_A_LOST_DELETION = Finding(
@@ -190,15 +194,8 @@ SWAP_COMPLETED_OVER_A_LOST_DELETION = Finding(
 
 
 def _segment_past_the_next_loaded(step: sc.Step, results: dict, model) -> bool:
-    """An open after which a partition of the model's holds a segment whose last batch reaches the
-    next segment's base offset (every target loaded it: ``conforms`` held)."""
-    if not isinstance(step, sc.Open) or model is None or not model.running:
-        return False
-    for p in model.manager.partitions.values():
-        segments = p.log.segments
-        if any(a.next_offset() > b.base_offset for a, b in zip(segments, segments[1:], strict=False)):
-            return True
-    return False
+    """A segment whose last batch reaches the next segment's base offset."""
+    return _loaded_neighbours(step, model, lambda a, b: a.next_offset() > b.base_offset)
 
 
 TRUNCATE_FULLY_INTERRUPTED = Finding(
