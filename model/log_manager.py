@@ -515,7 +515,7 @@ def segment_files(log: Log, indexes: bool = True) -> dict[str, bytes]:
         if indexes and not s.deleted:
             out[f"{prefix(s.base_offset)}.index"] = s.offset_index.file_bytes()
             out[f"{prefix(s.base_offset)}.timeindex"] = s.time_index.file_bytes()
-        if s.txn_index.exists and not s.deleted:  # not preallocated: compared also while unsettled
+        if s.txn_index.exists and not s.deleted:  # a file once its first entry is written (§3.7)
             out[f"{prefix(s.base_offset)}.txnindex"] = s.txn_index.data
     return out
 
