@@ -28,7 +28,7 @@ from conformance.crash_machine import make_crash_machine
 from conformance.exhaustive import SIZES, explore, split_scenario, sweep, workloads
 from conformance.impl_stack import impl_stack
 from conformance.log_machine import make_log_machine
-from conformance.properties import READ_COMMITTED, PropertyViolation
+from conformance.properties import IDEMPOTENT_RECOVERY, READ_COMMITTED, PropertyViolation
 from conformance.runner import run
 from conformance.scenario import Scenario
 
@@ -125,6 +125,19 @@ def check_read_committed_alone(module=None, folder: str = CORPUS) -> None:
                     raise PropertyViolation(v.prop, f"{os.path.basename(path)}: {v}")
 
 
+def check_idempotent_recovery_alone(module=None, folder: str = CRASH_CORPUS) -> None:
+    """The crash cases on the model alone, raising on ``idempotent-recovery`` only: impl (or the
+    mutant) makes the crash images, so what its interrupted load wrote is what the model's next
+    load finds — the property must catch a load that leaves the next one a different log or
+    producer state, with no ``conforms`` to catch it first."""
+    with impl_stack(module):
+        for path, scenario in corpus_scenarios(folder):
+            verdict = run(scenario, ("model",), stop_at_first=False)
+            for v in verdict.violations:
+                if v.prop == IDEMPOTENT_RECOVERY:
+                    raise PropertyViolation(v.prop, f"{os.path.basename(path)}: {v}")
+
+
 def check_regression_corpus(module=None) -> None:
     """Every named corpus case (conformance/regressions.py: log/, crash/, the historical-bug
     folders) on the simulated backend, stopping at the first violation."""
@@ -142,6 +155,7 @@ LOG_CHECKS = {
     "regression-corpus": check_regression_corpus,
     "log-scenarios": check_log_scenarios,
     "read-committed-alone": check_read_committed_alone,
+    "idempotent-recovery-alone": check_idempotent_recovery_alone,
     "log-machine": check_log_machine,
     "crash-scenarios": check_crash_scenarios,
     "crash-machine": check_crash_machine,

@@ -209,7 +209,7 @@ class Session:
             self.verdict.load_stats, self.tracker,
         )  # fmt: skip
         if self._first_violation(index, *(family(obs) for family in STEP_FAMILIES)) or self._first_violation(
-            index, crash_recovery.judge(obs)
+            index, self._crash_judgement(obs)
         ):
             first = self.verdict.violations[-1]
             finding = kafka_findings.known(step, results, first, self.model)
@@ -217,6 +217,17 @@ class Session:
                 self.verdict.known = f"{finding.name} at step {index}: {first.witness}"
                 self.verdict.violations.pop()
                 self.broken = True
+
+    def _crash_judgement(self, obs: Observation):
+        """The crash properties, which compare a recovered log with the model's history: without
+        the model among the targets they cannot be judged, and the verdict says so."""
+        if self.model is None and isinstance(obs.step, sc.Open) and self.tracker.faulted:
+            self.tracker.faulted = False
+            self.verdict.unsupported = self.verdict.unsupported or (
+                f"step {obs.index} ({describe(obs.step)}): the crash properties compare with the "
+                "model's history; run the model beside this target"
+            )
+        return crash_recovery.judge(obs)
 
     def _first_violation(self, index: int, *judgements) -> bool:
         """Count every check the judgements make, in order; record the first witness and stop."""

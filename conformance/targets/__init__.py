@@ -33,6 +33,7 @@ class Target(Protocol):
     trace: list | None  # the storage operations so far (impl targets), else None
     built_twice: list[str]  # lazy indexes the last race built twice (impl targets)
     trusts_its_index_files: bool  # after a fault, keeps index bytes Kafka trusts (kafkas_own)
+    compares_producer_state: bool  # its state()'s producers and its snapshot files are compared
 
     def apply(self, step: sc.Step) -> dict: ...
     def open(self) -> dict: ...
@@ -70,14 +71,27 @@ def digest(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()[:16]
 
 
-def partition_state(log_start, log_end, recovery_point, segments, epochs) -> dict:
-    return {
+def partition_state(log_start, log_end, recovery_point, segments, epochs, producers=None) -> dict:
+    """One partition as every target shows it.  ``producers``: the producer state in memory, one
+    snapshot entry per producer (id, epoch, last sequence, last offset, offset delta, timestamp,
+    coordinator epoch, open transaction's first offset or −1; docs/producer-state.md), by id —
+    None from a target that does not show it (Kafka 2.x: issue 31)."""
+    state = {
         "log_start_offset": log_start,
         "log_end_offset": log_end,
         "recovery_point": recovery_point,
         "segments": [[base, size, digest(data)] for base, size, data in segments],
         "epochs": [list(e) for e in epochs],
     }
+    if producers is not None:
+        state["producers"] = sorted(list(e) for e in producers)
+    return state
+
+
+def without_producers(partitions: dict) -> dict:
+    """Partitions' states with the producer state left out, to compare with a target that does not
+    show it (``compares_producer_state`` false)."""
+    return {k: {f: v for f, v in p.items() if f != "producers"} for k, p in partitions.items()}
 
 
 class TargetBase:
@@ -86,6 +100,7 @@ class TargetBase:
 
     name = "?"
     trusts_its_index_files = False  # whether, after a fault, it keeps index bytes Kafka trusts (KIP-263)
+    compares_producer_state = True  # whether its producers and snapshots are compared (not Kafka 2.x)
 
     def __init__(self, scenario: sc.Scenario):
         self.scenario = scenario

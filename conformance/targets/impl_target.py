@@ -235,8 +235,9 @@ class ImplTarget(TargetBase):
             segs = [(s.base_offset, s.size, bytes(s.view())) for s in log.segments]
             d = self.manager._dir_of[(topic, partition)].removeprefix(self.root + "/")
             parts[f"{d}/{topic}-{partition}"] = partition_state(
-                log.log_start_offset, log.log_end_offset, log.recovery_point, segs, log.epoch_cache.entries
-            )
+                log.log_start_offset, log.log_end_offset, log.recovery_point, segs, log.epoch_cache.entries,
+                log.producer_state.producers.values(),
+            )  # fmt: skip
         return {"running": True, "partitions": parts}
 
     def files(self, indexes: bool = True) -> dict[str, bytes]:

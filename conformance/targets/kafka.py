@@ -61,8 +61,9 @@ class KafkaTarget(TargetBase):
         except NoAdapter as e:
             raise Unsupported(str(e)) from None
         self.name = "kafka" if release is None else f"kafka:{release}"
-        # Kafka 2.x keeps its producer snapshots its own way (issue 31): conforms leaves them out
-        self.compares_snapshots = not (release or "").startswith("2.")
+        # Kafka 2.x keeps its producer state its own way (issue 31): its snapshots and producers
+        # are left out of every comparison
+        self.compares_producer_state = not (release or "").startswith("2.")
         self.version = self.jvm.version
         self.root = tempfile.mkdtemp(prefix="klc-kafka-")
         for d in self.dir_names:
@@ -216,8 +217,9 @@ class KafkaTarget(TargetBase):
         for key, p in self._request("state")["partitions"].items():
             segs = [(base, size, self._log_bytes(key, name, size)) for base, size, name in p["segments"]]
             parts[key] = partition_state(
-                p["log_start_offset"], p["log_end_offset"], p["recovery_point"], segs, p["epochs"]
-            )
+                p["log_start_offset"], p["log_end_offset"], p["recovery_point"], segs, p["epochs"],
+                p.get("producers"),
+            )  # fmt: skip
         return {"running": True, "partitions": parts}
 
     def files(self, indexes: bool = True) -> dict[str, bytes]:

@@ -115,8 +115,9 @@ class ModelTarget(TargetBase):
             log = p.log
             segs = [(s.base_offset, s.size, bytes(s.log)) for s in log.segments]
             parts[f"{p.data_dir}/{topic}-{partition}"] = partition_state(
-                log.log_start_offset, log.log_end_offset, log.recovery_point, segs, log.epochs
-            )
+                log.log_start_offset, log.log_end_offset, log.recovery_point, segs, log.epochs,
+                log.producer_state.producers.values(),
+            )  # fmt: skip
         return {"running": True, "partitions": parts}
 
     def files(self, indexes: bool = True) -> dict[str, bytes]:

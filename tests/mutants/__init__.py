@@ -576,6 +576,14 @@ CRASH_MUTANTS = (
         caught_by=("crash-scenarios",),
     ),
     Mutant(
+        name="rebuild-snapshot-before-the-scan",
+        module="impl.producer_state",
+        old="    psm.truncate_and_reload(log_start, last_offset, now_ms)\n    read = 0\n",
+        new="    psm.truncate_and_reload(log_start, last_offset, now_ms)\n    read, end = 0, psm.map_end\n    psm.update_map_end(last_offset)\n    psm.take_snapshot()\n    psm.update_map_end(end)\n",
+        description="the producer-state rebuild writes its snapshot at the log end before reading the segments, so the file holds the producers of the older snapshot only (rule 36); an interrupted load leaves it to the next one, which trusts it (pinned by corpora/crash/snapshot-of-an-interrupted-load-is-trusted.json)",
+        caught_by=("crash-scenarios", "idempotent-recovery-alone"),
+    ),
+    Mutant(
         name="snapshots-renamed-below-the-log-start",
         module="impl.loader",
         old="                epoch_cache.clear_and_flush()\n                self.producer_state.truncate_fully_and_start_at(self.log_start_checkpoint)\n",

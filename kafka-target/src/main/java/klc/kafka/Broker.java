@@ -18,6 +18,8 @@ import org.apache.kafka.storage.internals.log.CleanerConfig;
 import org.apache.kafka.storage.internals.log.EpochEntry;
 import org.apache.kafka.server.common.RequestLocal;
 import org.apache.kafka.storage.internals.log.AppendOrigin;
+import org.apache.kafka.storage.internals.log.BatchMetadata;
+import org.apache.kafka.storage.internals.log.ProducerStateEntry;
 import org.apache.kafka.storage.internals.log.FetchDataInfo;
 import org.apache.kafka.storage.internals.log.VerificationGuard;
 import org.apache.kafka.storage.internals.log.LazyIndex;
@@ -42,6 +44,7 @@ import java.lang.reflect.Field;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.Iterator;
@@ -372,8 +375,24 @@ final class Broker {
             for (EpochEntry e : cache.epochEntries()) {
                 epochs.addArray().add(e.epoch()).add(e.startOffset());
             }
+            producers(p.putArray("producers"), log.producerStateManager().activeProducers().values());
         }
         return out;
+    }
+
+    /** The producer state in memory, one snapshot entry per producer, by id: what a snapshot written
+     *  now would hold (the last batch's sequence, offset and delta; -1, -1, 0 without a batch). */
+    static void producers(ArrayNode out, Collection<ProducerStateEntry> entries) {
+        List<ProducerStateEntry> sorted = new ArrayList<>(entries);
+        sorted.sort(Comparator.comparingLong(ProducerStateEntry::producerId));
+        for (ProducerStateEntry e : sorted) {
+            BatchMetadata last = null;
+            for (BatchMetadata b : e.batchMetadata()) last = b;
+            out.addArray().add(e.producerId()).add(e.producerEpoch())
+                    .add(last == null ? -1 : last.lastSeq()).add(last == null ? -1L : last.lastOffset())
+                    .add(last == null ? 0 : last.offsetDelta()).add(e.lastTimestamp()).add(e.coordinatorEpoch())
+                    .add(e.currentTxnFirstOffset().orElse(-1L));
+        }
     }
 
     /** The entries of every segment whose two indexes are materialised (reading an index that is
