@@ -30,6 +30,7 @@ import random
 import attrs
 
 from conformance.sim_storage import Create, Dir, Inode, MakeDir, Rename, SimStorage, Truncate, Unlink, Write
+from model.file_records import iterate_file
 
 FAMILIES = ("process", "prefix", "reorder", "torn", "size_ahead", "metadata")
 FILLS = ("absent", "zero", "junk")
@@ -251,3 +252,46 @@ def corrupt(files: dict, path: str, offset: int, length: int, kind: str, seed: i
     else:
         data[offset] ^= 1 << (seed % 8)
     return {**files, path: bytes(data)}
+
+
+PRODUCER_STATE_DAMAGE = (
+    "snapshot torn",
+    "snapshot missing",
+    "snapshot above the log end",
+    "txnindex torn",
+    "txnindex missing",
+)
+
+
+def producer_state_damage(live: dict[str, bytes], image: dict[str, bytes]) -> tuple[str, ...]:
+    """What a crash image did to the producer-state files (issue 32's faults), comparing it with
+    the files as the process saw them at the crash: a snapshot or ``.txnindex`` whose bytes differ
+    (torn) or that is gone (missing), and a snapshot above its partition's log end in the image —
+    a load must delete it (rule 35).  Names from :data:`PRODUCER_STATE_DAMAGE`."""
+    found = set()
+    for path, data in live.items():
+        kind = "snapshot" if path.endswith(".snapshot") else "txnindex" if path.endswith(".txnindex") else None
+        if kind is None:
+            continue
+        if path not in image:
+            found.add(f"{kind} missing")
+        elif image[path] != data:
+            found.add(f"{kind} torn")
+    ends = _log_ends(image)
+    for path in image:
+        head, _, name = path.rpartition("/")
+        if name.endswith(".snapshot") and name.split(".")[0].isdigit() and int(name.split(".")[0]) > ends.get(head, 0):
+            found.add("snapshot above the log end")
+    return tuple(k for k in PRODUCER_STATE_DAMAGE if k in found)
+
+
+def _log_ends(image: dict[str, bytes]) -> dict[str, int]:
+    """Per partition dir, what its recovery would make the log end: after the last valid batch of
+    its ``.log`` files, or the base of the highest (empty) one."""
+    ends: dict[str, int] = {}
+    for path, data in image.items():
+        head, _, name = path.rpartition("/")
+        if name.endswith(".log") and name.split(".")[0].isdigit():
+            last = max((b.header().last_offset + 1 for b in iterate_file(data).batches), default=0)
+            ends[head] = max(ends.get(head, 0), last, int(name.split(".")[0]))
+    return ends

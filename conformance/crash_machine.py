@@ -53,7 +53,7 @@ from conformance.fault_strategies import (
 )
 from conformance.log_machine import DAY, LogMachine, configs
 from conformance.runner import Session
-from conformance.sim_storage import Create, Rename, Truncate, Unlink
+from conformance.sim_storage import Create, Rename, Truncate, Unlink, Write
 from conformance.strategies import final_entry
 from conformance.weights import chance, choices, coin, coins
 from model.names import NameError_, filename_prefix, parse_topic_partition
@@ -82,6 +82,7 @@ NEEDS_BROKER = frozenset(
 # what a restarted broker's replicas do first (CrashMachine.open)
 AFTER_OPEN = choices("after open")
 MARKED = (Create, Rename, Unlink, Truncate)  # journal entries a crash image may keep or lose by name
+PRODUCER_STATE_FILES = (".snapshot", ".txnindex")  # their writes are aimed at (fault_strategies.faults)
 
 
 def _always(machine, taken) -> bool:
@@ -162,6 +163,7 @@ class CrashMachine(LogMachine):
         self.swarm = frozenset(swarm) & self.swarm_kinds or self.swarm_kinds
         self.interruptible = frozenset(interruptible)
         self.session = Session(header, self.targets, self.backend, faults=True)
+        self.session.fault_outcomes = []  # what each crash image did to the producer-state files
         for kind in sorted(self.swarm):
             event(f"swarm: {kind}")
         self._do(sc.Create("t", 0, 0))
@@ -340,15 +342,20 @@ class CrashMachine(LogMachine):
         kinds = self.swarm_kinds if in_rule else self.swarm
         return [f for f in FAMILIES if f in kinds]
 
-    def _pending(self) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
-        """How many operations are pending, which of them change a name or an extent, and which of
-        those shorten a ``.log`` (a truncation's cut)."""
+    def _pending(self) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """How many operations are pending, which of them change a name or an extent, which of
+        those shorten a ``.log`` (a truncation's cut), and which write a producer-state file."""
         storage = self.session.source.raw_storage
         ops = journal(storage)
         marks = tuple(i for i, (_, op) in enumerate(ops) if isinstance(op, MARKED))
-        logs = {id(node) for name, node in storage.inodes() if name.endswith(".log")}
+        named = {id(node): name for name, node in storage.inodes()}
+        logs = {k for k, name in named.items() if name.endswith(".log")}
         cuts = tuple(i for i in marks if isinstance(ops[i][1], Truncate) and id(ops[i][0]) in logs)
-        return len(ops), marks, cuts
+        aims = tuple(
+            i for i, (owner, op) in enumerate(ops)
+            if isinstance(op, Write) and named.get(id(owner), "").endswith(PRODUCER_STATE_FILES)
+        )  # fmt: skip
+        return len(ops), marks, cuts, aims
 
     def _dry_run(self, step: sc.Step) -> list[str] | None:
         """The storage operations ``step`` would make now, by name, in order: the scenario so far
@@ -413,6 +420,10 @@ class CrashMachine(LogMachine):
 
     def _after_fault(self, step: sc.Step) -> None:
         self.running = False
+        outcomes = self.session.fault_outcomes or [()]
+        for what in outcomes[-1]:
+            event(f"crash image: {what}")
+        outcomes.clear()
         if self.session.broken or not self.session.verdict.results:
             return  # a known Kafka bug was reached: nothing more is judged
         result = self.session.verdict.results[-1].get(self.session.source.name, {})
@@ -429,11 +440,11 @@ class CrashMachine(LogMachine):
         if inside and during is None:
             during = self._interrupted_step(data)
         at_op = self._interrupt_at(data, during, counted) if inside else 0
-        pending, marks, cuts = self._pending()
+        pending, marks, cuts, aims = self._pending()
         if inside:  # the step's own operations come after these: op numbers up to 20 past them
             fault = data.draw(faults(self._families(in_rule), pending + 20), label="fault")
         else:
-            fault = data.draw(faults(self._families(in_rule), pending, marks, cuts), label="fault")
+            fault = data.draw(faults(self._families(in_rule), pending, marks, cuts, aims), label="fault")
         step = sc.Crash(fault, during, at_op)
         if in_rule:
             self.in_rule_crashes += 1

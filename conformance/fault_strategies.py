@@ -51,18 +51,25 @@ def legacy_segments(draw, partition: int):
     )
 
 
-def faults(families, pending: int, marks: tuple[int, ...] = (), cuts: tuple[int, ...] = ()):
+def faults(families, pending: int, marks: tuple[int, ...] = (), cuts: tuple[int, ...] = (), aims: tuple[int, ...] = ()):
     """A crash image description from ``families``, its op numbers around ``pending``.  ``marks``
     are the pending operations that change a name or an extent (create, rename, unlink, truncate),
     where ordering bugs live: op numbers fall on or right after one of them, and a reordering or a
     metadata loss may lose exactly one of them (ALICE's omit-one).  ``cuts``, those of the marks that
     shorten a ``.log``: a truncation's cut, which Kafka never fsyncs (§4.7) — a loss of exactly one
-    of them is an option of its own, beside the families when they include reorderings."""
+    of them is an option of its own, beside the families when they include reorderings.  ``aims``,
+    the pending writes of producer-state files (``.snapshot``, ``.txnindex``): a write torn, read as
+    zeros or lost there is a snapshot or transaction index the next load must cope with (issue 32);
+    generic op numbers tore 5 snapshots and no ``.txnindex`` in about 2,500 crashes."""
     n = max(pending, 1) + 8
     ops = st.integers(0, n)
-    if marks:
-        at_mark = st.sampled_from(marks)
-        ops = weighted("crash image: op number", {"at a name or extent change": at_mark, "anywhere": ops})
+    if marks or aims:
+        at = {"anywhere": ops}
+        if marks:
+            at["at a name or extent change"] = st.sampled_from(marks)
+        if aims:
+            at["at a producer-state file's write"] = st.sampled_from(aims)
+        ops = weighted("crash image: op number", at)
         around = st.sampled_from(marks).flatmap(lambda i: st.sampled_from([i, i + 1]))
         keep = weighted(
             "crash image: prefix kept",
@@ -75,6 +82,8 @@ def faults(families, pending: int, marks: tuple[int, ...] = (), cuts: tuple[int,
         lost["one name or extent change"] = st.sampled_from(marks).map(lambda i: (i,))
     if cuts:
         lost["one pending .log cut"] = st.sampled_from(cuts).map(lambda i: (i,))
+    if aims:
+        lost["one producer-state file's write"] = st.sampled_from(aims).map(lambda i: (i,))
     lose = weighted("crash image: operations lost", lost)
     by_family = {
         "process": lambda: st.just(Fault("process")),
@@ -213,8 +222,9 @@ def damaged_files(files: dict[str, bytes]):
     the tail it scans, the time index's last entry is the max timestamp, a full one rolls the next
     append, §4.3 rule 4); the other segments' indexes (what no load proves before a lookup or a
     retention uses them, KAFKA-10207); a text checkpoint (recovery point, log start, leader
-    epochs...); a partition's leader-epoch checkpoint; an injected legacy segment's .log; any kind
-    of file (.index, .timeindex, a snapshot...), each kind as likely as the others."""
+    epochs...); a partition's leader-epoch checkpoint; an injected legacy segment's .log; a
+    producer snapshot or ``.txnindex``; any kind of file (.index, .timeindex, a snapshot...), each
+    kind as likely as the others."""
     by_kind: dict[str, list[str]] = {}
     for p in files:
         by_kind.setdefault(p.rsplit("/", 1)[-1].split(".", 1)[-1], []).append(p)
@@ -253,6 +263,10 @@ def damaged_files(files: dict[str, bytes]):
         "a text checkpoint": texts,
         "a leader-epoch checkpoint": several or epochs,
         "a legacy .log": legacy,
+        # a producer snapshot or a transaction index: the load deletes a snapshot that does not
+        # read and takes the next older one (rule 35); segment recovery rebuilds a .txnindex
+        # (rule 57) — but only of a segment it recovers (issue 32)
+        "a producer-state file": sorted(p for p in files if p.endswith((".snapshot", ".txnindex"))),
     }
     # (a function builds each option's strategy: one of weight 2 is two strategies)
     options = {k: (lambda paths=paths: st.sampled_from(paths)) for k, paths in among.items() if paths}

@@ -102,6 +102,17 @@ TABLE = (
         "unsupported: the case sets segment.jitter.ms",
     ),
     Allowance(
+        "abandoned-cleaning-completed-after-a-crash", IDEMPOTENT_RECOVERY,
+        "the load took model.log_manager.INVALID_SWAP_REMOVED: it abandons a cleaning round whose .cleaned "
+        "files remain by deleting its .swap files, then the .cleaned ones, with no directory fsync between; "
+        "a crash that keeps a .cleaned deletion and loses a .swap's leaves a swap the next load completes — "
+        "the round's cleaned segment, whole, in place of the original (the partition not compared; durable "
+        "and prefix still apply)",
+        "§5.2 steps 1–4; LogLoader.removeTempFilesAndCollectSwapFiles",
+        "corpora/crash/abandoned-cleaning-completed-after-a-crash.json",
+        SHOWN,
+    ),
+    Allowance(
         "recovery-truncates-what-a-clean-load-trusts", IDEMPOTENT_RECOVERY,
         "the uninterrupted load was clean and a corrupt step damaged the partition: the recovery the crash "
         "turns the next load into truncates corruption a clean load never reads (the partition not compared)",

@@ -85,6 +85,7 @@ class LogMachine(RuleBasedStateMachine):
         self.epochs: dict[tuple[str, int], int] = {}
         # (partition, producer id) → its epoch, next sequence and last batch, as the producer sees them
         self.producers: dict[tuple, tuple[int, int, sc.BatchSpec | None]] = {}
+        self.open_txns: set[tuple] = set()  # (partition, producer) with a transactional batch written, no marker yet
         self.transactional: set[tuple] = set()  # partitions a transactional batch was written to
         self.coordinators: dict[tuple, int] = {}  # (partition, producer) → the coordinator epoch last written
         self.scores: dict[str, float] = {}
@@ -219,6 +220,7 @@ class LogMachine(RuleBasedStateMachine):
             self.leo[tp] = result["last"] + 1
             if transactional:
                 self.transactional.add(tp)
+                self.open_txns.add((tp, producer))
             self.producers[(tp, producer)] = (epoch, sequence + len(batch.records), batch)
 
     @precondition(lambda self: self._up())
@@ -232,6 +234,19 @@ class LogMachine(RuleBasedStateMachine):
         """The coordinator's marker for a producer (docs/producer-state.md rule 55): COMMIT or
         ABORT at the producer's epoch and the coordinator's epoch, or one a fenced coordinator or
         an older producer epoch sends."""
+        self._end_transaction(tp, data, producer, kind)
+
+    @precondition(lambda self: self._up() and self.open_txns)
+    @rule(data=st.data())
+    def end_open_transaction(self, data):
+        """The current coordinator's marker for a transaction with data in the log: an ABORT puts
+        it in the active segment's ``.txnindex`` (rule 56), which a crash may tear and segment
+        recovery rebuilds (rule 57).  With markers drawn for any producer only, about one case in
+        a hundred ended holding a ``.txnindex``."""
+        tp, producer = data.draw(st.sampled_from(sorted(self.open_txns)), label="open transaction")
+        self._end_transaction(tp, data, producer, "current")
+
+    def _end_transaction(self, tp, data, producer: int, kind: str) -> None:
         epoch, sequence, last = self.producers.get((tp, producer), (0, 0, None))
         coordinator = self.coordinators.get((tp, producer), 0)
         if kind == "fenced coordinator":
@@ -250,6 +265,7 @@ class LogMachine(RuleBasedStateMachine):
             self.leo[tp] = result["last"] + 1
             self.coordinators[(tp, producer)] = coordinator
             self.transactional.add(tp)
+            self.open_txns.discard((tp, producer))
 
     @precondition(lambda self: self._up())
     @rule(

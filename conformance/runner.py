@@ -24,7 +24,7 @@ import attrs
 
 from conformance import kafka_findings, kafkas_own
 from conformance import scenario as sc
-from conformance.crash_images import Fault, FaultError, corrupt, journal
+from conformance.crash_images import Fault, FaultError, corrupt, journal, producer_state_damage
 from conformance.properties import (
     BAD_INPUT,
     CONFORMS,
@@ -92,6 +92,8 @@ class Session:
         self.tracker = RecoveryTracker()
         self.unloadable: set[str] = set()  # partitions the last open left out (isolate policy): files not compared
         self.shutdown_dirs: dict[str, bool] = {}  # data dir → whether the last shutdown wrote its marker
+        # a list to have each crash's producer_state_damage appended (the crash machine's events)
+        self.fault_outcomes: list[tuple[str, ...]] | None = None
         if scenario.image is not None and not self.broken:
             self._restore(scenario.image, scenario.clock_start_ms)
         self._apply(sc.Open(), -1)
@@ -287,7 +289,10 @@ class Session:
             self.tracker.observe(self.model, during, crashed=True, result=results.get(self.model.name))
         if source.backend == "sim":  # how many operations the fault chose from (the crash image's size)
             results[source.name] = {**results[source.name], "pending": len(journal(source.raw_storage))}
+        live = source.files() if self.fault_outcomes is not None else None
         files, dirs, mtimes = source.image(fault)
+        if live is not None:
+            self.fault_outcomes.append(producer_state_damage(live, files))
         if before is not None and reference is not None:  # (a power loss may also lose older operations)
             self.verdict.count(IDEMPOTENT_RECOVERY)
             skipped = crash_recovery.recovery_skipped(before, files, reference.clean)

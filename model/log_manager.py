@@ -88,6 +88,7 @@ LATER_DELETED = "5.6.1b later unflushed segments deleted"
 SPLIT_BELOW_BASE = "5.5 split below the segment's base"
 EPOCHS_PAST_END = "5.7 epoch entries at or past the log end removed"
 ALL_DELETED = "5.6.2 log end below log start: all segments deleted"
+INVALID_SWAP_REMOVED = "5.2.1e invalid .swap removed"
 
 
 @attrs.define
@@ -530,7 +531,8 @@ def _keep_failed(manager: LogManager, image, path: str, dirs: set[str], outcome:
         now, written = {**outcome.log_now.other, **segment_files(outcome.log_now.log)}, {}
         if outcome.log_now.log.epoch_writes:  # the recoveries' epoch cache, checkpointed as it changed
             now[EPOCHS] = render_epochs(outcome.log_now.log.epochs).encode()
-            now.pop(f"{EPOCHS}.tmp", None)
+            now.pop(f"{EPOCHS}.tmp", None)  # the write's temp file, renamed over it
+            manager.extra_files.pop(f"{path}/{EPOCHS}.tmp", None)
     if now is not None:
         now = {**now, **outcome.snapshots}
     if now is not None:
@@ -611,7 +613,7 @@ def _load_partition(
     for name in swaps:
         if min_cleaned is not None and _file_offset(path, name) >= min_cleaned:
             del files[name]
-            outcome.took("5.2.1e invalid .swap removed")
+            outcome.took(INVALID_SWAP_REMOVED)
     for name in cleaned:
         del files[name]
         outcome.took("5.2.1f .cleaned removed")

@@ -115,7 +115,9 @@ def _normalised(entry: tuple) -> tuple:
     return pid, epoch, seq, offset, delta, timestamp, coordinator, txn if txn >= 0 else -1
 
 
-def _expired(entry: tuple, now_ms: int) -> bool:
+def expired(entry, now_ms: int) -> bool:
+    """ProducerStateManager.isProducerExpired: no open transaction and last seen at least
+    producer.id.expiration.ms ago."""
     return entry[7] < 0 and now_ms - entry[5] >= PRODUCER_ID_EXPIRATION_MS
 
 
@@ -347,7 +349,7 @@ class ProducerStateManager:
                 self._remove_and_delete(offset)
                 continue
             for entry in entries:
-                if not _expired(entry, now_ms):
+                if not expired(entry, now_ms):
                     self.producers[entry[0]] = entry
                     self.recent[entry[0]] = [(entry[2], entry[3], entry[4])] if entry[3] >= 0 else []
                     if entry[7] >= 0:  # loadProducerEntry: an open transaction (rule 59)

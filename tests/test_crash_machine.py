@@ -202,9 +202,10 @@ def test_an_option_of_weight_two_is_two_branches():
         "d0/t-0/00000000000000000005.timeindex": bytes(12),
         "d0/t-0/leader-epoch-checkpoint": b"0\n2\n0 0\n1 5\n",
         "d0/legacy-0/00000000000000000000.log": b"x",
+        "d0/t-0/00000000000000000005.snapshot": bytes(10),
     }
     branches = unwrap_strategies(damaged_files(files)).element_strategies
-    assert len(branches) == sum(WEIGHTS["damaged file"].value.values()) == 9
+    assert len(branches) == sum(WEIGHTS["damaged file"].value.values()) == 10
 
 
 def test_the_batches_an_index_names_and_the_recovery_points_are_read_through_the_model():
@@ -230,3 +231,19 @@ def test_the_batches_an_index_names_and_the_recovery_points_are_read_through_the
     assert indexed_batches(files, stem + "log") == (positions[0],)
     checkpoint = {"d0/recovery-point-offset-checkpoint": b"0\n3\nt 0 5\nt 1 x7\norders 1 9\n"}
     assert recovery_points(checkpoint) == {"d0/t-0": 5, "d0/orders-1": 9}
+
+
+def test_crash_images_name_what_they_did_to_the_producer_state_files():
+    """The events the machine counts for issue 32's faults: a snapshot torn, a .txnindex gone, and
+    a snapshot above the log end (an empty segment at 5 is the log's end)."""
+    from conformance.crash_images import producer_state_damage
+
+    live = {
+        "d0/t-0/00000000000000000005.log": b"",
+        "d0/t-0/00000000000000000005.snapshot": b"\x00\x01" + bytes(8),
+        "d0/t-0/00000000000000000005.txnindex": bytes(34),
+    }
+    image = {**live, "d0/t-0/00000000000000000005.snapshot": bytes(10), "d0/t-0/00000000000000000009.snapshot": b""}
+    del image["d0/t-0/00000000000000000005.txnindex"]
+    assert producer_state_damage(live, image) == ("snapshot torn", "snapshot above the log end", "txnindex missing")
+    assert producer_state_damage(live, dict(live)) == ()
