@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sys
 
 import click
 
-from conformance.dump import DumpIOError, DumpOptions, dump_file
+from conformance.dump import DumpIOError, DumpOptions, check_regular_file, dump_file
 from conformance.dump_index import INDEX_SUFFIXES, dump_index_file
+from conformance.dump_state import STATE_FILES, dump_state_file
 from conformance.mutants import MutantError, mutant_stack
 from conformance.scenario import Scenario, ScenarioError
 from conformance.targets.kafka_jvm import RELEASE, KafkaTargetError, build, shared
@@ -34,6 +36,7 @@ def main() -> None:
     is_flag=True,
     help="Index files: check the entries against the segment's .log, list mismatches.",
 )
+@click.option("--as-records", is_flag=True, help="Read every file as a record set (.log layout), whatever its name.")
 def dump(
     files: tuple[str, ...],
     deep_iteration: bool,
@@ -41,9 +44,12 @@ def dump(
     as_json: bool,
     index_sanity_check: bool,
     verify_index_only: bool,
+    as_records: bool,
 ) -> None:
-    """Print Kafka .log segment files (and Fetch record sets with the same layout) and .index,
-    .timeindex and .txnindex files.
+    """Print the files of a Kafka log dir by their kind: .log segments (and .records record sets,
+    KRaft .checkpoint snapshots), .index, .timeindex and .txnindex files, producer .snapshot files,
+    the offset and leader-epoch checkpoints, partition.metadata, meta.properties and quorum-state,
+    also under a .deleted, .cleaned or .swap suffix.  Another name is refused unless --as-records.
 
     Invalid data is reported (valid prefix, then file, byte position and reason) with exit status
     0; the status is non-zero only for usage or I/O errors.
@@ -56,8 +62,7 @@ def dump(
     try:
         for path in files:
             try:
-                dumper = dump_index_file if path.endswith(INDEX_SUFFIXES) else dump_file
-                dumper(path, options, lambda line: out.write(line + "\n"))
+                _dumper(path, as_records)(path, options, lambda line: out.write(line + "\n"))
             except DumpIOError as e:
                 out.flush()
                 click.echo(f"klc dump: {e}", err=True)
@@ -70,6 +75,37 @@ def dump(
         sys.exit(0)
     if failed:
         sys.exit(1)
+
+
+RENAMED = (".deleted", ".cleaned", ".swap")  # Kafka's suffixes for a file being replaced or removed
+RECORD_FILES = (".log", ".records", ".checkpoint")  # segments, record sets, KRaft snapshots
+
+
+def _dumper(path: str, as_records: bool):
+    """The dump of ``path``'s kind, by its name without a .deleted/.cleaned/.swap suffix."""
+    check_regular_file(path)  # a directory or a FIFO is refused as such, whatever its name
+    name = os.path.basename(path)
+    for suffix in RENAMED:
+        name = name.removesuffix(suffix)
+    if as_records or name.endswith(RECORD_FILES):
+        return dump_file
+    if name.endswith(INDEX_SUFFIXES):
+        return functools.partial(_named, dump_index_file, name)
+    if name.endswith(".snapshot") or name in STATE_FILES:
+        return functools.partial(_named, dump_state_file, name)
+    raise DumpIOError(
+        f"cannot dump {path}: not a kind of file klc dump knows (.log, .records, .checkpoint, .index, "
+        ".timeindex, .txnindex, .snapshot, the offset and leader-epoch checkpoints, partition.metadata, "
+        "meta.properties, quorum-state, and those renamed .deleted, .cleaned or .swap); --as-records reads "
+        "it as a record set"
+    )
+
+
+def _named(dumper, name: str, path: str, options: DumpOptions, emit) -> None:
+    if dumper is dump_index_file:
+        dumper(path, options, emit, name)
+    else:
+        dumper(path, name, options, emit)
 
 
 @main.command()

@@ -24,19 +24,22 @@ from impl.txn_index import TransactionIndex
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 
 
-def dump_index_file(path: str, options: DumpOptions, emit: Callable[[str], None]) -> None:
+def dump_index_file(path: str, options: DumpOptions, emit: Callable[[str], None], name: str | None = None) -> None:
+    """Dump an index file; ``name``, its kind's name when the file carries a .deleted, .cleaned or
+    .swap suffix."""
+    name = name or path
     base = base_offset_from_name(path)
     if base is None:
         raise DumpIOError(f"cannot read {path}: the file name does not start with a base offset (§2.1)")
     check_regular_file(path)
     storage = OsStorage(read_only=True)
     try:
-        if path.endswith(".txnindex"):  # streamed: a transaction index may be gigabytes of records
+        if name.endswith(".txnindex"):  # streamed: a transaction index may be gigabytes of records
             for line in _txn_lines(path, TransactionIndex(storage, path, base), options):
                 emit(line)
             return
         else:
-            cls = OffsetIndex if path.endswith(".index") else TimeIndex
+            cls = OffsetIndex if name.endswith(".index") else TimeIndex
             index = cls(storage, path, base, max(os.path.getsize(path), cls.ENTRY_SIZE))
             try:
                 lines = list(_index_lines(path, index, options))
@@ -108,7 +111,8 @@ def _index_lines(path: str, index, options: DumpOptions) -> Iterator[str]:
 
 
 def _verify_lines(path: str, index, is_offset: bool, as_json: bool) -> Iterator[str]:
-    log_path = path[: path.rindex(".")] + ".log"
+    head, base = os.path.split(path)
+    log_path = os.path.join(head, base.split(".", 1)[0] + ".log")  # the segment's, whatever suffix the index has
     log = _open_buffer(log_path)  # a missing .log is an I/O error (DumpIOError)
     try:
         if is_offset:

@@ -1,0 +1,213 @@
+"""``klc dump`` for the files of a log dir that hold no record batches: producer snapshots, the text
+checkpoints, ``partition.metadata``, ``meta.properties`` and KRaft's ``quorum-state``.
+
+Each kind is decoded by its own format with Kafka's verdict on bad content, as Kafka's reader would
+give it (docs/dump.md): the entries read, then one line naming the file, the line or byte position
+and the reason.  A file is read whole but never more than :data:`MAX_BYTES`: none of these is
+larger in a broker's dir.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from collections.abc import Callable, Iterator
+
+from conformance.dump import DumpIOError, DumpOptions, check_regular_file
+from model.checkpoints import CheckpointError, parse_epochs, parse_offsets
+from model.producer_state import CorruptSnapshot, parse, snapshot_offset
+
+MAX_BYTES = 64 << 20  # above a snapshot of Kafka's 1,000,000-entry bound (42 MB) and any checkpoint
+
+OFFSET_CHECKPOINTS = (
+    "recovery-point-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
+EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+STATE_FILES = (*OFFSET_CHECKPOINTS, EPOCH_CHECKPOINT, "partition.metadata", "meta.properties", "quorum-state")
+
+
+def dump_state_file(path: str, name: str, options: DumpOptions, emit: Callable[[str], None]) -> None:
+    """Dump ``path``, a file whose kind ``name`` gives (its name without a .deleted/.cleaned/.swap
+    suffix).  Raises DumpIOError only."""
+    data = _read(path)
+    lines = _SNAPSHOT if name.endswith(".snapshot") else _BY_NAME[name]
+    if not options.as_json:
+        emit(f"Dumping {path}")
+    for kind, fields in lines(path, name, data):
+        emit(json.dumps({"type": kind, "file": path, **fields}) if options.as_json else _text(kind, fields))
+
+
+def _read(path: str) -> bytes:
+    check_regular_file(path)
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_BYTES:
+                raise DumpIOError(f"cannot read {path}: {size} bytes, more than any such file holds ({MAX_BYTES})")
+            return f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise DumpIOError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _text(kind: str, fields: dict) -> str:
+    if kind == "error":
+        where = f"line {fields['line']}" if "line" in fields else f"byte position {fields['position']}"
+        return f"Found {fields['what']} in {fields['in']} at {where}: {fields['kind']} ({fields['reason']}): {fields['detail']}"
+    if kind == "summary":
+        return fields["text"]
+    return " ".join(f"{k}: {v}" for k, v in fields.items())
+
+
+def _error(path: str, what: str, kind: str, reason: str, detail: str, **where) -> tuple[str, dict]:
+    fields = {"what": what, "in": path, **where, "kind": kind, "reason": reason, "detail": detail}
+    return "error", fields
+
+
+# --- producer snapshots (docs/producer-state.md, rules 2–4, 34–35) -------------------------------------
+
+
+def _snapshot_lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, dict]]:
+    try:
+        offset = snapshot_offset(name)
+    except ValueError as e:  # a name Kafka cannot parse fails the partition's load (rule 34)
+        yield _error(path, "a snapshot name", "NumberFormatException", "snapshot-name", str(e), position=0)
+        return
+    yield "summary", {"text": f"Producer state snapshot at offset {offset}"}
+    try:
+        entries = parse(data)
+    except CorruptSnapshot as e:
+        yield _error(path, "a corrupt snapshot", "CorruptSnapshotException", _reason(str(e)), str(e), position=0)
+        yield "summary", {"text": "Kafka's load deletes this snapshot and reads the next older one (rule 35)"}
+        return
+    for pid, epoch, seq, last, delta, timestamp, coordinator, txn in entries:
+        yield "producer", {
+            "producerId": pid, "producerEpoch": epoch, "coordinatorEpoch": coordinator,
+            "currentTxnFirstOffset": txn, "lastTimestamp": timestamp, "lastSequence": seq,
+            "lastOffset": last, "offsetDelta": delta,
+        }  # fmt: skip
+    yield "summary", {"text": _count(len(entries), "producer")}
+
+
+def _reason(message: str) -> str:
+    if "CRC" in message:
+        return "crc-mismatch"
+    return "unknown-version" if "version" in message else "schema"
+
+
+_SNAPSHOT = _snapshot_lines
+
+
+# --- text checkpoints (§6.5) ----------------------------------------------------------------------------
+
+
+def _offsets_lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, dict]]:
+    try:
+        entries = parse_offsets(data, name)
+    except CheckpointError as e:
+        yield _error(path, "an unreadable checkpoint", e.kind, e.reason, e.detail, line=e.line)
+        yield "summary", {"text": "Kafka's load takes this log dir offline (§6.6)"}
+        return
+    for (topic, partition), offset in entries.items():
+        yield "offset", {"topic": topic, "partition": partition, "offset": offset}
+    yield "summary", {"text": _count(len(entries), "partition")}
+
+
+def _epochs_lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, dict]]:
+    try:
+        entries = parse_epochs(data, name)
+    except CheckpointError as e:
+        yield _error(path, "an unreadable checkpoint", e.kind, e.reason, e.detail, line=e.line)
+        yield "summary", {"text": "Kafka's load of this partition fails and takes its log dir offline (§6.6)"}
+        return
+    for epoch, start in entries:
+        yield "epoch", {"epoch": epoch, "startOffset": start}
+    yield "summary", {"text": _count(len(entries), "epoch")}
+
+
+# --- partition.metadata, meta.properties, quorum-state --------------------------------------------------
+
+
+def _partition_metadata_lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, dict]]:
+    """PartitionMetadataFile: ``version: 0`` then ``topic_id: <Uuid>`` (22 characters of base64url,
+    16 bytes)."""
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        yield _error(path, "unreadable metadata", "IOException", "malformed-input", str(e), position=e.start)
+        return
+    fields = [line.split(": ", 1) for line in lines[:2]]
+    if len(fields) < 2 or any(len(f) != 2 for f in fields) or [f[0] for f in fields] != ["version", "topic_id"]:
+        yield _error(
+            path, "unreadable metadata", "IOException", "format", "expected 'version: 0' then 'topic_id: ID'", line=1
+        )
+        return
+    if fields[0][1] != "0":
+        yield _error(
+            path, "unreadable metadata", "IOException", "version", f"unrecognized version {fields[0][1]!r}", line=1
+        )
+        return
+    topic_id = fields[1][1]
+    if not _is_uuid(topic_id):
+        yield _error(
+            path,
+            "unreadable metadata",
+            "IllegalArgumentException",
+            "topic-id",
+            f"not a Uuid: {topic_id[:40]!r}",
+            line=2,
+        )
+        return
+    yield "metadata", {"version": 0, "topic_id": topic_id}
+
+
+def _is_uuid(text: str) -> bool:
+    if len(text) != 22:
+        return False
+    try:
+        return len(base64.urlsafe_b64decode(text + "==")) == 16
+    except (binascii.Error, ValueError):
+        return False
+
+
+def _properties_lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, dict]]:
+    """java.util.Properties in ISO-8859-1: ``key=value`` or ``key: value``, ``#``/``!`` comments."""
+    for number, line in enumerate(data.decode("latin-1").splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        cut = min((i for i in (stripped.find("="), stripped.find(":")) if i >= 0), default=len(stripped))
+        yield "property", {"key": stripped[:cut].strip(), "value": stripped[cut + 1 :].strip(), "line": number}
+
+
+def _quorum_state_lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, dict]]:
+    try:
+        state = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        yield _error(path, "unreadable quorum state", "IOException", "malformed-input", str(e), position=e.start)
+        return
+    except json.JSONDecodeError as e:
+        yield _error(path, "unreadable quorum state", "IOException", "json", e.msg, position=e.pos)
+        return
+    if not isinstance(state, dict):
+        yield _error(path, "unreadable quorum state", "IOException", "json", "not a JSON object", position=0)
+        return
+    for key, value in state.items():
+        yield "quorum-state", {"key": key, "value": json.dumps(value)[:200]}
+
+
+_BY_NAME = {
+    **{n: _offsets_lines for n in OFFSET_CHECKPOINTS},
+    EPOCH_CHECKPOINT: _epochs_lines,
+    "partition.metadata": _partition_metadata_lines,
+    "meta.properties": _properties_lines,
+    "quorum-state": _quorum_state_lines,
+}
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
