@@ -17,8 +17,8 @@ from collections.abc import Callable
 import attrs
 
 from conformance import scenario as sc
-from conformance.properties import CONFORMS, DURABLE, INDEX_AGREES, PREFIX
-from model.indexes import TimeIndex
+from conformance.properties import CONFORMS, DURABLE, INDEX_AGREES, PREFIX, READ_COMMITTED
+from model.indexes import ABORTED_TXN_SIZE, TimeIndex
 from model.producer_state import REBUILDING
 
 FOLDER = "kafka-findings"
@@ -209,6 +209,28 @@ TRUNCATE_FULLY_INTERRUPTED = Finding(
 )
 
 
+def _read_committed_over_a_torn_txn_index(step: sc.Step, results: dict, model) -> bool:
+    """A read at read_committed of a partition one of whose ``.txnindex`` files ends in a partial
+    record (its length no multiple of 34, §3.7)."""
+    if not (isinstance(step, sc.Read) and step.isolation == "read_committed") or model is None or not model.running:
+        return False
+    p = model.manager.partitions.get((step.topic, step.partition))
+    return p is not None and any(
+        s.txn_index is not None and len(s.txn_index.data) % ABORTED_TXN_SIZE for s in p.log.segments
+    )
+
+
+TORN_TXN_INDEX = Finding(
+    name="torn-transaction-index-hides-an-aborted-transaction",
+    release="4.4.0",
+    prop=READ_COMMITTED,
+    summary="a .txnindex whose last record was cut short while the broker was down passes a clean load's sanity "
+    "check, which reads whole records only: that record's aborted transaction is left out of read_committed "
+    "fetches, and the consumer receives its data; records appended after the partial one are misaligned",
+    step_shape=_read_committed_over_a_torn_txn_index,
+)
+
+
 FINDINGS = (
     FULL_INDEX_MID_APPEND,
     LOOKUP_BY_A_LOST_MAX,
@@ -218,6 +240,7 @@ FINDINGS = (
     SEGMENT_INDEX_BYTES_BELOW_A_TIME_ENTRY,
     SWAP_COMPLETED_OVER_A_LOST_DELETION,
     TRUNCATE_FULLY_INTERRUPTED,
+    TORN_TXN_INDEX,
 )
 
 
