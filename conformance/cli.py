@@ -52,7 +52,7 @@ def dump(
     also under a .deleted, .cleaned or .swap suffix.  Another name is refused unless --as-records.
 
     Invalid data is reported (valid prefix, then file, byte position and reason) with exit status
-    0; the status is non-zero only for usage or I/O errors.
+    0; the status is non-zero only for usage or I/O errors and for a file of no kind it knows.
     """
     if index_sanity_check and verify_index_only:
         raise click.UsageError("--index-sanity-check and --verify-index-only exclude each other")
@@ -90,22 +90,15 @@ def _dumper(path: str, as_records: bool):
     if as_records or name.endswith(RECORD_FILES):
         return dump_file
     if name.endswith(INDEX_SUFFIXES):
-        return functools.partial(_named, dump_index_file, name)
+        return functools.partial(dump_index_file, name=name)
     if name.endswith(".snapshot") or name in STATE_FILES:
-        return functools.partial(_named, dump_state_file, name)
+        return functools.partial(dump_state_file, name=name)
     raise DumpIOError(
         f"cannot dump {path}: not a kind of file klc dump knows (.log, .records, .checkpoint, .index, "
         ".timeindex, .txnindex, .snapshot, the offset and leader-epoch checkpoints, partition.metadata, "
         "meta.properties, quorum-state, and those renamed .deleted, .cleaned or .swap); --as-records reads "
         "it as a record set"
     )
-
-
-def _named(dumper, name: str, path: str, options: DumpOptions, emit) -> None:
-    if dumper is dump_index_file:
-        dumper(path, options, emit, name)
-    else:
-        dumper(path, name, options, emit)
 
 
 @main.command()

@@ -31,9 +31,10 @@ EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 STATE_FILES = (*OFFSET_CHECKPOINTS, EPOCH_CHECKPOINT, "partition.metadata", "meta.properties", "quorum-state")
 
 
-def dump_state_file(path: str, name: str, options: DumpOptions, emit: Callable[[str], None]) -> None:
-    """Dump ``path``, a file whose kind ``name`` gives (its name without a .deleted/.cleaned/.swap
-    suffix).  Raises DumpIOError only."""
+def dump_state_file(path: str, options: DumpOptions, emit: Callable[[str], None], name: str | None = None) -> None:
+    """Dump ``path``, a file whose kind ``name`` gives (its name without a .deleted, .cleaned or
+    .swap suffix; by default the file's own name).  Raises DumpIOError only."""
+    name = name or os.path.basename(path)
     data = _read(path)
     lines = _SNAPSHOT if name.endswith(".snapshot") else _BY_NAME[name]
     if not options.as_json:
