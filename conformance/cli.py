@@ -159,6 +159,13 @@ def _target_option(value: str) -> str:
     raise click.BadParameter(f"{value!r}: use both, model, impl, kafka or kafka:VERSION (e.g. kafka:2.8.2)")
 
 
+def _load_target(value: str) -> str:
+    """--target of load: impl, kafka or kafka:VERSION (MAJOR.MINOR.PATCH)."""
+    if value in ("impl", "kafka") or (value.startswith("kafka:") and RELEASE.fullmatch(value.removeprefix("kafka:"))):
+        return value
+    raise click.BadParameter(f"{value!r}: use impl, kafka or kafka:VERSION (e.g. kafka:2.8.2)")
+
+
 def _kafka_classpath(user: str) -> str:
     """The user's jars first, then the target's own build (its adapter and the pinned release)."""
     missing = [p for p in user.split(os.pathsep) if p and not os.path.exists(p.rstrip("*"))]
@@ -233,10 +240,11 @@ def _config_option(values: tuple[str, ...]):
 @click.option("--config", "config_items", multiple=True, metavar="KEY=VALUE", help="A topic config (repeatable).")
 @click.option(
     "--target",
-    type=click.Choice(["impl", "kafka"]),
     default="impl",
     show_default=True,
-    help="kafka: what Apache Kafka's own loader (the pinned release, or --kafka-classpath) does on restart.",
+    callback=lambda ctx, param, value: _load_target(value),
+    help="kafka: what Apache Kafka's own loader (the pinned release, or --kafka-classpath) does on restart; "
+    "kafka:VERSION: that release's (docs/kafka-target.md lists the releases with an adapter).",
 )
 @click.option("--kafka-classpath", metavar="PATH", help="With --target kafka: your own Kafka build's jars.")
 @click.option("--count-batches", is_flag=True, help="Also count every segment's batches (a CRC scan of all the data).")
@@ -259,10 +267,16 @@ def load(
     from conformance.load_report import format_text, load_dirs, load_dirs_on_kafka  # local: impl log stack, slow
 
     config = _config_option(config_items)
-    if target == "kafka":
+    if target.startswith("kafka"):
+        release = target.partition(":")[2] or None
+        if release and kafka_classpath:
+            raise click.BadParameter(
+                "goes with --target kafka (the jars are the release)", param_hint="--kafka-classpath"
+            )
         try:
             classpath = _kafka_classpath(kafka_classpath) if kafka_classpath else None
-            report = load_dirs_on_kafka(list(dirs), _config_items(config_items), shared(classpath), count_batches)
+            jvm = shared(classpath, release)
+            report = load_dirs_on_kafka(list(dirs), _config_items(config_items), jvm, count_batches)
         except KafkaTargetError as e:
             click.echo(f"klc load: {e}", err=True)
             sys.exit(2)

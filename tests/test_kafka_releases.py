@@ -71,3 +71,29 @@ def test_the_pinned_release_is_the_default():
         assert target.name == "kafka" and target.version == PINNED
     finally:
         target.close()
+
+
+def test_klc_load_tells_what_a_release_does_with_a_real_broker_dir(shared_dir):
+    """``klc load --target kafka:VERSION`` (issue 31 item 6): Kafka 2.8.2's own loader on a copy of a
+    crashed 3.x broker's dir reports every partition as Kafka 4.4.0's does; a release without an
+    adapter is refused with exit 2, never reported as loaded."""
+    import json
+
+    from click.testing import CliRunner
+
+    from conformance.cli import main
+
+    live = (
+        shared_dir / "real-data" / "ItumelengMogase__Real-Time-Data-Pipeline-for-Patient-Admissions" / "live-aec5bda1"
+    )
+    data = str(next(p for p in live.iterdir() if p.is_dir()))
+    reports = {}
+    for target in ("kafka:2.8.2", "kafka"):
+        r = CliRunner().invoke(main, ["load", "--json", "--target", target, data])
+        assert r.exit_code == 0, r.output
+        reports[target] = json.loads(r.output)
+    assert reports["kafka:2.8.2"]["kafka"] == "2.8.2" and reports["kafka"]["kafka"] == PINNED
+    assert len(reports["kafka"]["partitions"]) == 4
+    assert reports["kafka:2.8.2"]["partitions"] == reports["kafka"]["partitions"]
+    r = CliRunner().invoke(main, ["load", "--target", "kafka:3.5.0", data])
+    assert r.exit_code == 2 and "no adapter" in r.output
