@@ -31,6 +31,7 @@ import attrs
 
 from conformance.sim_storage import Create, Dir, Inode, MakeDir, Rename, SimStorage, Truncate, Unlink, Write
 from model.file_records import iterate_file
+from model.names import NameError_, offset_from_file_name
 
 FAMILIES = ("process", "prefix", "reorder", "torn", "size_ahead", "metadata")
 FILLS = ("absent", "zero", "junk")
@@ -280,7 +281,8 @@ def producer_state_damage(live: dict[str, bytes], image: dict[str, bytes]) -> tu
     ends = _log_ends(image)
     for path in image:
         head, _, name = path.rpartition("/")
-        if name.endswith(".snapshot") and name.split(".")[0].isdigit() and int(name.split(".")[0]) > ends.get(head, 0):
+        offset = _file_offset(name) if name.endswith(".snapshot") else None
+        if offset is not None and offset > ends.get(head, 0):
             found.add("snapshot above the log end")
     return tuple(k for k in PRODUCER_STATE_DAMAGE if k in found)
 
@@ -291,7 +293,16 @@ def _log_ends(image: dict[str, bytes]) -> dict[str, int]:
     ends: dict[str, int] = {}
     for path, data in image.items():
         head, _, name = path.rpartition("/")
-        if name.endswith(".log") and name.split(".")[0].isdigit():
+        base = _file_offset(name) if name.endswith(".log") else None
+        if base is not None:
             last = max((b.header().last_offset + 1 for b in iterate_file(data).batches), default=0)
-            ends[head] = max(ends.get(head, 0), last, int(name.split(".")[0]))
+            ends[head] = max(ends.get(head, 0), last, base)
     return ends
+
+
+def _file_offset(name: str) -> int | None:
+    """The offset a file's name gives (§2.1), None for a name that gives none."""
+    try:
+        return offset_from_file_name(name)
+    except NameError_:
+        return None

@@ -36,7 +36,7 @@ def dump_state_file(path: str, options: DumpOptions, emit: Callable[[str], None]
     .swap suffix; by default the file's own name).  Raises DumpIOError only."""
     name = name or os.path.basename(path)
     data = _read(path)
-    lines = _SNAPSHOT if name.endswith(".snapshot") else _BY_NAME[name]
+    lines = _snapshot_lines if name.endswith(".snapshot") else _BY_NAME[name]
     if not options.as_json:
         emit(f"Dumping {path}")
     for kind, fields in lines(path, name, data):
@@ -100,34 +100,36 @@ def _reason(message: str) -> str:
     return "unknown-version" if "version" in message else "schema"
 
 
-_SNAPSHOT = _snapshot_lines
-
-
 # --- text checkpoints (§6.5) ----------------------------------------------------------------------------
 
 
-def _offsets_lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, dict]]:
-    try:
-        entries = parse_offsets(data, name)
-    except CheckpointError as e:
-        yield _error(path, "an unreadable checkpoint", e.kind, e.reason, e.detail, line=e.line)
-        yield "summary", {"text": "Kafka's load takes this log dir offline (§6.6)"}
-        return
-    for (topic, partition), offset in entries.items():
-        yield "offset", {"topic": topic, "partition": partition, "offset": offset}
-    yield "summary", {"text": _count(len(entries), "partition")}
+def _checkpoint_lines(parse, kind: str, fields, unit: str, verdict: str):
+    """The lines of a text checkpoint: each entry ``parse`` reads as ``kind`` with ``fields(entry)``,
+    or the line Kafka refuses and ``verdict``, what its load then does."""
+
+    def lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, dict]]:
+        try:
+            entries = list(parse(data, name))
+        except CheckpointError as e:
+            yield _error(path, "an unreadable checkpoint", e.kind, e.reason, e.detail, line=e.line)
+            yield "summary", {"text": verdict}
+            return
+        for entry in entries:
+            yield kind, fields(entry)
+        yield "summary", {"text": _count(len(entries), unit)}
+
+    return lines
 
 
-def _epochs_lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, dict]]:
-    try:
-        entries = parse_epochs(data, name)
-    except CheckpointError as e:
-        yield _error(path, "an unreadable checkpoint", e.kind, e.reason, e.detail, line=e.line)
-        yield "summary", {"text": "Kafka's load of this partition fails and takes its log dir offline (§6.6)"}
-        return
-    for epoch, start in entries:
-        yield "epoch", {"epoch": epoch, "startOffset": start}
-    yield "summary", {"text": _count(len(entries), "epoch")}
+_offsets_lines = _checkpoint_lines(
+    lambda data, name: parse_offsets(data, name).items(), "offset",
+    lambda e: {"topic": e[0][0], "partition": e[0][1], "offset": e[1]}, "partition",
+    "Kafka's load takes this log dir offline (§6.6)",
+)  # fmt: skip
+_epochs_lines = _checkpoint_lines(
+    parse_epochs, "epoch", lambda e: {"epoch": e[0], "startOffset": e[1]}, "epoch",
+    "Kafka's load of this partition fails and takes its log dir offline (§6.6)",
+)  # fmt: skip
 
 
 # --- partition.metadata, meta.properties, quorum-state --------------------------------------------------
