@@ -22,8 +22,8 @@ import attrs
 
 from model.cleaner import clean
 from model.config import Config
-from model.errors import LogError
-from model.file_records import CORRUPT, iterate_file
+from model.errors import LogError, RecordFormatError
+from model.file_records import CORRUPT, framed, iterate_file
 from model.producer_state import (
     CLIENT,
     COORDINATOR,
@@ -383,15 +383,7 @@ class Log:
             raise LogError("OffsetOutOfRangeException", f"max offset {max_offset} outside the log")
         if start >= max_offset:
             return True
-        # the bound's offset metadata: where the batch holding it starts, else the log's end — also for
-        # the log end offset, whose metadata stays where it was when an append failed after writing
-        # its bytes (full-index-mid-append)
-        limit_base, limit_position = self.active.base_offset, self.active.size
-        for s in [self.floor(max_offset)] + self.after(self.floor(max_offset).base_offset):
-            batch = s.batch_at_or_after(max_offset)
-            if batch is not None:
-                limit_base, limit_position = s.base_offset, batch.position
-                break
+        limit_base, limit_position = self._offset_metadata(max_offset)
         start_segment = self.floor(start)
         for s in [start_segment] + self.after(start_segment.base_offset):
             limit = s.size if s.base_offset < limit_base else limit_position if s.base_offset == limit_base else None
@@ -399,6 +391,32 @@ class Log:
             if data is not None:
                 return s, s.batch_at_or_after(start).position, data
         return None
+
+    def _offset_metadata(self, offset: int) -> tuple[int, int]:
+        """The segment and position a fetch bound at ``offset`` stops at (LogOffsetMetadata).  Below
+        the log end: where the batch holding it starts, found by base offsets as
+        convertToOffsetMetadataOrThrow finds it (a damaged legacy wrapper raises), else the log's
+        end.  At the log end: Kafka keeps its metadata (nextOffsetMetadata) and reads nothing, so
+        no batch is decoded — it is where the active segment's first batch reaching the log end
+        starts, the bytes of an append that failed after writing them (full-index-mid-append),
+        else the segment's end."""
+        if offset == self.log_end_offset:
+            return self.active.base_offset, self._end_position()
+        for s in [self.floor(offset)] + self.after(self.floor(offset).base_offset):
+            batch = s.batch_at_or_after(offset)
+            if batch is not None:
+                return s.base_offset, batch.position
+        return self.active.base_offset, self.active.size
+
+    def _end_position(self) -> int:
+        """Last offsets only: a legacy wrapper's is its own offset, read without decompressing it."""
+        try:
+            for batch in framed(bytes(self.active.log)):
+                if batch.header().last_offset >= self.log_end_offset:
+                    return batch.position
+        except RecordFormatError:
+            pass  # damaged bytes a clean load kept: the log end's metadata is the segment's end
+        return self.active.size
 
     # UnifiedLog.fetchOffsetByTimestamp
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:

@@ -342,6 +342,14 @@ CRASH_MUTANTS = (
         caught_by=("crash-scenarios",),
     ),
     Mutant(
+        name="read-to-the-log-end-searched",
+        module="impl.log",
+        old="        if offset == end:\n            return base, position\n",
+        new="        if False:\n            return base, position\n",
+        description="a read to the log end searches the log for the log end's batch by base offsets instead of keeping its offset metadata, so a damaged legacy wrapper a clean load kept fails the fetch (pinned by corpora/crash/read-to-the-log-end-decodes-no-batch.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="split-cleans-up-after-a-snappy-error",
         module="impl.split",
         old='        if isinstance(e, SplitError) and e.kind == "SnappyError":\n',
