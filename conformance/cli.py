@@ -8,6 +8,7 @@ import json
 import os
 import sys
 
+import attrs
 import click
 
 from conformance.dump import DumpIOError, DumpOptions, check_regular_file, dump_file
@@ -214,6 +215,56 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
         elif (verdict.unsupported or verdict.known) and worst == 0:
             worst = 3
     sys.exit(worst)
+
+
+@main.command()
+@click.argument("cases", nargs=-1, type=click.Path(dir_okay=False, path_type=str))
+@click.option(
+    "--release",
+    "releases",
+    multiple=True,
+    metavar="VERSION",
+    help="A Kafka release to replay on (repeat it); default: the releases of issue 31's table.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON object per cell: case, release, verdict, witness, recorded."
+)
+def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool) -> None:
+    """Replay the historical bugs' corpus cases (corpora/KAFKA-*, or the named CASES) on Kafka
+    releases and print release x case: each cell the verdict (and the step of a failure), marked
+    = where it is the verdict the case records for that release, ! where it differs.
+
+    Exit status: 0 every recorded verdict holds, 1 one differs, 2 a bad argument or the kafka
+    target could not run.  The first use of a release builds its adapter (Maven, docs/kafka-target.md).
+    """
+    from conformance import matrix as mx  # local: the runner and every target
+
+    for r in releases:
+        if not RELEASE.fullmatch(r):
+            raise click.BadParameter(f"{r!r} is not a Kafka release (MAJOR.MINOR.PATCH)", param_hint="--release")
+    try:
+        chosen = mx.bug_cases(cases)
+    except (ValueError, ScenarioError) as e:
+        raise click.BadParameter(str(e), param_hint="CASES") from None
+    releases = releases or mx.RELEASES
+
+    def progress(case, release, cell):
+        if as_json:
+            click.echo(json.dumps({"case": case.name, "release": release, **attrs.asdict(cell)}))
+        else:
+            click.echo(f"{case.name} on {release}: {mx.short(cell)}", err=True)
+
+    try:
+        grid = mx.measure(chosen, releases, progress)
+    except KafkaTargetError as e:
+        click.echo(f"klc matrix: {e}", err=True)
+        sys.exit(2)
+    if not as_json:
+        click.echo("\n".join(mx.render(grid, chosen, releases)))
+    differing = [f"{n} on {r}: {c.verdict}, recorded {c.recorded}" for (n, r), c in grid.items() if not c.agrees]
+    for line in differing:
+        click.echo(f"klc matrix: differs from the recorded verdict: {line}", err=True)
+    sys.exit(1 if differing else 0)
 
 
 def _config_items(values: tuple[str, ...]) -> dict:

@@ -4,8 +4,11 @@ its generation's adapter, and the historical bugs show on the releases that ship
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
+from conformance import releases
 from conformance import scenario as sc
+from conformance.cli import main
 from conformance.properties.crash_recovery import recovery_skipped
 from conformance.runner import run
 from conformance.targets.kafka import KafkaTarget, Unsupported
@@ -97,3 +100,55 @@ def test_klc_load_tells_what_a_release_does_with_a_real_broker_dir(shared_dir):
     assert reports["kafka:2.8.2"]["partitions"] == reports["kafka"]["partitions"]
     r = CliRunner().invoke(main, ["load", "--target", "kafka:3.5.0", data])
     assert r.exit_code == 2 and "no adapter" in r.output
+
+
+KAFKA_6388 = "corpora/KAFKA-6388/roll-of-an-empty-active-segment-with-a-full-index.json"
+KAFKA_6264 = "corpora/KAFKA-6264/legacy-overflowed-segment-split-at-load.json"
+
+
+@pytest.mark.parametrize(
+    "row, case, release, witness",
+    [
+        (releases.EMPTY_MARKER, KAFKA_6388, "2.1.1", "file d0/.kafka_cleanshutdown"),
+        (releases.UNWRITTEN_CHECKPOINT, KAFKA_6264, "2.3.1", "file d0/log-start-offset-checkpoint"),
+    ],
+)
+def test_each_release_difference_is_needed(monkeypatch, row, case, release, witness):
+    """Every row of conformance/releases.py lets a case through on a release that passes it, and
+    without that row alone the case fails there on exactly that aspect."""
+    scenario = sc.Scenario.load(case)
+    assert run(scenario, ("model", f"kafka:{release}")).ok
+    every = releases.differences
+    monkeypatch.setattr(releases, "differences", lambda r: every(r) - {row})
+    v = run(scenario, ("model", f"kafka:{release}"))
+    assert not v.ok and witness in v.violations[0].witness, [str(x) for x in v.violations]
+
+
+def test_release_differences_apply_to_the_releases_before_the_change():
+    assert releases.differences(None) == releases.differences(PINNED) == frozenset()
+    assert releases.EMPTY_MARKER in releases.differences("3.6.2")
+    assert releases.EMPTY_MARKER not in releases.differences("3.7.0")
+    assert releases.UNWRITTEN_CHECKPOINT in releases.differences("2.6.3")
+    assert releases.differences("2.7.0") == {releases.EMPTY_MARKER, releases.PRODUCERS_NOT_SHOWN}
+
+
+def test_klc_matrix_prints_release_by_case_against_the_recorded_verdicts():
+    """KAFKA-6388 (fixed in 2.1.1): red on 2.1.0, green on 2.1.1, both the verdicts the case records."""
+    out = CliRunner().invoke(main, ["matrix", "--release", "2.1.0", "--release", "2.1.1", KAFKA_6388])
+    assert out.exit_code == 0, out.output
+    table = [line for line in out.stdout.splitlines() if line.startswith("KAFKA-6388/")]
+    assert table and table[0].split()[1:] == ["=fail:", "conforms@1", "=pass"], out.stdout
+
+
+def test_klc_matrix_fails_when_a_release_no_longer_gets_its_recorded_verdict(monkeypatch):
+    from conformance import matrix as mx
+
+    monkeypatch.setattr(mx, "cell", lambda case, release: mx.Cell("pass", None, "fail: conforms"))
+    out = CliRunner().invoke(main, ["matrix", "--release", "2.1.0", KAFKA_6388])
+    assert out.exit_code == 1 and "differs from the recorded verdict" in out.stderr
+    assert mx.short(mx.Cell("pass", None, "fail: conforms")) == "!pass"
+
+
+def test_klc_matrix_refuses_what_it_cannot_replay():
+    assert CliRunner().invoke(main, ["matrix", "--release", "2.x", KAFKA_6388]).exit_code == 2
+    assert CliRunner().invoke(main, ["matrix", "--release", "2.1.0", "README.md"]).exit_code == 2

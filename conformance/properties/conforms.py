@@ -5,7 +5,7 @@ or resized)."""
 
 from __future__ import annotations
 
-from conformance import kafkas_own
+from conformance import kafkas_own, releases
 from conformance import scenario as sc
 from conformance.index_files import is_index_file
 from conformance.properties import CONFORMS, Observation, tainted
@@ -51,6 +51,7 @@ def _difference(obs: Observation, a, b, settled: bool) -> str | None:
     fb = comparable_files(b.files(settled), settled, obs.unloadable, obs.corrupted, obs.faulted)
     if not producers:
         fa, fb = ({p: d for p, d in f.items() if SNAPSHOT not in p.rsplit("/", 1)[-1]} for f in (fa, fb))
+    fa, fb = (releases.comparable_files(f, a.differences | b.differences) for f in (fa, fb))
     if fa == fb:
         return None
     diff = sorted(set(fa) ^ set(fb)) or sorted(p for p in fa if fa[p] != fb[p])

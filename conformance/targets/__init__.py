@@ -34,6 +34,7 @@ class Target(Protocol):
     built_twice: list[str]  # lazy indexes the last race built twice (impl targets)
     trusts_its_index_files: bool  # after a fault, keeps index bytes Kafka trusts (kafkas_own)
     compares_producer_state: bool  # its state()'s producers and its snapshot files are compared
+    differences: frozenset[str]  # what its release does otherwise by design (conformance.releases)
 
     def apply(self, step: sc.Step) -> dict: ...
     def open(self) -> dict: ...
@@ -101,6 +102,7 @@ class TargetBase:
     name = "?"
     trusts_its_index_files = False  # whether, after a fault, it keeps index bytes Kafka trusts (KIP-263)
     compares_producer_state = True  # whether its producers and snapshots are compared (not Kafka 2.x)
+    differences: frozenset[str] = frozenset()  # conformance.releases: none for the model and impl
 
     def __init__(self, scenario: sc.Scenario):
         self.scenario = scenario

@@ -22,6 +22,7 @@ import time
 
 import attrs
 
+from conformance import releases
 from conformance import scenario as sc
 from conformance.scenario import Unsupported
 from conformance.targets import TargetBase, partition_state
@@ -61,9 +62,8 @@ class KafkaTarget(TargetBase):
         except NoAdapter as e:
             raise Unsupported(str(e)) from None
         self.name = "kafka" if release is None else f"kafka:{release}"
-        # Kafka 2.x keeps its producer state its own way (issue 31): its snapshots and producers
-        # are left out of every comparison
-        self.compares_producer_state = not (release or "").startswith("2.")
+        self.differences = releases.differences(release)
+        self.compares_producer_state = releases.PRODUCERS_NOT_SHOWN not in self.differences
         self.version = self.jvm.version
         self.root = tempfile.mkdtemp(prefix="klc-kafka-")
         for d in self.dir_names:

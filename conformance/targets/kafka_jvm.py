@@ -58,14 +58,23 @@ def build_for(version: str | None = None) -> str:
     m = RELEASE.fullmatch(version)
     if m is None:
         raise NoAdapter(f"kafka target: {version!r} is not a Kafka release (MAJOR.MINOR.PATCH, e.g. 2.8.2)")
-    major, minor = int(m[1]), int(m[2])
-    if major == 2 and minor >= 4:  # kafka_2.13 is published from 2.4.0 on
+    major = int(m[1])
+    if major == 2:  # the Scala kafka.log.Log generation
         return build(SCALA_PROJECT, version)
     generation = {3: "UnifiedLog with the Scala LogLoader (3.x)", 4: "the storage module (4.x) at another release"}
     raise NoAdapter(
         f"kafka {version}: no adapter for {generation.get(major, 'this generation')} yet "
-        f"(adapters: {PINNED} and 2.4–2.8; docs/kafka-target.md)"
+        f"(adapters: {PINNED} and 2.0–2.8; docs/kafka-target.md)"
     )
+
+
+def _maven_properties(version: str | None) -> list[str]:
+    """-D options of a release's build: kafka_2.13 is published from 2.4.0 on, kafka_2.12 before
+    (the pom's before-2.4 profile also picks that era's Scheduler trait)."""
+    if version is None:
+        return []
+    scala = ["-Dscala.binary.version=2.12"] if tuple(map(int, version.split(".")[:2])) < (2, 4) else []
+    return [f"-Dkafka.version={version}", *scala]
 
 
 def _directory(project: Path, version: str | None) -> Path:
@@ -111,7 +120,7 @@ def _run_maven(project: Path, version: str | None = None) -> None:
             )
     last = None
     for offline in (True, False):  # offline first: a warm local repository needs no network
-        release = [f"-Dkafka.version={version}"] if version else []
+        release = _maven_properties(version)
         cmd = ["mvn", "-q", "-B", *(["-o"] if offline else []), "package", "-DskipTests", *release]
         try:
             done = subprocess.run(cmd, cwd=project, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)

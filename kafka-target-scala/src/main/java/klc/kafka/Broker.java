@@ -6,7 +6,6 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import kafka.log.CleanerConfig;
-import kafka.log.LazyIndex;
 import kafka.log.Log;
 import kafka.log.LogAppendInfo;
 import kafka.log.LogConfig;
@@ -18,13 +17,9 @@ import kafka.log.TimeIndex;
 import kafka.log.TimestampOffset;
 import kafka.server.BrokerTopicStats;
 import kafka.server.FetchDataInfo;
-import kafka.server.FetchHighWatermark$;
-import kafka.server.FetchIsolation;
-import kafka.server.FetchLogEnd$;
 import kafka.server.LogDirFailureChannel;
 import kafka.server.LogOffsetMetadata;
 import kafka.server.epoch.EpochEntry;
-import kafka.server.epoch.LeaderEpochFileCache;
 import kafka.utils.FileLock;
 
 import org.apache.kafka.common.TopicPartition;
@@ -140,7 +135,7 @@ final class Broker {
             startup();
         }, () -> takeOfflineDirs(failures), () -> {
             for (Log log : logs()) {
-                log.updateHighWatermark(log.logEndOffset());
+                highWatermarkAtTheEnd(log);
             }
             scheduler.runDue();
         });
@@ -270,7 +265,15 @@ final class Broker {
         }
         scheduler.runDue();
         for (Log log : logs()) {
-            log.updateHighWatermark(log.logEndOffset());
+            highWatermarkAtTheEnd(log);
+        }
+    }
+
+    /** One replica: the high watermark is the log end (2.4 moved it into Log; before, it lived in
+     *  the Replica, which this adapter does not build, and a read takes its bound as an offset). */
+    private static void highWatermarkAtTheEnd(Log log) {
+        if (Scala.has(log, "updateHighWatermark")) {
+            Scala.call(log, "updateHighWatermark", log.logEndOffset());
         }
     }
 
@@ -302,25 +305,52 @@ final class Broker {
         return out;
     }
 
+    /** Log.roll: 2.2 on takes the expected next offset as an Option, 2.0 and 2.1 as a Long (default 0). */
     ObjectNode roll(Log log) {
-        return JSON.createObjectNode().put("base", log.roll(Option.empty()).baseOffset());
+        LogSegment rolled = (LogSegment) Scala.callFirst(log, "roll", new Object[] {Option.empty()}, new Object[0]);
+        return JSON.createObjectNode().put("base", rolled.baseOffset());
     }
 
     /** A fetch bounded by {@code maxOffset} the way a follower's high watermark bounds it (§4.5). */
     ObjectNode read(Log log, long offset, int maxBytes, Long maxOffset, boolean minOne) throws IOException {
-        FetchIsolation isolation = FetchLogEnd$.MODULE$;
+        if (maxOffset != null && (maxOffset < log.logStartOffset() || maxOffset > log.logEndOffset())) {
+            throw new OffsetOutOfRangeException("max offset " + maxOffset + " outside the log");
+        }
+        FetchDataInfo info = Scala.has(log, "updateHighWatermark")
+                ? readToTheHighWatermark(log, offset, maxBytes, maxOffset, minOne)
+                : readToAnOffset(log, offset, maxBytes, maxOffset, minOne);
+        return JSON.createObjectNode().put("bytes", HEX.formatHex(bytesOf(info.records())));
+    }
+
+    /** 2.4 on: Log.read takes a FetchIsolation; the bound is the high watermark, set for the read. */
+    private static FetchDataInfo readToTheHighWatermark(Log log, long offset, int maxBytes, Long maxOffset, boolean minOne) {
+        Object isolation = Scala.object("kafka.server.FetchLogEnd");
         if (maxOffset != null) {
-            if (maxOffset < log.logStartOffset() || maxOffset > log.logEndOffset()) {
-                throw new OffsetOutOfRangeException("max offset " + maxOffset + " outside the log");
-            }
-            log.updateHighWatermark(maxOffset);
-            isolation = FetchHighWatermark$.MODULE$;
+            Scala.call(log, "updateHighWatermark", maxOffset);
+            isolation = Scala.object("kafka.server.FetchHighWatermark");
         }
         try {
-            FetchDataInfo info = log.read(offset, maxBytes, isolation, minOne);
-            return JSON.createObjectNode().put("bytes", HEX.formatHex(bytesOf(info.records())));
+            return (FetchDataInfo) Scala.call(log, "read", offset, maxBytes, isolation, minOne);
         } finally {
-            log.updateHighWatermark(log.logEndOffset());
+            highWatermarkAtTheEnd(log);
+        }
+    }
+
+    /** 2.0 to 2.3: Log.read takes the bound as an optional offset; 2.1 on also whether to look up
+     *  aborted transactions (not: this is a read_uncommitted fetch), 2.0 the isolation level. */
+    private static FetchDataInfo readToAnOffset(Log log, long offset, int maxBytes, Long maxOffset, boolean minOne) {
+        Option<Object> bound = maxOffset == null ? Option.empty() : Option.apply(maxOffset);
+        return (FetchDataInfo) Scala.callFirst(log, "read",
+                new Object[] {offset, maxBytes, bound, minOne, false},
+                new Object[] {offset, maxBytes, bound, minOne, readUncommitted()});
+    }
+
+    /** 2.0's IsolationLevel (its package moved later): null where the release has none. */
+    private static Object readUncommitted() {
+        try {
+            return Class.forName("org.apache.kafka.common.requests.IsolationLevel").getField("READ_UNCOMMITTED").get(null);
+        } catch (ReflectiveOperationException e) {
+            return null;
         }
     }
 
@@ -336,12 +366,17 @@ final class Broker {
             throw new Unsupported("offset_for_timestamp " + timestamp + ": Kafka " + Release.version()
                     + " knows -1 (latest) and -2 (earliest) only; -3 (max timestamp) came with 3.0 (KIP-734)");
         }
-        Option<FileRecords.TimestampAndOffset> found = log.fetchOffsetByTimestamp(timestamp);
+        // fetchOffsetByTimestamp (2.2 on) answers FileRecords.TimestampAndOffset; 2.0 and 2.1's
+        // fetchOffsetsByTimestamp a TimestampOffset
+        Option<?> found = (Option<?>) Scala.call(log, Scala.has(log, "fetchOffsetByTimestamp") ? "fetchOffsetByTimestamp" : "fetchOffsetsByTimestamp", timestamp);
         ObjectNode out = JSON.createObjectNode();
         if (found.isEmpty()) {
             out.putNull("found");
+        } else if (found.get() instanceof FileRecords.TimestampAndOffset t) {
+            out.putArray("found").add(t.timestamp).add(t.offset);
         } else {
-            out.putArray("found").add(found.get().timestamp).add(found.get().offset);
+            TimestampOffset t = (TimestampOffset) found.get();
+            out.putArray("found").add(t.timestamp()).add(t.offset());
         }
         return out;
     }
@@ -363,7 +398,7 @@ final class Broker {
     /** maybeIncrementLogStartOffset: 2.7 and 2.8 take the reason, a client's DeleteRecords here. */
     /** Partition.deleteRecordsOnLeader: −1 is the high watermark, another negative offset is refused. */
     ObjectNode deleteRecords(Log log, long offset) {
-        long converted = offset == -1 ? log.highWatermark() : offset;
+        long converted = offset == -1 ? highWatermark(log) : offset;
         if (converted < 0) {
             throw new OffsetOutOfRangeException("The offset " + converted + " for partition " + log.topicPartition() + " is not valid");
         }
@@ -397,6 +432,11 @@ final class Broker {
         return JSON.createObjectNode();
     }
 
+    /** One replica: up to 2.3 the high watermark (in the Replica) is the log end. */
+    private static long highWatermark(Log log) {
+        return Scala.has(log, "highWatermark") ? (Long) Scala.call(log, "highWatermark") : log.logEndOffset();
+    }
+
     Log log(String topic, int partition) {
         Option<Log> log = manager.getLog(new TopicPartition(topic, partition), false);
         if (log.isEmpty()) {
@@ -420,11 +460,8 @@ final class Broker {
                 segments.addArray().add(s.baseOffset()).add(s.size()).add(s.log().file().getName());
             }
             ArrayNode epochs = p.putArray("epochs");
-            Option<LeaderEpochFileCache> cache = log.leaderEpochCache();
-            if (cache.isDefined()) {
-                for (EpochEntry e : Scala.list(cache.get().epochEntries())) {
-                    epochs.addArray().add(e.epoch()).add(e.startOffset());
-                }
+            for (EpochEntry e : epochEntries(log)) {
+                epochs.addArray().add(e.epoch()).add(e.startOffset());
             }
         }
         return out;
@@ -439,7 +476,7 @@ final class Broker {
             List<LogSegment> segments = Scala.list(log.logSegments());
             for (int i = 0; i < segments.size(); i++) {
                 LogSegment s = segments.get(i);
-                if (materialised(s.lazyOffsetIndex()) && materialised(s.lazyTimeIndex())) {
+                if (materialised(s, "lazyOffsetIndex") && materialised(s, "lazyTimeIndex")) {
                     long end = i + 1 < segments.size() ? segments.get(i + 1).baseOffset() : log.logEndOffset();
                     indexEntry(segs.putObject(keyOf(log) + "/" + s.baseOffset()), s, i == segments.size() - 1, end);
                 }
@@ -509,8 +546,39 @@ final class Broker {
         return v instanceof LogOffsetMetadata m ? m.messageOffset() : (Long) v;
     }
 
-    private static boolean materialised(LazyIndex<?> lazy) {
-        return Scala.field(lazy, LazyIndex.class, "indexWrapper").getClass().getName().endsWith("IndexValue");
+    /** Leader-epoch entries: the cache is optional from 2.2 (none below message format 2), a
+     *  LeaderEpochFileCache always before. */
+    @SuppressWarnings("unchecked")
+    private static List<EpochEntry> epochEntries(Log log) {
+        Object cache = Scala.call(log, "leaderEpochCache");
+        if (cache instanceof Option<?> o) {
+            if (o.isEmpty()) {
+                return List.of();
+            }
+            cache = o.get();
+        }
+        return Scala.list((scala.collection.Iterable<EpochEntry>) Scala.call(cache, "epochEntries"));
+    }
+
+    /** Whether a segment's index object exists yet. Lazy since 2.3 (KAFKA-7283): 2.4 on a
+     *  LazyIndex whose wrapper becomes an IndexValue, 2.3 a LazyOffsetIndex/LazyTimeIndex holding
+     *  an Option; up to 2.2 every index is built with its segment. */
+    private static boolean materialised(LogSegment segment, String lazyAccessor) {
+        if (!Scala.has(segment, lazyAccessor)) {
+            return true;
+        }
+        Object lazy = Scala.call(segment, lazyAccessor);
+        for (Class<?> c = lazy.getClass(); c != null; c = c.getSuperclass()) {
+            for (java.lang.reflect.Field f : c.getDeclaredFields()) {
+                if (f.getName().endsWith("indexWrapper")) {
+                    return Scala.field(lazy, c, "indexWrapper").getClass().getName().endsWith("IndexValue");
+                }
+                if (f.getName().endsWith("offsetIndex") || f.getName().endsWith("timeIndex")) {
+                    return ((Option<?>) Scala.field(lazy, c, f.getName())).isDefined();
+                }
+            }
+        }
+        throw new IllegalStateException(lazy.getClass().getName() + " of Kafka " + Release.version() + " holds no index");
     }
 
     private static scala.collection.immutable.Map<TopicPartition, Object> scalaMap(TopicPartition tp, long offset) {

@@ -1,6 +1,5 @@
 package klc.kafka;
 
-import kafka.common.RecordValidationException;
 import kafka.log.LogSegment;
 
 import org.apache.kafka.common.utils.AppInfoParser;
@@ -33,6 +32,10 @@ final class Release {
 
     /** The refusal a broker would answer: a RecordValidationException answers with the exception it wraps. */
     static Throwable refusal(Throwable e) {
-        return e instanceof RecordValidationException v ? v.invalidException() : e;
+        // kafka.common.RecordValidationException came with 2.4; before, the refusal is thrown as is
+        if (e.getClass().getName().equals("kafka.common.RecordValidationException")) {
+            return (Throwable) Scala.call(e, "invalidException");
+        }
+        return e;
     }
 }

@@ -1,7 +1,5 @@
 package klc.kafka;
 
-import scala.jdk.javaapi.CollectionConverters;
-
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Executable;
 import java.lang.reflect.Field;
@@ -110,14 +108,33 @@ final class Scala {
         throw new IllegalStateException(declaring.getName() + " of Kafka " + Release.version() + " has no field " + name);
     }
 
+    /** The items in order; by the collection's iterator, which Scala 2.12 and 2.13 both have
+     *  (the converters between Java and Scala collections differ between them). */
     static <T> List<T> list(scala.collection.Iterable<T> items) {
         List<T> out = new ArrayList<>();
-        CollectionConverters.asJava(items).forEach(out::add);
+        scala.collection.Iterator<T> it = items.iterator();
+        while (it.hasNext()) {
+            out.add(it.next());
+        }
         return out;
     }
 
     static <T> scala.collection.immutable.List<T> seq(List<T> items) {
-        return CollectionConverters.asScala(items).toList();
+        scala.collection.immutable.List<T> out = scala.collection.immutable.List$.MODULE$.empty();
+        for (int i = items.size() - 1; i >= 0; i--) {
+            out = out.$colon$colon(items.get(i));
+        }
+        return out;
+    }
+
+    /** Whether the release's class of {@code target} has a public method of that name. */
+    static boolean has(Object target, String name) {
+        for (Method m : target.getClass().getMethods()) {
+            if (m.getName().equals(name)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     // --- helpers ------------------------------------------------------------------------------

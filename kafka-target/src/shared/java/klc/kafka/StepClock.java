@@ -31,14 +31,19 @@ final class StepClock implements Time {
         return nowMs * 1_000_000L;
     }
 
+    /** Abstract in Kafka 2.0's Time, a default (the same value) later; no @Override for that. */
+    public long hiResClockMs() {
+        return nowMs;
+    }
+
     @Override
     public void sleep(long ms) {
         nowMs += ms; // nothing in the log layer sleeps on the step path; if it did, time passes
     }
 
-    /** Abstract in Kafka 2.x's Time; the log layer does not wait. Nothing else runs while a step
-     *  waits, so a condition false now stays false: the wait times out at once. */
-    @Override
+    /** Abstract in the Time of Kafka 2.2 on (no @Override: 2.0 and 2.1 lack it); the log layer
+     *  does not wait. Nothing else runs while a step waits, so a condition false now stays false:
+     *  the wait times out at once. */
     public void waitObject(Object obj, Supplier<Boolean> condition, long deadlineMs) {
         if (!condition.get()) {
             throw new TimeoutException("Condition not satisfied before deadline");

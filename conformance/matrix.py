@@ -1,0 +1,85 @@
+"""``klc matrix``: the historical bugs' corpus cases replayed on the Kafka releases, release × case.
+
+A case's ``expect.verdicts`` may record a verdict for ``kafka:VERSION`` (red where the bug lived,
+green where it was fixed); the matrix replays every case on every release asked for, shows each
+verdict beside the recorded one, and fails when one differs.  Everything else it shows is measured,
+not recorded: a release the table's rows (:mod:`conformance.releases`) do not reconcile with the
+model fails on what it does otherwise, which the witness names.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from conformance import regressions
+from conformance.targets.kafka_jvm import PINNED
+
+# the releases of issue 31's table: the last release of each line that shipped or fixed a bug of
+# the corpus, back to 2.0 (the oldest the Scala adapter runs), and the pinned one
+RELEASES = ("2.0.1", "2.1.0", "2.1.1", "2.2.2", "2.3.1", "2.4.1", "2.7.2", "2.8.2", PINNED)
+
+
+@attrs.frozen
+class Cell:
+    verdict: str  # pass | fail: <property> | unsupported | known: <finding>
+    witness: str | None  # the first violation's one line, or why it was not judged
+    recorded: str | None  # the case's expect.verdicts for this release, if any
+
+    @property
+    def agrees(self) -> bool:
+        return self.recorded is None or self.recorded == self.verdict
+
+
+def target_of(release: str) -> str:
+    """The name a case's ``expect.verdicts`` uses for ``release``."""
+    return "kafka" if release == PINNED else f"kafka:{release}"
+
+
+def bug_cases(paths: tuple[str, ...] = ()) -> list[regressions.Case]:
+    """The cases of the corpus's KAFKA-* folders, or those of ``paths``."""
+    named = [c for c in regressions.cases() if c.group != regressions.FOUND]
+    if paths:
+        wanted = {regressions.os.path.realpath(p) for p in paths}
+        chosen = [c for c in named if regressions.os.path.realpath(c.path) in wanted]
+        missing = wanted - {regressions.os.path.realpath(c.path) for c in chosen}
+        if missing:
+            raise ValueError(f"not a named corpus case: {sorted(missing)[0]}")
+        return chosen
+    return [c for c in named if c.group.startswith("KAFKA-")]
+
+
+def cell(case: regressions.Case, release: str) -> Cell:
+    target = target_of(release)
+    violation = regressions.replay(case, target)
+    verdict = regressions.verdict_of(violation)
+    return Cell(verdict, None if violation is None else str(violation), case.verdicts.get(target))
+
+
+def measure(cases, releases, progress=lambda case, release, c: None) -> dict[tuple[str, str], Cell]:
+    grid = {}
+    for case in cases:
+        for release in releases:
+            grid[case.name, release] = c = cell(case, release)
+            progress(case, release, c)
+    return grid
+
+
+def short(c: Cell) -> str:
+    """A cell as the table prints it: the verdict, the step of a failure, ``=`` when it is the
+    recorded one, ``!`` when it differs from it."""
+    text = c.verdict
+    if c.verdict.startswith("fail") and c.witness and " at step " in c.witness:
+        text += "@" + c.witness.split(" at step ", 1)[1].split(":", 1)[0]
+    mark = "" if c.recorded is None else "=" if c.agrees else "!"
+    return mark + text
+
+
+def render(grid, cases, releases) -> list[str]:
+    names = [c.name for c in cases]
+    width = max(len(n) for n in names)
+    cells = {k: short(v) for k, v in grid.items()}
+    col = {r: max([len(r)] + [len(cells[n, r]) for n in names]) for r in releases}
+    lines = [" " * width + "  " + "  ".join(r.ljust(col[r]) for r in releases)]
+    for n in names:
+        lines.append(n.ljust(width) + "  " + "  ".join(cells[n, r].ljust(col[r]) for r in releases))
+    return [line.rstrip() for line in lines]
