@@ -62,7 +62,7 @@ def dump(
     try:
         for path in files:
             try:
-                _dumper(path, as_records)(path, options, lambda line: out.write(line + "\n"))
+                _dumper(path, as_records)(path, options, lambda line, end="\n": out.write(line + end))
             except DumpIOError as e:
                 out.flush()
                 click.echo(f"klc dump: {e}", err=True)

@@ -210,18 +210,45 @@ def _stop_text(path: str, scan: BatchScan) -> str | None:
     return None
 
 
-def dump_file(path: str, options: DumpOptions, emit: Callable[[str], None]) -> None:
-    """Dump one file through ``emit`` (one line per call).  Raises DumpIOError only."""
+def dump_file(path: str, options: DumpOptions, emit: Callable[..., None]) -> None:
+    """Dump one file through ``emit`` (one line per call; ``end=""`` for a piece of a line whose
+    rest follows).  Raises DumpIOError only."""
     buf = _open_buffer(path)
     try:
         for line in _dump_lines(path, buf, options):
-            emit(line)
+            if isinstance(line, str):
+                emit(line)
+            else:  # a JSON batch and its records: one line, written as its records are decoded
+                for piece in line:
+                    emit(piece, end="")
+                emit("")
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()
 
 
-def _dump_lines(path: str, buf, options: DumpOptions) -> Iterator[str]:
+def _records(buf, h: BatchHeader, errors: list) -> Iterator:
+    """The batch's records one at a time (a multi-million-record batch is never held whole); a
+    RecordFormatError ends them and is appended to ``errors``."""
+    try:
+        yield from Batch(h.position, bytes(buf[h.position : h.position + h.size])).iter_records()
+    except RecordFormatError as e:
+        errors.append(e)
+
+
+def _json_batch(path: str, buf, h: BatchHeader, options: DumpOptions, errors: list) -> Iterator[str]:
+    """The batch object in pieces: its header fields, then each record as it is decoded."""
+    d = json.dumps({"type": "batch", "file": path, **header_dict(h)})
+    if not options.deep:
+        yield d
+        return
+    yield d[:-1] + ', "records": ['
+    for i, r in enumerate(_records(buf, h, errors)):
+        yield (", " if i else "") + json.dumps(record_dict(r, options.print_data_log))
+    yield "]}"
+
+
+def _dump_lines(path: str, buf, options: DumpOptions) -> Iterator:
     scan = BatchScan(buf)
     if not options.as_json:
         yield f"Dumping {path}"
@@ -229,28 +256,19 @@ def _dump_lines(path: str, buf, options: DumpOptions) -> Iterator[str]:
         if base is not None:
             yield f"Log starting offset: {base}"
     for h in scan:
-        records, deep_error = None, None
-        if options.deep:
-            try:
-                records = Batch(h.position, bytes(buf[h.position : h.position + h.size])).records()
-            except RecordFormatError as e:
-                deep_error = e
+        errors: list[RecordFormatError] = []
         if options.as_json:
-            d = {"type": "batch", "file": path, **header_dict(h)}
-            if records is not None:
-                d["records"] = [record_dict(r, options.print_data_log) for r in records]
-            yield json.dumps(d)
-            if deep_error is not None:
-                yield json.dumps(_error_dict(path, deep_error, "records"))
-        else:
-            yield batch_text(h)
-            for r in records or ():
+            yield _json_batch(path, buf, h, options, errors)
+            if errors:
+                yield json.dumps(_error_dict(path, errors[0], "records"))
+            continue
+        yield batch_text(h)
+        if options.deep:
+            for r in _records(buf, h, errors):
                 yield record_text(r, h.magic, options.print_data_log)
-            if deep_error is not None:
-                yield (
-                    f"Found invalid records in {path} at byte position {deep_error.position}: "
-                    f"{deep_error.kind} ({deep_error.reason}): {deep_error.detail}"
-                )
+        if errors:
+            e = errors[0]
+            yield f"Found invalid records in {path} at byte position {e.position}: {e.kind} ({e.reason}): {e.detail}"
     if options.as_json:
         if scan.error is not None:
             yield json.dumps(_error_dict(path, scan.error, "batch"))
