@@ -12,6 +12,7 @@ import attrs
 import click
 
 from conformance.dump import DumpIOError, DumpOptions, check_regular_file, dump_file
+from conformance.dump_decoders import DECODERS
 from conformance.dump_index import INDEX_SUFFIXES, dump_index_file
 from conformance.dump_state import STATE_FILES, dump_state_file
 from conformance.mutants import MutantError, mutant_stack
@@ -38,6 +39,37 @@ def main() -> None:
     help="Index files: check the entries against the segment's .log, list mismatches.",
 )
 @click.option("--as-records", is_flag=True, help="Read every file as a record set (.log layout), whatever its name.")
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Record files: read only the batches wholly within the first N bytes.",
+)
+@click.option(
+    "--skip-record-metadata", is_flag=True, help="With --print-data-log: record lines show only key and payload."
+)
+@click.option(
+    "--key-decoder",
+    type=click.Choice(sorted(DECODERS)),
+    help="How keys print: string (default), hex, long or int (implies --print-data-log).",
+)
+@click.option(
+    "--value-decoder",
+    type=click.Choice(sorted(DECODERS)),
+    help="How values print: string (default), hex, long or int (implies --print-data-log).",
+)
+@click.option(
+    "--offsets-decoder", "topic_decoders", flag_value="offsets", multiple=True,
+    help="Decode records as __consumer_offsets records (implies --print-data-log).",
+)  # fmt: skip
+@click.option(
+    "--transaction-log-decoder", "topic_decoders", flag_value="transaction-log", multiple=True,
+    help="Decode records as __transaction_state records (implies --print-data-log).",
+)  # fmt: skip
+@click.option(
+    "--cluster-metadata-decoder", "topic_decoders", flag_value="cluster-metadata", multiple=True,
+    help="Decode records as KRaft __cluster_metadata records (implies --print-data-log).",
+)  # fmt: skip
 def dump(
     files: tuple[str, ...],
     deep_iteration: bool,
@@ -46,6 +78,11 @@ def dump(
     index_sanity_check: bool,
     verify_index_only: bool,
     as_records: bool,
+    max_bytes: int | None,
+    skip_record_metadata: bool,
+    key_decoder: str | None,
+    value_decoder: str | None,
+    topic_decoders: tuple[str, ...],
 ) -> None:
     """Print the files of a Kafka log dir by their kind: .log segments (and .records record sets,
     KRaft .checkpoint snapshots), .index, .timeindex and .txnindex files, producer .snapshot files,
@@ -57,13 +94,16 @@ def dump(
     """
     if index_sanity_check and verify_index_only:
         raise click.UsageError("--index-sanity-check and --verify-index-only exclude each other")
-    options = DumpOptions(deep_iteration, print_data_log, as_json, index_sanity_check, verify_index_only)
+    options = _dump_options(
+        deep_iteration, print_data_log, as_json, index_sanity_check, verify_index_only, max_bytes,
+        skip_record_metadata, key_decoder, value_decoder, topic_decoders,
+    )  # fmt: skip
     out = sys.stdout
     failed = False
     try:
         for path in files:
             try:
-                _dumper(path, as_records)(path, options, lambda line: out.write(line + "\n"))
+                _dumper(path, as_records)(path, options, lambda line, end="\n": out.write(line + end))
             except DumpIOError as e:
                 out.flush()
                 click.echo(f"klc dump: {e}", err=True)
@@ -76,6 +116,32 @@ def dump(
         sys.exit(0)
     if failed:
         sys.exit(1)
+
+
+def _dump_options(
+    deep_iteration, print_data_log, as_json, index_sanity_check, verify_index_only, max_bytes,
+    skip_record_metadata, key_decoder, value_decoder, topic_decoders,
+) -> DumpOptions:  # fmt: skip
+    """The options of one ``klc dump`` run; a combination that means nothing is a usage error.  As
+    in kafka-dump-log, any decoder implies --print-data-log, which implies --deep-iteration."""
+    topics = sorted(set(topic_decoders))
+    if len(topics) > 1:
+        raise click.UsageError(f"--{topics[0]}-decoder and --{topics[1]}-decoder exclude each other")
+    if topics and (key_decoder or value_decoder):
+        raise click.UsageError(
+            f"--{topics[0]}-decoder decodes keys and values: it excludes --key-decoder and --value-decoder"
+        )
+    print_data_log = print_data_log or bool(topics) or bool(key_decoder or value_decoder)
+    if skip_record_metadata and not print_data_log:
+        raise click.UsageError(
+            "--skip-record-metadata goes with --print-data-log or a decoder (it keeps only the data)"
+        )
+    if skip_record_metadata and as_json:
+        raise click.UsageError("--skip-record-metadata is for the text output (JSON consumers pick their fields)")
+    return DumpOptions(
+        deep_iteration, print_data_log, as_json, index_sanity_check, verify_index_only, max_bytes,
+        skip_record_metadata, key_decoder or "string", value_decoder or "string", topics[0] if topics else None,
+    )  # fmt: skip
 
 
 RENAMED = (".deleted", ".cleaned", ".swap")  # Kafka's suffixes for a file being replaced or removed

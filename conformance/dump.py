@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
+from conformance.dump_decoders import DECODERS, NotDecoded, not_decoded, printable
+from conformance.dump_topics import TOPIC_DECODERS
 from impl.file_records import CORRUPT, SHORT_TAIL, TORN, BatchHeader, BatchScan
 from model import compression
 from model.errors import RecordFormatError
@@ -30,6 +32,16 @@ class DumpOptions:
     as_json: bool = False
     index_sanity_check: bool = False
     verify_index_only: bool = False
+    max_bytes: int | None = None  # record files: only the batches wholly within the first N bytes
+    skip_record_metadata: bool = False  # text: record lines show only key and payload
+    key_decoder: str = "string"  # a name of dump_decoders.DECODERS
+    value_decoder: str = "string"
+    topic_decoder: str | None = None  # a name of dump_topics.TOPIC_DECODERS: key and value together
+
+    @property
+    def decodes(self) -> bool:
+        """Whether keys and values are shown otherwise than as text (JSON: ``*_decoded`` fields)."""
+        return self.topic_decoder is not None or (self.key_decoder, self.value_decoder) != ("string", "string")
 
     @property
     def deep(self) -> bool:
@@ -112,10 +124,6 @@ def header_dict(h: BatchHeader) -> dict:
     return d
 
 
-def _text_bytes(b: bytes | None) -> str:
-    return "null" if b is None else b.decode("utf-8", errors="replace")
-
-
 def _json_bytes(b: bytes | None) -> dict | None:
     if b is None:
         return None
@@ -148,28 +156,67 @@ def batch_text(h: BatchHeader) -> str:
     )
 
 
-def record_text(r, magic: int, print_data: bool) -> str:
+def _decoded(r, options: DumpOptions) -> tuple[object, object]:
+    """The record's (key, value) as the chosen decoders read them: a JSON-able value, None for
+    null bytes, or the NotDecoded that says why not."""
+    if options.topic_decoder is not None:
+        return TOPIC_DECODERS[options.topic_decoder](r.key, r.value)
+    return _decode(DECODERS[options.key_decoder], r.key), _decode(DECODERS[options.value_decoder], r.value)
+
+
+def _decode(decoder, b: bytes | None):
+    if b is None:
+        return None
+    try:
+        return decoder(b)
+    except NotDecoded as e:
+        return e
+
+
+def _shown(value, offset: int) -> str:
+    """One decoded key or value on a text line: never a control byte (JSON is ASCII-escaped)."""
+    if isinstance(value, NotDecoded):
+        return not_decoded(offset, str(value))
+    if value is None:
+        return "null"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def _as_json(value):
+    return {"not_decoded": str(value)} if isinstance(value, NotDecoded) else value
+
+
+def _metadata_text(r, magic: int) -> str:
     key_size = -1 if r.key is None else len(r.key)
     value_size = -1 if r.value is None else len(r.value)
-    s = f"| offset: {r.offset} {r.timestamp_type}: {r.timestamp} keySize: {key_size} valueSize: {value_size}"
+    s = f" offset: {r.offset} {r.timestamp_type}: {r.timestamp} keySize: {key_size} valueSize: {value_size}"
     if magic >= 2:
-        keys = ",".join(k.decode("utf-8", errors="replace") for k, _ in r.headers)
+        keys = ",".join(printable(k) for k, _ in r.headers)
         s += f" sequence: {r.sequence} headerKeys: [{keys}]"
     else:
         s += f" crc: {r.crc} isvalid: {str(r.crc_valid).lower()}"
-    if r.control_type is not None:
-        if r.coordinator_epoch is not None:
-            s += f" endTxnMarker: {r.control_type} coordinatorEpoch: {r.coordinator_epoch}"
-        else:
-            s += f" controlType: {r.control_type}"
-    elif print_data:
-        if r.key is not None:
-            s += f" key: {_text_bytes(r.key)}"
-        s += f" payload: {_text_bytes(r.value)}"
     return s
 
 
-def record_dict(r, print_data: bool) -> dict:
+def record_text(r, magic: int, options: DumpOptions) -> str:
+    """kafka-dump-log's record line; ``--skip-record-metadata`` keeps only the data (a control
+    record's marker is its data)."""
+    s = "|" if options.skip_record_metadata else "|" + _metadata_text(r, magic)
+    if r.control_type is not None:
+        if r.coordinator_epoch is not None:
+            return s + f" endTxnMarker: {r.control_type} coordinatorEpoch: {r.coordinator_epoch}"
+        return s + f" controlType: {r.control_type}"
+    if options.print_data_log:
+        key, value = _decoded(r, options)
+        if r.key is not None:
+            s += f" key: {_shown(key, r.offset)}"
+        s += f" payload: {_shown(value, r.offset)}"
+    return s
+
+
+def record_dict(r, options: DumpOptions) -> dict:
     d = {
         "offset": r.offset,
         "timestamp": r.timestamp,
@@ -183,12 +230,15 @@ def record_dict(r, print_data: bool) -> dict:
         d.update(crc=r.crc, is_valid=r.crc_valid)
     if r.control_type is not None:
         d.update(control_type=r.control_type, coordinator_epoch=r.coordinator_epoch)
-    if print_data:
+    if options.print_data_log:
         d.update(
             key=_json_bytes(r.key),
             value=_json_bytes(r.value),
             headers=[{"key": k.decode("utf-8", errors="replace"), "value": _json_bytes(v)} for k, v in r.headers],
         )
+        if options.decodes and r.control_type is None:
+            key, value = _decoded(r, options)
+            d.update(key_decoded=_as_json(key), value_decoded=_as_json(value))
     return d
 
 
@@ -210,54 +260,84 @@ def _stop_text(path: str, scan: BatchScan) -> str | None:
     return None
 
 
-def dump_file(path: str, options: DumpOptions, emit: Callable[[str], None]) -> None:
-    """Dump one file through ``emit`` (one line per call).  Raises DumpIOError only."""
+def dump_file(path: str, options: DumpOptions, emit: Callable[..., None]) -> None:
+    """Dump one file through ``emit`` (one line per call; ``end=""`` for a piece of a line whose
+    rest follows).  Raises DumpIOError only."""
     buf = _open_buffer(path)
     try:
         for line in _dump_lines(path, buf, options):
-            emit(line)
+            if isinstance(line, str):
+                emit(line)
+            else:  # a JSON batch and its records: one line, written as its records are decoded
+                for piece in line:
+                    emit(piece, end="")
+                emit("")
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()
 
 
-def _dump_lines(path: str, buf, options: DumpOptions) -> Iterator[str]:
-    scan = BatchScan(buf)
+def _records(buf, h: BatchHeader, errors: list) -> Iterator:
+    """The batch's records one at a time (a multi-million-record batch is never held whole); a
+    RecordFormatError ends them and is appended to ``errors``."""
+    try:
+        yield from Batch(h.position, bytes(buf[h.position : h.position + h.size])).iter_records()
+    except RecordFormatError as e:
+        errors.append(e)
+
+
+def _json_batch(path: str, buf, h: BatchHeader, options: DumpOptions, errors: list) -> Iterator[str]:
+    """The batch object in pieces: its header fields, then each record as it is decoded."""
+    d = json.dumps({"type": "batch", "file": path, **header_dict(h)})
+    if not options.deep:
+        yield d
+        return
+    yield d[:-1] + ', "records": ['
+    for i, r in enumerate(_records(buf, h, errors)):
+        yield (", " if i else "") + json.dumps(record_dict(r, options))
+    yield "]}"
+
+
+def _cut_by_max_bytes(scan: BatchScan, size: int) -> bool:
+    """Whether the walk ended at the --max-bytes bound rather than at the file's own end or damage:
+    kafka-dump-log reads ``slice(0, maxBytes)``, so a batch running past the bound is not read."""
+    return scan.end < size and scan.stop != CORRUPT
+
+
+def _dump_lines(path: str, buf, options: DumpOptions) -> Iterator:
+    scan = BatchScan(buf, 0, options.max_bytes)
     if not options.as_json:
         yield f"Dumping {path}"
         base = base_offset_from_name(path)
         if base is not None:
             yield f"Log starting offset: {base}"
     for h in scan:
-        records, deep_error = None, None
-        if options.deep:
-            try:
-                records = Batch(h.position, bytes(buf[h.position : h.position + h.size])).records()
-            except RecordFormatError as e:
-                deep_error = e
+        errors: list[RecordFormatError] = []
         if options.as_json:
-            d = {"type": "batch", "file": path, **header_dict(h)}
-            if records is not None:
-                d["records"] = [record_dict(r, options.print_data_log) for r in records]
-            yield json.dumps(d)
-            if deep_error is not None:
-                yield json.dumps(_error_dict(path, deep_error, "records"))
-        else:
-            yield batch_text(h)
-            for r in records or ():
-                yield record_text(r, h.magic, options.print_data_log)
-            if deep_error is not None:
-                yield (
-                    f"Found invalid records in {path} at byte position {deep_error.position}: "
-                    f"{deep_error.kind} ({deep_error.reason}): {deep_error.detail}"
-                )
+            yield _json_batch(path, buf, h, options, errors)
+            if errors:
+                yield json.dumps(_error_dict(path, errors[0], "records"))
+            continue
+        yield batch_text(h)
+        if options.deep:
+            for r in _records(buf, h, errors):
+                yield record_text(r, h.magic, options)
+        if errors:
+            e = errors[0]
+            yield f"Found invalid records in {path} at byte position {e.position}: {e.kind} ({e.reason}): {e.detail}"
+    cut = _cut_by_max_bytes(scan, len(buf))
     if options.as_json:
         if scan.error is not None:
             yield json.dumps(_error_dict(path, scan.error, "batch"))
         yield json.dumps(
-            {"type": "end", "file": path, "stop": scan.stop, "valid_bytes": scan.valid_bytes,
-             "file_size": scan.end, "batches": scan.batches}
+            {"type": "end", "file": path, "stop": "max-bytes" if cut else scan.stop, "valid_bytes": scan.valid_bytes,
+             "file_size": len(buf), "batches": scan.batches}
         )  # fmt: skip
+    elif cut:
+        yield (
+            f"Stopped at --max-bytes {options.max_bytes} in {path} at byte position {scan.valid_bytes}: "
+            f"the next {len(buf) - scan.valid_bytes} bytes (file size {len(buf)}) not read"
+        )
     else:
         line = _stop_text(path, scan)
         if line:

@@ -16,13 +16,16 @@ Framing, per codec, exactly as Kafka's streams write and read it:
 * zstd — standard zstd frames (zstd-jni streams).
 
 Decompression output is capped (``max_output``) so that no input can make the model allocate more
-than the cap, whatever sizes the data claims.
+than the cap, whatever sizes the data claims.  :func:`decompress_chunks` reads the same framing as a
+stream of bounded chunks instead, the way Kafka's own readers consume it (``wrapForInput``): it holds
+one chunk at a time, so it needs no cap on the total.
 """
 
 from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 
 import cramjam
 import lz4.block
@@ -271,3 +274,106 @@ def _unzstd(data: bytes, max_output: int) -> bytes:
             raise CompressionError("zstd: truncated frame")
         rest = d.unused_data + rest[pos:]
     return bytes(out)
+
+
+# --- decompress as a stream ----------------------------------------------------------------------
+
+#: The most output one step of :func:`decompress_chunks` produces (zstd: see ``_zstd_chunks``).
+CHUNK = 64 * 1024
+
+
+def decompress_chunks(codec: int, data, magic: int = 2) -> Iterator[bytes]:
+    """The decompressed stream of ``data`` as a sequence of non-empty chunks, each produced only
+    when asked for; CompressionError / UnknownCodec when the bad part is reached.  A snappy block
+    is expanded whole, within ``DEFAULT_MAX_OUTPUT`` (snappy-java's reader, too, allocates a block's
+    claimed length at once)."""
+    if codec == NONE:
+        return iter((bytes(data),) if len(data) else ())
+    if codec == GZIP:
+        return _gzip_chunks(bytes(data))
+    if codec == SNAPPY:
+        return _snappy_chunks(bytes(data))
+    if codec == LZ4:
+        return _lz4_chunks(bytes(data), magic)
+    if codec == ZSTD:
+        return _zstd_chunks(bytes(data))
+    raise UnknownCodec(f"Unknown compression type id: {codec}")
+
+
+def _gzip_chunks(data: bytes) -> Iterator[bytes]:
+    rest = data
+    while True:  # one member at least; concatenated members, as GZIPInputStream reads them
+        d = zlib.decompressobj(31)
+        pending = rest
+        while not d.eof:
+            try:
+                out = d.decompress(pending, CHUNK)
+            except zlib.error as e:
+                raise CompressionError(f"gzip: {e}") from None
+            if out:
+                yield out
+            elif not d.eof and not d.unconsumed_tail:
+                raise CompressionError("gzip: truncated stream")
+            pending = d.unconsumed_tail
+        rest = d.unused_data
+        if not rest:
+            return
+
+
+def _snappy_chunks(data: bytes) -> Iterator[bytes]:
+    if not data.startswith(XERIAL_MAGIC):
+        yield _raw_snappy(data, DEFAULT_MAX_OUTPUT, DEFAULT_MAX_OUTPUT)
+        return
+    if len(data) < len(XERIAL_HEADER):
+        raise CompressionError("snappy: truncated xerial header")
+    pos = len(XERIAL_HEADER)
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise CompressionError("snappy: truncated xerial block length")
+        (n,) = struct.unpack_from(">i", data, pos)
+        if n < 0 or n > MAX_SNAPPY_CHUNK:
+            raise SnappyChunkError(f"snappy: xerial chunk length {n} is negative or above {MAX_SNAPPY_CHUNK}")
+        if pos + 4 + n > len(data):
+            raise CompressionError(f"snappy: xerial block length {n} past end of stream")
+        block = _raw_snappy(data[pos + 4 : pos + 4 + n], DEFAULT_MAX_OUTPUT, DEFAULT_MAX_OUTPUT)
+        if block:
+            yield block
+        pos += 4 + n
+
+
+def _lz4_chunks(data: bytes, magic: int) -> Iterator[bytes]:
+    frame = bytearray(data)
+    if magic == 0:  # Kafka ignores the header checksum for magic 0 (module docstring)
+        frame[_lz4_descriptor_end(frame)] = lz4_header_checksum(bytes(frame), broken=False)
+    d = lz4.frame.LZ4FrameDecompressor()
+    pending = bytes(frame)
+    while not d.eof:
+        try:
+            out = d.decompress(pending, max_length=CHUNK)
+        except RuntimeError as e:
+            raise CompressionError(f"lz4: {e}") from None
+        pending = b""
+        if out:
+            yield out
+        elif d.needs_input and not d.eof:
+            raise CompressionError("lz4: truncated frame")
+
+
+def _zstd_chunks(data: bytes) -> Iterator[bytes]:
+    # Fed 256 input bytes at a time: a zstd block of 128 KiB can be described in 4 bytes, so one
+    # step yields at most 64 such blocks (8 MiB), whatever the frame claims.
+    rest = data
+    while rest:  # concatenated frames
+        d = zstandard.ZstdDecompressor().decompressobj()
+        pos = 0
+        try:
+            while not d.eof and pos < len(rest):
+                out = d.decompress(rest[pos : pos + 256])
+                pos += 256
+                if out:
+                    yield out
+        except zstandard.ZstdError as e:
+            raise CompressionError(f"zstd: {e}") from None
+        if not d.eof:
+            raise CompressionError("zstd: truncated frame")
+        rest = d.unused_data + rest[pos:]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 import crc32c
@@ -472,6 +472,17 @@ class Batch:
             return _v2_records(self, max_output)
         return _legacy_records(self, max_output)
 
+    def iter_records(self) -> Iterator[LogicalRecord]:
+        """The records of :meth:`records`, decoded one at a time from a decompressing stream, the
+        way Kafka's record iterators read them (``DefaultRecordBatch.compressedIterator``,
+        ``AbstractLegacyRecordBatch.DeepRecordsIterator``): a RecordFormatError is raised when the
+        bad part is reached, after the records before it.  Memory is one record (and one
+        decompressed chunk), not the batch's whole expansion, so there is no cap on the total;
+        one record may take at most ``DEFAULT_MAX_OUTPUT`` bytes."""
+        if self.is_v2:
+            return _v2_record_stream(self)
+        return _legacy_record_stream(self)
+
     def offsets_and_timestamps(self) -> list[tuple[int, int]]:
         """(offset, timestamp) of each record as a lookup iterates them (searchForTimestamp,
         offsetOfMaxTimestamp): a plain legacy message is its own record, its key and value never
@@ -738,3 +749,168 @@ def _first_is_uncompressed(batch: Batch, stream: bytes, rec: int) -> None:
     _codec_or_raise(batch, codec)
     if codec:
         raise _err(INVALID_RECORD, "nested-compression", batch, "inner record is itself compressed")
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding as a stream (Batch.iter_records)
+# ---------------------------------------------------------------------------------------------
+
+
+class _Stream:
+    """The decompressed records section of one batch, pulled chunk by chunk: only the unread part
+    of the current chunks is held.  Decompression failures surface as the batch's RecordFormatError."""
+
+    def __init__(self, batch: Batch, codec: int, data, magic: int):
+        self.batch = batch
+        self._chunks = compression.decompress_chunks(codec, data, magic)
+        self.buf = b""
+        self.pos = 0
+
+    def _next_chunk(self) -> bytes | None:
+        try:
+            return next(self._chunks, None)
+        except compression.SnappyChunkError as e:
+            raise _err(SNAPPY_ERROR, "snappy-chunk-size", self.batch, str(e)) from None
+        except compression.CompressionError as e:
+            raise _err(KAFKA, "corrupt-compressed-stream", self.batch, str(e)) from None
+
+    def fill(self, n: int) -> bool:
+        """Whether ``n`` unread bytes are there (pulling chunks until they are or the stream ends)."""
+        have = len(self.buf) - self.pos
+        if have >= n:
+            return True
+        parts = [self.buf[self.pos :]]
+        while have < n:
+            chunk = self._next_chunk()
+            if chunk is None:
+                break
+            parts.append(chunk)
+            have += len(chunk)
+        self.buf, self.pos = b"".join(parts), 0
+        return have >= n
+
+    def take(self, n: int) -> bytes:
+        """The next ``n`` bytes (the caller has checked :meth:`fill`)."""
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def skip(self, n: int) -> bool:
+        """Drop the next ``n`` bytes without holding them; False if the stream ends first."""
+        while len(self.buf) - self.pos < n:
+            n -= len(self.buf) - self.pos
+            chunk = self._next_chunk()
+            if chunk is None:
+                self.buf, self.pos = b"", 0
+                return False
+            self.buf, self.pos = chunk, 0
+        self.pos += n
+        return True
+
+
+def _check_record_size(batch: Batch, size: int) -> None:
+    """One record is held whole; a size above ``DEFAULT_MAX_OUTPUT`` is refused before it is read."""
+    if size > compression.DEFAULT_MAX_OUTPUT:
+        raise _err(
+            KAFKA, "decompression-limit", batch,
+            f"a record of {size} bytes exceeds the limit of {compression.DEFAULT_MAX_OUTPUT} bytes for one record",
+        )  # fmt: skip
+
+
+def _next_v2_record(batch: Batch, stream: _Stream) -> Record:
+    """§1.6: the length varint, then exactly that many body bytes, parsed on their own (as
+    ``DefaultRecord.readFrom`` reads the body into its own buffer)."""
+    stream.fill(5)  # the longest int32 varint; fewer at the end of the stream
+    try:
+        length, body = decode_varint(stream.buf, stream.pos)
+    except VarintTruncated:
+        raise _err(
+            INVALID_RECORD, "premature-eof", batch, "Incorrect declared batch size, premature EOF reached"
+        ) from None
+    except VarintError as e:
+        raise _err(ILLEGAL_ARGUMENT, "malformed-varint", batch, str(e)) from None
+    head = body - stream.pos
+    if length < 0:
+        raise _err(
+            INVALID_RECORD, "invalid-record-structure", batch, f"Found invalid record structure: length {length}"
+        )
+    _check_record_size(batch, length)
+    if not stream.fill(head + length):
+        raise _err(INVALID_RECORD, "invalid-record-size", batch, f"record length {length} exceeds the bytes remaining")
+    record, _ = _parse_record(batch, stream.take(head + length), 0)
+    return record
+
+
+def _v2_record_stream(batch: Batch) -> Iterator[LogicalRecord]:
+    h = batch.header()
+    if h.records_count < 0:  # §1.4.9
+        raise _err(INVALID_RECORD, "negative-record-count", batch, f"Found invalid record count {h.records_count}")
+    if h.records_count == 0:
+        return
+    codec = batch.codec
+    _codec_or_raise(batch, codec)
+    stream = _Stream(batch, codec, memoryview(batch.raw)[V2_HEADER_SIZE:], 2)
+    for _ in range(h.records_count):
+        yield _resolve_v2(batch, h, _next_v2_record(batch, stream))
+    if stream.fill(1):
+        raise _err(INVALID_RECORD, "records-remaining", batch, "Incorrect declared batch size, records still remaining")
+
+
+def _legacy_record_stream(batch: Batch) -> Iterator[LogicalRecord]:
+    """§1.8: a compressed wrapper is read twice — once to frame its inner records and fix v1's
+    absolute offsets (which need the last inner offset, as the deep iterator's constructor
+    does), once to decode them — holding one inner record at a time."""
+    magic, attributes, timestamp, key, value = _wrapper_fields(batch)
+    codec = attributes & CODEC_MASK
+    if codec == compression.NONE:
+        yield from _legacy_records(batch, compression.DEFAULT_MAX_OUTPUT)
+        return
+    _codec_or_raise(batch, codec)
+    if codec == compression.ZSTD:
+        raise _err(INVALID_RECORD, "zstd-in-legacy", batch, "zstd is not allowed for magic < 2")
+    if value is None:
+        raise _err(INVALID_RECORD, "null-wrapper-value", batch, "compressed wrapper has a null value")
+    count, shift = _frame_inner(batch, _Stream(batch, codec, value, magic), magic)
+    stream = _Stream(batch, codec, value, magic)
+    ts_type = batch.timestamp_type
+    for _ in range(count):
+        stream.fill(LOG_OVERHEAD)
+        offset, size = struct.unpack(">qi", stream.take(LOG_OVERHEAD))
+        _check_record_size(batch, size)
+        stream.fill(size)
+        rec = stream.take(size)
+        _first_is_uncompressed(batch, rec, 0)
+        try:
+            imagic, _, its, ikey, ivalue = _legacy_fields(rec, 0, size)
+        except (ValueError, IndexError) as e:
+            raise _err(INVALID_RECORD, "invalid-inner-record", batch, str(e)) from None
+        icrc = struct.unpack_from(">I", rec, 0)[0]
+        if magic == 1 and ts_type == LOG_APPEND_TIME:
+            its = timestamp
+        yield LogicalRecord(
+            offset + shift, its, ts_type, ikey, ivalue, (), -1, imagic, icrc, icrc == zlib.crc32(rec[4:])
+        )
+
+
+def _frame_inner(batch: Batch, stream: _Stream, magic: int) -> tuple[int, int]:
+    """The deep iterator's constructor (§1.8.3) without keeping the records: how many inner records
+    there are (a short header or a truncated record ends them) and what to add to their offsets."""
+    count = last = 0
+    while stream.fill(LOG_OVERHEAD):
+        offset, size = struct.unpack(">qi", stream.take(LOG_OVERHEAD))
+        if size < RECORD_OVERHEAD_V0:
+            raise _err(CORRUPT_RECORD, "inner-record-too-small", batch, f"inner record size {size} < 14")
+        if not stream.skip(size):
+            break
+        count, last = count + 1, offset
+    if count == 0:
+        raise _err(INVALID_RECORD, "empty-wrapper", batch, "compressed wrapper holds no records")
+    wrapper_offset = _int64(batch.raw, 0)
+    if magic != 1 or wrapper_offset == 0:
+        return count, 0
+    if wrapper_offset < last:
+        raise _err(
+            INVALID_RECORD, "wrapper-offset-below-last-inner", batch,
+            f"wrapper offset {wrapper_offset} < last inner relative offset {last}",
+        )  # fmt: skip
+    return count, wrapper_offset - last
