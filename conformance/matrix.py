@@ -9,6 +9,8 @@ model fails on what it does otherwise, which the witness names.
 
 from __future__ import annotations
 
+import os
+
 import attrs
 
 from conformance import regressions
@@ -39,9 +41,9 @@ def bug_cases(paths: tuple[str, ...] = ()) -> list[regressions.Case]:
     """The cases of the corpus's KAFKA-* folders, or those of ``paths``."""
     named = [c for c in regressions.cases() if c.group != regressions.FOUND]
     if paths:
-        wanted = {regressions.os.path.realpath(p) for p in paths}
-        chosen = [c for c in named if regressions.os.path.realpath(c.path) in wanted]
-        missing = wanted - {regressions.os.path.realpath(c.path) for c in chosen}
+        wanted = {os.path.realpath(p) for p in paths}
+        chosen = [c for c in named if os.path.realpath(c.path) in wanted]
+        missing = wanted - {os.path.realpath(c.path) for c in chosen}
         if missing:
             raise ValueError(f"not a named corpus case: {sorted(missing)[0]}")
         return chosen
