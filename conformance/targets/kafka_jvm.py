@@ -58,23 +58,26 @@ def build_for(version: str | None = None) -> str:
     m = RELEASE.fullmatch(version)
     if m is None:
         raise NoAdapter(f"kafka target: {version!r} is not a Kafka release (MAJOR.MINOR.PATCH, e.g. 2.8.2)")
-    major = int(m[1])
-    if major == 2:  # the Scala kafka.log.Log generation
+    major, minor = int(m[1]), int(m[2])
+    if major == 2 or (major, minor) == (3, 0):  # the Scala kafka.log.Log generation (LogLoader in 3.0)
         return build(SCALA_PROJECT, version)
-    generation = {3: "UnifiedLog with the Scala LogLoader (3.x)", 4: "the storage module (4.x) at another release"}
+    generation = {3: "UnifiedLog with the Scala LogLoader (3.1–3.x)", 4: "the storage module (4.x) at another release"}
     raise NoAdapter(
         f"kafka {version}: no adapter for {generation.get(major, 'this generation')} yet "
-        f"(adapters: {PINNED} and 2.0–2.8; docs/kafka-target.md)"
+        f"(adapters: {PINNED} and 2.0–3.0; docs/kafka-target.md)"
     )
 
 
 def _maven_properties(version: str | None) -> list[str]:
     """-D options of a release's build: kafka_2.13 is published from 2.4.0 on, kafka_2.12 before
-    (the pom's before-2.4 profile also picks that era's Scheduler trait)."""
+    (the pom's before-2.4 profile also picks that era's Scheduler trait); 3.0's pom declares Jackson
+    at runtime scope only, so the protocol classes name 3.0.0's own Jackson."""
     if version is None:
         return []
-    scala = ["-Dscala.binary.version=2.12"] if tuple(map(int, version.split(".")[:2])) < (2, 4) else []
-    return [f"-Dkafka.version={version}", *scala]
+    line = tuple(map(int, version.split(".")[:2]))
+    scala = ["-Dscala.binary.version=2.12"] if line < (2, 4) else []
+    jackson = ["-Djackson.version=2.12.3"] if line >= (3, 0) else []
+    return [f"-Dkafka.version={version}", *scala, *jackson]
 
 
 def _directory(project: Path, version: str | None) -> Path:

@@ -165,17 +165,21 @@ final class Broker {
         return out;
     }
 
-    /** LogManager's constructor: 2.8 takes a config repository (no override here) and
-     *  keepPartitionMetadataFile; 2.4 to 2.7 a map of topic configs and the broker's BrokerState. */
+    /** LogManager's constructor: 3.0 also takes the inter-broker protocol (the latest here); 2.8
+     *  a config repository (no override here) and keepPartitionMetadataFile; 2.0 to 2.7 a map of
+     *  topic configs and the broker's BrokerState. */
     private LogManager newLogManager(LogDirFailureChannel failures) {
         CleanerConfig noCleaner = new CleanerConfig(1, 4L << 20, 0.9, 1 << 20, 32 << 20, Double.MAX_VALUE, 15_000L, false, "MD5");
         Object[] common = {Scala.seq(dataDirs), Scala.seq(List.<File>of()), null, logConfig, noCleaner, recoveryThreads,
             Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, MAX_PID_EXPIRATION_MS, scheduler};
         Object[] v28 = concat(common, new BrokerTopicStats(), failures, clock, KEEP_PARTITION_METADATA);
         v28[2] = Scala.noProperties("kafka.server.metadata.ConfigRepository");
+        Object apiVersion = Scala.object("kafka.api.ApiVersion");
+        Object[] v30 = concat(Arrays.copyOf(v28, 11), apiVersion == null ? null : Scala.call(apiVersion, "latestVersion"));
+        v30 = concat(v30, Arrays.copyOfRange(v28, 11, v28.length));
         Object[] v20 = concat(common, Scala.newInstance("kafka.server.BrokerState"), new BrokerTopicStats(), failures, clock);
         v20[2] = scala.collection.immutable.Map$.MODULE$.empty();
-        return Scala.constructFirst(LogManager.class, v28, v20);
+        return Scala.constructFirst(LogManager.class, v30, v28, v20);
     }
 
     /** LogManager.startup: 2.8 takes the topics whose config overrides to fetch (none here). */
@@ -279,12 +283,14 @@ final class Broker {
 
     // --- steps on one partition ---------------------------------------------------------------
 
-    /** getOrCreateLog: 2.8 takes the partition alone, 2.7 also a LogConfig supplier, 2.4 a LogConfig. */
+    /** getOrCreateLog: 3.0 takes the partition and its topic id (none here), 2.8 the partition
+     *  alone, 2.7 also a LogConfig supplier, 2.0 to 2.4 a LogConfig. */
     ObjectNode create(String topic, int partition, int dir) {
         TopicPartition tp = new TopicPartition(topic, partition);
         manager.maybeUpdatePreferredLogDir(tp, dataDirs.get(dir % dataDirs.size()).getAbsolutePath());
         Function0<LogConfig> config = () -> logConfig;
-        Scala.callFirst(manager, "getOrCreateLog", new Object[] {tp}, new Object[] {tp, config}, new Object[] {tp, logConfig});
+        Scala.callFirst(manager, "getOrCreateLog", new Object[] {tp, false, false, Option.empty()}, new Object[] {tp},
+                new Object[] {tp, config}, new Object[] {tp, logConfig});
         return JSON.createObjectNode();
     }
 
@@ -362,7 +368,7 @@ final class Broker {
     /** Kafka 2.x's fetchOffsetByTimestamp knows two special timestamps, −1 (latest) and −2
      *  (earliest); −3, the offset of the largest timestamp, came with 3.0 (KIP-734). */
     ObjectNode offsetForTimestamp(Log log, long timestamp) {
-        if (timestamp < -2) {
+        if (timestamp < -2 && !knowsMaxTimestamp()) {
             throw new Unsupported("offset_for_timestamp " + timestamp + ": Kafka " + Release.version()
                     + " knows -1 (latest) and -2 (earliest) only; -3 (max timestamp) came with 3.0 (KIP-734)");
         }
@@ -430,6 +436,16 @@ final class Broker {
         manager.checkpointLogRecoveryOffsets();
         manager.checkpointLogStartOffsets();
         return JSON.createObjectNode();
+    }
+
+    /** ListOffsetsRequest.MAX_TIMESTAMP (−3) came with KIP-734 in 3.0. */
+    private static boolean knowsMaxTimestamp() {
+        try {
+            Class.forName("org.apache.kafka.common.requests.ListOffsetsRequest").getField("MAX_TIMESTAMP");
+            return true;
+        } catch (ReflectiveOperationException e) {
+            return false;
+        }
     }
 
     /** One replica: up to 2.3 the high watermark (in the Replica) is the log end. */
@@ -500,6 +516,11 @@ final class Broker {
         }
         e.put("active", active);
         e.put("end", end);
+    }
+
+    /** The directory the data dirs lie in. */
+    File root() {
+        return root;
     }
 
     boolean running() {

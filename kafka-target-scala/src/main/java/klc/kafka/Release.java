@@ -11,6 +11,8 @@ final class Release {
      *  the partition in 2.x (segments, recovery, producer state). */
     static final String SEGMENT_CLASS = "kafka.log.LogSegment";
     static final String LOG_CLASS = "kafka.log.Log";
+    /** The index classes whose constructions a race counts ({@link IndexBuilds}). */
+    static final String[] INDEX_CLASSES = {"kafka.log.OffsetIndex", "kafka.log.TimeIndex"};
 
     private Release() { }
 

@@ -427,6 +427,11 @@ final class Broker {
         return out;
     }
 
+    /** The directory the data dirs lie in. */
+    File root() {
+        return root;
+    }
+
     boolean running() {
         return manager != null;
     }

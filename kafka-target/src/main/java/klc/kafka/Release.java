@@ -10,6 +10,9 @@ final class Release {
     /** The classes {@link Advices} weaves into: a segment, and the log built once a partition loaded. */
     static final String SEGMENT_CLASS = "org.apache.kafka.storage.internals.log.LogSegment";
     static final String LOG_CLASS = "org.apache.kafka.storage.internals.log.UnifiedLog";
+    /** The index classes whose constructions a race counts ({@link IndexBuilds}). */
+    static final String[] INDEX_CLASSES = {
+        "org.apache.kafka.storage.internals.log.OffsetIndex", "org.apache.kafka.storage.internals.log.TimeIndex"};
 
     private Release() { }
 

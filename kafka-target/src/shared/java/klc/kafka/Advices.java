@@ -11,7 +11,8 @@ import net.bytebuddy.matcher.ElementMatchers;
  * return, reported to {@link LoadCrash}; so is the end of every constructor of the partition's log
  * class, which has then loaded the partition.  Which classes: {@link Release} of the generation
  * ({@code UnifiedLog} in 4.x, built after LogLoader ran; {@code kafka.log.Log} in 2.x, which loads
- * the partition itself). Every segment constructor's end is reported to {@link SystemTimeSegments}.
+ * the partition itself). Every segment constructor's end is reported to {@link SystemTimeSegments},
+ * every index constructor's to {@link IndexBuilds}.
  */
 public final class Advices {
     private Advices() { }
@@ -27,6 +28,9 @@ public final class Advices {
                 .type(ElementMatchers.named(Release.LOG_CLASS))
                 .transform((builder, type, loader, module, domain) ->
                         builder.visit(Advice.to(OnLogBuilt.class).on(ElementMatchers.isConstructor())))
+                .type(ElementMatchers.namedOneOf(Release.INDEX_CLASSES))
+                .transform((builder, type, loader, module, domain) ->
+                        builder.visit(Advice.to(OnIndexBuilt.class).on(ElementMatchers.isConstructor())))
                 .installOn(ByteBuddyAgent.install());
     }
 
@@ -57,6 +61,16 @@ public final class Advices {
         @Advice.OnMethodExit
         static void exit(@Advice.This Object segment) {
             SystemTimeSegments.built(segment);
+        }
+    }
+
+    /** Inlined at the end of the index classes' constructors. */
+    static final class OnIndexBuilt {
+        private OnIndexBuilt() { }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.This Object index) {
+            IndexBuilds.built(index);
         }
     }
 

@@ -60,46 +60,58 @@ public final class Main {
                     answer.put("harness", "the first request must be configure");
                 } else {
                     try {
-                        answer.set("ok", Steps.apply(broker, op, request));
+                        answer.set("ok", op.equals("race") ? Race.run(broker, request, kafkaLog) : Steps.apply(broker, op, request));
                     } finally {
                         broker.afterStep(); // Kafka's scheduler runs whether the step was refused or not
                     }
                 }
-            } catch (Unsupported e) {
-                answer.removeAll();
-                answer.put("unsupported", e.getMessage());
-            } catch (Halted e) {
-                answer.removeAll();
-                answer.put("refused", "Halted");
-                answer.put("message", e.getMessage());
-            } catch (Steps.BadRequest e) {
-                answer.removeAll();
-                answer.put("harness", e.getMessage());
-            } catch (RuntimeException | java.io.IOException e) {
-                Throwable refusal = Release.refusal(e);
-                answer.removeAll();
-                answer.put("refused", refusal.getClass().getSimpleName());
-                answer.put("message", String.valueOf(refusal.getMessage()));
-                answer.put("trace", trace(e));
-            } catch (Error e) {
-                answer.removeAll();
-                if (e.getClass().getSimpleName().equals("SnappyError")) {
-                    // snappy-java's SnappyError (a chunk length out of bounds) is an Error Kafka's
-                    // request handlers answer like any exception: a refusal, named by its class
-                    answer.put("refused", "SnappyError");
-                    answer.put("message", String.valueOf(e.getMessage()));
-                    answer.put("trace", trace(e));
-                } else {
-                    answer.put("harness", "the kafka target failed: " + trace(e));
-                }
             } catch (Throwable e) {
-                answer.removeAll();
-                answer.put("harness", "the kafka target failed: " + trace(e));
+                describe(answer, e);
             }
             if (answer.has("refused") || answer.has("harness")) {
                 answer.putPOJO("log", kafkaLog.recent());
             }
             protocol.println(JSON.writeValueAsString(answer));
+        }
+    }
+
+    /** One step's answer on a race's thread: ok, or what went wrong, as the request loop answers it. */
+    static ObjectNode answer(Broker broker, JsonNode request, KafkaLog kafkaLog) {
+        ObjectNode answer = JSON.createObjectNode();
+        try {
+            answer.set("ok", Steps.apply(broker, request.path("op").asText(), request));
+        } catch (Throwable e) {
+            describe(answer, e);
+        }
+        if (answer.has("refused") || answer.has("harness")) {
+            answer.putPOJO("log", kafkaLog.recent());
+        }
+        return answer;
+    }
+
+    /** What the answer says of a step that threw: unsupported, Kafka's refusal, or a harness failure. */
+    private static void describe(ObjectNode answer, Throwable e) {
+        answer.removeAll();
+        if (e instanceof Unsupported) {
+            answer.put("unsupported", e.getMessage());
+        } else if (e instanceof Halted) {
+            answer.put("refused", "Halted");
+            answer.put("message", e.getMessage());
+        } else if (e instanceof Steps.BadRequest) {
+            answer.put("harness", e.getMessage());
+        } else if (e instanceof RuntimeException || e instanceof java.io.IOException) {
+            Throwable refusal = Release.refusal(e);
+            answer.put("refused", refusal.getClass().getSimpleName());
+            answer.put("message", String.valueOf(refusal.getMessage()));
+            answer.put("trace", trace(e));
+        } else if (e.getClass().getSimpleName().equals("SnappyError")) {
+            // snappy-java's SnappyError (a chunk length out of bounds) is an Error Kafka's request
+            // handlers answer like any exception: a refusal, named by its class
+            answer.put("refused", "SnappyError");
+            answer.put("message", String.valueOf(e.getMessage()));
+            answer.put("trace", trace(e));
+        } else {
+            answer.put("harness", "the kafka target failed: " + trace(e));
         }
     }
 
