@@ -11,6 +11,12 @@ is a gap in the strategies; one missed by the first two seeds is not run on the 
 
     python -m benchmarks.time_to_catch [--seeds 10] [--budget 60] [--examples N] [--jobs 2] [--only NAME ...] [--json OUT]
 
+A name ``kafka:BUGGY..FIXED`` (issue 31 item 5, e.g. ``kafka:2.1.0..2.1.1``) is a row for a Kafka
+release instead of a mutant: the crash machine, model against release BUGGY (docs/kafka-target.md),
+not pointed at any case, until its first violation; that scenario is then replayed on FIXED, the
+release that fixed the bug, and the row says whether FIXED passes it — the first difference found
+is the fix's (the bug), or another of BUGGY's.  No control row runs beside release rows alone.
+
 Seconds are wall-clock on this machine and depend on it; examples do not.  ``--examples`` caps every
 cell at N examples as well: two strategies compared at the same number of examples, on a machine of
 any speed or with other work beside them (the issue's budget stays 60 seconds).
@@ -55,7 +61,35 @@ CONTROL = _Control()
 MODULE_MACHINES = {"impl.index": "index machine", "impl.file_records": "file-records machine"}
 
 
+RELEASE = "kafka:"
+
+
+class _Release:
+    """A Kafka release as a row (``kafka:BUGGY..FIXED``): the crash machine against BUGGY."""
+
+    module = "kafka"
+
+    def __init__(self, name: str):
+        self.name = name
+        self.buggy, _, self.fixed = name.removeprefix(RELEASE).partition("..")
+        self.target = RELEASE + self.buggy
+
+    def fixed_passes(self, violation_text: str) -> bool | None:
+        """Whether the release that fixed the bug passes the scenario BUGGY failed (None: no
+        scenario in the violation, or no fixed release named)."""
+        from conformance import scenario as sc
+        from conformance.runner import run
+
+        line = next((x for x in violation_text.splitlines() if x.startswith("scenario: ")), None)
+        if line is None or not self.fixed:
+            return None
+        scenario = sc.Scenario.from_json(json.loads(line.removeprefix("scenario: ")))
+        return run(scenario, ("model", RELEASE + self.fixed)).ok
+
+
 def machine_kind(mutant) -> str:
+    if isinstance(mutant, _Release):
+        return "crash machine"
     return MODULE_MACHINES.get(mutant.module, "crash machine")
 
 
@@ -69,6 +103,8 @@ def _machine(mutant, budget: float, counter: dict, examples: int | None = None):
         base, steps = make_index_machine(mutant.load()), 30
     elif machine_kind(mutant) == "file-records machine":
         base, steps = make_file_records_machine(mutant.load()), 30
+    elif isinstance(mutant, _Release):
+        base, steps = make_crash_machine("sim", ("model", mutant.target)), 40
     else:
         base, steps = make_crash_machine("sim"), 40
     deadline = time.perf_counter() + budget
@@ -95,11 +131,11 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
     from conformance.properties import PropertyViolation
     from tests.mutants import ALL_MUTANTS
 
-    mutant = ALL_MUTANTS.get(name, CONTROL)
+    mutant = _Release(name) if name.startswith(RELEASE) else ALL_MUTANTS.get(name, CONTROL)
     counter = {"examples": 0}
     machine, config = _machine(mutant, budget, counter, examples)
     t0 = time.perf_counter()
-    found, prop, witness = False, None, None
+    found, prop, witness, fixed_passes = False, None, None, None
     stack = mutant_stack(name if name in ALL_MUTANTS and machine_kind(mutant) == "crash machine" else None)
     try:
         with stack, fresh_cases() if machine_kind(mutant) == "crash machine" else contextlib.nullcontext():
@@ -109,6 +145,8 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
     except PropertyViolation as e:  # what the machines report; anything else (e.g. Hypothesis
         found, prop = True, e.prop  # noticing the budget's cut as flaky generation) is not a catch
         witness = str(e).splitlines()[0][:300] if str(e) else None
+        if isinstance(mutant, _Release):
+            fixed_passes = mutant.fixed_passes(str(e))
     except Exception:  # noqa: BLE001
         if time.perf_counter() - t0 < budget and (examples is None or counter["examples"] < examples):
             raise
@@ -121,6 +159,7 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
         "examples": counter["examples"] if found else None,
         "seconds": round(time.perf_counter() - t0, 2) if found else None,
         "witness": witness,
+        **({"fixed_release_passes": fixed_passes} if isinstance(mutant, _Release) else {}),
     }
 
 
@@ -154,6 +193,10 @@ def summarise(rows: list[dict], seeds: int, budget: float) -> list[dict]:
                 "seconds_median": round(statistics.median(r["seconds"] for r in hits), 1) if hits else None,
                 "seconds_max": max(r["seconds"] for r in hits) if hits else None,
                 "properties": sorted({r["property"] for r in hits}),
+                # release rows: in how many of the hits the fix release passed the scenario
+                "fix": f"{sum(1 for r in hits if r.get('fixed_release_passes'))}/{len(hits)}"
+                if "fixed_release_passes" in mine[0]
+                else None,
                 "gap": len(hits) < len(mine),
             }
         )
@@ -169,9 +212,10 @@ def table(summary: list[dict], budget: float) -> str:
         if s["examples_median"] is None:
             lines.append(f"| `{s['mutant']}` | {s['machine']} | {s['found']} | — | > {budget:.0f} | — |")
             continue
+        fix = f" (fix release passes {s['fix']})" if s.get("fix") else ""
         lines.append(
             f"| `{s['mutant']}` | {s['machine']} | {s['found']} | {s['examples_median']:g} / {s['examples_max']} "
-            f"| {s['seconds_median']} / {s['seconds_max']} | {', '.join(s['properties'])} |"
+            f"| {s['seconds_median']} / {s['seconds_max']} | {', '.join(s['properties'])}{fix} |"
         )
     return "\n".join(lines)
 
@@ -187,8 +231,9 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="*", help="mutant names (default: all)")
     parser.add_argument("--json", help="write the rows and the summary here")
     args = parser.parse_args(argv)
-    names = [CONTROL_NAME, *(args.only or sorted(ALL_MUTANTS))]
-    unknown = [n for n in names[1:] if n not in ALL_MUTANTS]
+    only = args.only or sorted(ALL_MUTANTS)
+    names = only if all(n.startswith(RELEASE) for n in only) else [CONTROL_NAME, *only]
+    unknown = [n for n in only if n not in ALL_MUTANTS and not n.startswith(RELEASE)]
     if (
         unknown
         or args.seeds < 1

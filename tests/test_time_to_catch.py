@@ -38,3 +38,13 @@ def test_a_bad_examples_cap_is_a_usage_error():
     with pytest.raises(SystemExit) as e:
         main(["--examples", "0", "--only", "crc-range-off-by-one"])
     assert e.value.code == 2
+
+
+@pytest.mark.no_cover  # the JVM's time
+def test_a_release_row_finds_its_bug_and_checks_it_on_the_fix_release():
+    """``kafka:2.1.0..2.1.1`` (issue 31 item 5): the crash machine against 2.1.0 fails, not pointed
+    at KAFKA-6388, and the fix release 2.1.1 passes the scenario it failed (the fix's difference)."""
+    row = measure_one("kafka:2.1.0..2.1.1", 0, budget=120, examples=50)
+    assert row["found"] and row["fixed_release_passes"] is True, row
+    assert "append" in row["witness"] and "kafka:2.1.0" in row["witness"]
+    assert summarise([row], 1, 120)[0]["fix"] == "1/1"

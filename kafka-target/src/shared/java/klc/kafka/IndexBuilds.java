@@ -1,41 +1,52 @@
 package klc.kafka;
 
 import java.io.File;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The offset and time index objects Kafka builds during a race, by file: two for one file is
- * KAFKA-9156 (a lazy index initialised twice under concurrent first access, 2.3.x), whose second
- * object positions itself at the end of the file the first preallocated and reads as full.
+ * The offset and time index objects Kafka builds during a race, grouped by the file each refers to
+ * when the race ends: two objects for one file is KAFKA-9156 (a lazy index initialised twice under
+ * concurrent first access, 2.3.x), whose second object positions itself at the end of the file the
+ * first preallocated and reads as full. Grouped by the file at the end, not at construction: a
+ * roll onto an empty active segment replaces it (KAFKA-6388's fix), renaming the old segment's
+ * index to {@code .deleted} before the new segment builds its own for the same name.
  */
 public final class IndexBuilds {
-    private static volatile Map<String, Integer> counting;
+    private static volatile List<Object> built;
 
     private IndexBuilds() { }
 
     static void start() {
-        counting = new ConcurrentHashMap<>();
+        built = Collections.synchronizedList(new ArrayList<>());
     }
 
-    /** How many index objects were built for each file since {@link #start}, by path relative to
-     *  {@code root}; counting stops. */
+    /** How many index objects built since {@link #start} refer to each file now, by path relative
+     *  to {@code root}; counting stops. */
     static Map<String, Integer> stop(File root) {
-        Map<String, Integer> counts = counting;
-        counting = null;
+        List<Object> objects = built;
+        built = null;
         Map<String, Integer> out = new TreeMap<>();
-        if (counts != null) {
-            counts.forEach((path, n) -> out.put(root.toPath().toAbsolutePath().relativize(new File(path).toPath().toAbsolutePath()).toString(), n));
+        if (objects != null) {
+            synchronized (objects) {
+                for (Object index : objects) {
+                    Path file = fileOf(index).toPath().toAbsolutePath();
+                    out.merge(root.toPath().toAbsolutePath().relativize(file).toString(), 1, Integer::sum);
+                }
+            }
         }
         return out;
     }
 
     /** An index constructor ended (public: the woven code runs in Kafka's package). */
     public static void built(Object index) {
-        Map<String, Integer> counts = counting;
-        if (counts != null) {
-            counts.merge(fileOf(index).getAbsolutePath(), 1, Integer::sum);
+        List<Object> objects = built;
+        if (objects != null) {
+            objects.add(index);
         }
     }
 
