@@ -59,6 +59,16 @@ TABLE = (
         SHOWN,
     ),
     Allowance(
+        "epoch-moved-to-the-log-end", IDEMPOTENT_RECOVERY,
+        "the uninterrupted load left an epoch entry starting at the log end: truncateFromEnd (entries at or "
+        "past the log end) runs before truncateFromStart, which moves the entry below the checkpointed log "
+        "start offset up to it; a load the crash interrupted wrote that entry to the checkpoint, and the next "
+        "load's truncateFromEnd removes it (epochs not compared)",
+        "§5.7; LogLoader.load: truncateFromEndAsyncFlush, then truncateFromStartAsyncFlush",
+        "corpora/crash/epoch-moved-to-the-log-end-by-an-interrupted-load.json",
+        SHOWN,
+    ),
+    Allowance(
         "all-deleted-clears-epochs", IDEMPOTENT_RECOVERY,
         "the load took model.log_manager.ALL_DELETED: it removes every segment, then clears the epoch cache, "
         "then creates a segment at the log start; a crash between the first two leaves the checkpoint, which "

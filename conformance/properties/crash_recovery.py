@@ -85,6 +85,7 @@ class Reference:
         return (
             kafkas_own.exempt("epochs-ahead-of-log-start", self.epochs_ahead)
             | kafkas_own.exempt("epochs-past-end-removed", self.took[EPOCHS_PAST_END])
+            | kafkas_own.exempt("epoch-moved-to-the-log-end", epoch_at_the_log_end(self.partitions))
             | kafkas_own.exempt("all-deleted-clears-epochs", self.took[ALL_DELETED])
             | kafkas_own.exempt("clean-load-keeps-epochs", self.clean)
             | kafkas_own.exempt("legacy-append-cleared-epochs", self.legacy_batches)
@@ -446,6 +447,12 @@ def _unexpired(partitions: dict, now_ms: int) -> dict:
             p = {**p, "producers": [e for e in p["producers"] if not expired(e, now_ms)]}
         out[key] = p
     return out
+
+
+def epoch_at_the_log_end(partitions: dict) -> set[str]:
+    """Partitions whose last epoch entry starts at or past the log end (Kafka's own
+    ``epoch-moved-to-the-log-end``)."""
+    return {k for k, p in partitions.items() if p["epochs"] and p["epochs"][-1][1] >= p["log_end_offset"]}
 
 
 def _without_epochs(state: dict) -> dict:
