@@ -308,10 +308,15 @@ class LogMachine(RuleBasedStateMachine):
     @rule(tp=partitions, data=st.data(), schedule=st.lists(st.integers(0, 1), max_size=10), swap=st.booleans())
     def race(self, tp, data, schedule, swap):
         """An append racing a fetch of what is already there (KAFKA-9156, §7.4): after a rolling
-        append both are first to open the new segment's lazy indexes.  The schedule picks, point by
-        point, which thread goes on; the fetch is bounded by ``max_offset`` so its answer does not
+        append both are first to open the new segment's lazy indexes.  Or two fetches of one
+        offset, first to open a loaded segment's.  The schedule picks, point by point, which thread
+        goes on; a fetch beside the append is bounded by ``max_offset`` so its answer does not
         depend on it."""
         leo = self.leo.get(tp, 0)
+        if data.draw(st.sampled_from(choices("race: who races")), label="who") == "two fetches":
+            fetch = sc.Read(tp[0], tp[1], data.draw(st.integers(0, leo), label="offset"), 1 << 20, None, True)
+            self._do(sc.Race((fetch, fetch), tuple(schedule)))
+            return
         bound = {"the log end": st.sampled_from([leo, leo]), "anywhere": st.integers(0, leo + 1)}
         max_offset = data.draw(weighted("race: the fetch's bound", bound), label="max_offset")
         start = {

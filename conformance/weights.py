@@ -142,6 +142,10 @@ TABLE = (
            "a null value is a tombstone, which cleaning removes past delete.retention.ms (§5.9)"),
     Weight("truncation offset", {"anywhere": 1, "a segment's base or one past it": 1, "a batch's first offset": 1},
            "where a step stops removing segments and cuts one (§4.7, §4.9); where a follower cuts (KIP-101)"),
+    Weight("race: who races", {"a fetch and an append": 2, "two fetches": 1},
+           "an append beside a fetch opens a just-rolled segment's indexes; two fetches open a loaded "
+           "segment's, which a load leaves unopened since KAFKA-7283 — the race Kafka 2.3.x loses "
+           "(KAFKA-9156, §7.4; corpora/KAFKA-9156)"),
     Weight("race: the fetch's bound", {"the log end": 1, "anywhere": 1},
            "a fetch to the log end beside an append, both first to open lazy indexes (KAFKA-9156, §7.4)"),
     Weight("race: the fetch's offset", {"just below its bound": 1, "anywhere": 1},
