@@ -70,6 +70,7 @@ class KafkaTarget(TargetBase):
             os.makedirs(os.path.join(self.root, d))
         self.manager = None
         self.started = False
+        self.index_builds: dict[str, int] = {}  # the last race's index objects per file (Race.java)
         self.stamped: dict[str, int] = {}  # path → the mtime (ns) last given to it
         try:
             self._configure()
@@ -204,16 +205,10 @@ class KafkaTarget(TargetBase):
         interleaving, ``step.schedule`` is impl's.  ``index_builds``: the index objects Kafka built
         per file; ``built_twice`` the files it built two for (KAFKA-9156)."""
         threads = [[{"now_ms": self.clock(), **r} for r in self._requests(s)] for s in step.steps]
-        began_ns = time.time_ns()
-        answer = self.jvm.request({"op": "race", "now_ms": self.clock(), "threads": threads})
-        self._stamp(began_ns)
-        if "unsupported" in answer:
-            raise Unsupported(f"kafka {self.version}: {answer['unsupported']}")
-        if "refused" in answer:  # the race itself, before any thread ran
-            raise KafkaRefusal(answer["refused"], answer.get("message", ""))
-        self.index_builds = answer["ok"]["index_builds"]
+        answer = self._request("race", threads=threads)
+        self.index_builds = answer["index_builds"]
         self.built_twice = sorted(path for path, n in self.index_builds.items() if n > 1)
-        return [self._thread_result(s, answers) for s, answers in zip(step.steps, answer["ok"]["race"], strict=True)]
+        return [self._thread_result(s, answers) for s, answers in zip(step.steps, answer["race"], strict=True)]
 
     def _thread_result(self, step, answers: list[dict]) -> dict:
         for a in answers:

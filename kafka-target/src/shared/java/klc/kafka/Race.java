@@ -13,12 +13,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The {@code race} op: each thread's requests (one step; an append of several requests is one
- * thread's sequence) run on a thread of their own, all released together by a barrier, so Kafka's
- * own code decides the interleaving — the scenario's {@code schedule} is impl's and not followed
- * here. The threads spin at the start rather than park, so they leave it within microseconds of
- * each other, not a scheduler's wake-up apart: a first access to a lazy index takes about as long. Answers {@code {"race": [[answer per request] per thread], "index_builds": {file: n}}}:
- * how many index objects Kafka built for each file during the race — two for one file is
- * KAFKA-9156 ({@link IndexBuilds}).
+ * thread's sequence) run on a thread of their own, all released together, so Kafka's own code
+ * decides the interleaving — the scenario's {@code schedule} is impl's and not followed here. The
+ * threads spin at the start rather than park, so they leave it within microseconds of each other,
+ * not a scheduler's wake-up apart: a first access to a lazy index takes about as long. Answers
+ * {@code {"race": [[answer per request] per thread], "index_builds": {file: n}}}: how many index
+ * objects Kafka built for each file during the race — two for one file is KAFKA-9156
+ * ({@link IndexBuilds}).
  */
 final class Race {
     private static final ObjectMapper JSON = new ObjectMapper();
