@@ -54,7 +54,7 @@ TABLE = (
     Difference(
         PRODUCERS_NOT_SHOWN,
         (3, 1, 0),
-        "the adapter of the Scala kafka.log.Log (2.0–3.0) does not read the producer state out of it",
+        "the adapter of the Scala kafka.log.Log (1.1–3.0) does not read the producer state out of it",
         "docs/kafka-target.md, Kafka 2.x",
         "the producers of every partition's state and the producer .snapshot files",
     ),

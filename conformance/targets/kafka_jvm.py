@@ -59,12 +59,12 @@ def build_for(version: str | None = None) -> str:
     if m is None:
         raise NoAdapter(f"kafka target: {version!r} is not a Kafka release (MAJOR.MINOR.PATCH, e.g. 2.8.2)")
     major, minor = int(m[1]), int(m[2])
-    if major == 2 or (major, minor) == (3, 0):  # the Scala kafka.log.Log generation (LogLoader in 3.0)
+    if (1, 1) <= (major, minor) <= (3, 0):  # the Scala kafka.log.Log generation (LogLoader in 3.0)
         return build(SCALA_PROJECT, version)
     generation = {3: "UnifiedLog with the Scala LogLoader (3.1–3.x)", 4: "the storage module (4.x) at another release"}
     raise NoAdapter(
         f"kafka {version}: no adapter for {generation.get(major, 'this generation')} yet "
-        f"(adapters: {PINNED} and 2.0–3.0; docs/kafka-target.md)"
+        f"(adapters: {PINNED} and 1.1–3.0; docs/kafka-target.md)"
     )
 
 

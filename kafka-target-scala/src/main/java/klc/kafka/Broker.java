@@ -557,13 +557,18 @@ final class Broker {
         }
     }
 
-    /** The offset of LogAppendInfo.firstOffset: a Long up to 2.7, a LogOffsetMetadata in 2.8; -1 when none. */
+    /** The offset of LogAppendInfo.firstOffset: a long in 1.1 (−1 when none), an Option of a Long
+     *  from 2.0 to 2.7, of a LogOffsetMetadata in 2.8; -1 when none. */
     private static long firstOffset(LogAppendInfo info) {
-        Option<?> first = info.firstOffset();
-        if (first.isEmpty()) {
+        Object first = Scala.call(info, "firstOffset");
+        if (first instanceof Long offset) {
+            return offset;
+        }
+        Option<?> some = (Option<?>) first;
+        if (some.isEmpty()) {
             return -1;
         }
-        Object v = first.get();
+        Object v = some.get();
         return v instanceof LogOffsetMetadata m ? m.messageOffset() : (Long) v;
     }
 
