@@ -55,7 +55,7 @@ TABLE = (
         PRODUCERS_NOT_SHOWN,
         (3, 1, 0),
         "the adapter of the Scala kafka.log.Log (1.1–3.0) does not read the producer state out of it",
-        "docs/kafka-target.md, Kafka 2.x",
+        "docs/kafka-target.md, the Scala kafka.log.Log generation",
         "the producers of every partition's state and the producer .snapshot files",
     ),
 )
