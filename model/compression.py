@@ -220,9 +220,16 @@ def _raw_snappy(block: bytes, max_output: int, budget: int) -> bytes:
 def _unsnappy(data: bytes, max_output: int) -> bytes:
     if not data.startswith(XERIAL_MAGIC):
         return _raw_snappy(data, max_output, max_output)
+    out = bytearray()
+    for block in _xerial_blocks(data):
+        out += _raw_snappy(block, max_output, max_output - len(out))
+    return bytes(out)
+
+
+def _xerial_blocks(data: bytes) -> Iterator[bytes]:
+    """The raw snappy blocks of snappy-java's xerial framing, each checked as it is reached."""
     if len(data) < len(XERIAL_HEADER):
         raise CompressionError("snappy: truncated xerial header")
-    out = bytearray()
     pos = len(XERIAL_HEADER)
     while pos < len(data):
         if pos + 4 > len(data):
@@ -232,9 +239,8 @@ def _unsnappy(data: bytes, max_output: int) -> bytes:
             raise SnappyChunkError(f"snappy: xerial chunk length {n} is negative or above {MAX_SNAPPY_CHUNK}")
         if pos + 4 + n > len(data):
             raise CompressionError(f"snappy: xerial block length {n} past end of stream")
-        out += _raw_snappy(data[pos + 4 : pos + 4 + n], max_output, max_output - len(out))
+        yield data[pos + 4 : pos + 4 + n]
         pos += 4 + n
-    return bytes(out)
 
 
 def _unlz4(data: bytes, magic: int, max_output: int) -> bytes:
@@ -324,21 +330,10 @@ def _snappy_chunks(data: bytes) -> Iterator[bytes]:
     if not data.startswith(XERIAL_MAGIC):
         yield _raw_snappy(data, DEFAULT_MAX_OUTPUT, DEFAULT_MAX_OUTPUT)
         return
-    if len(data) < len(XERIAL_HEADER):
-        raise CompressionError("snappy: truncated xerial header")
-    pos = len(XERIAL_HEADER)
-    while pos < len(data):
-        if pos + 4 > len(data):
-            raise CompressionError("snappy: truncated xerial block length")
-        (n,) = struct.unpack_from(">i", data, pos)
-        if n < 0 or n > MAX_SNAPPY_CHUNK:
-            raise SnappyChunkError(f"snappy: xerial chunk length {n} is negative or above {MAX_SNAPPY_CHUNK}")
-        if pos + 4 + n > len(data):
-            raise CompressionError(f"snappy: xerial block length {n} past end of stream")
-        block = _raw_snappy(data[pos + 4 : pos + 4 + n], DEFAULT_MAX_OUTPUT, DEFAULT_MAX_OUTPUT)
-        if block:
-            yield block
-        pos += 4 + n
+    for block in _xerial_blocks(data):
+        chunk = _raw_snappy(block, DEFAULT_MAX_OUTPUT, DEFAULT_MAX_OUTPUT)
+        if chunk:
+            yield chunk
 
 
 def _lz4_chunks(data: bytes, magic: int) -> Iterator[bytes]:

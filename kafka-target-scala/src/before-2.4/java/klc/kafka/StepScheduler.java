@@ -5,24 +5,11 @@ import scala.runtime.BoxedUnit;
 
 import java.util.concurrent.TimeUnit;
 
-/** Kafka 2.0–2.3's {@code kafka.utils.Scheduler} trait (schedule answers nothing), run step by step ({@link StepTasks}); a
- *  period below one is a one-shot task there. */
+/** Kafka 1.1–2.3's {@code kafka.utils.Scheduler} trait (schedule answers nothing), run step by
+ *  step ({@link StepTasks}); a period below one is a one-shot task there. */
 final class StepScheduler extends StepTasks implements kafka.utils.Scheduler {
     StepScheduler(StepClock clock) {
         super(clock);
-    }
-
-    @Override
-    public void startup() { }
-
-    @Override
-    public void shutdown() {
-        forget();
-    }
-
-    @Override
-    public boolean isStarted() {
-        return true;
     }
 
     @Override

@@ -6,24 +6,11 @@ import scala.runtime.BoxedUnit;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
-/** Kafka 2.4–2.8's {@code kafka.utils.Scheduler} trait (schedule answers a ScheduledFuture), run step by step ({@link StepTasks}); a
- *  period below one is a one-shot task there. */
+/** Kafka 2.4–3.0's {@code kafka.utils.Scheduler} trait (schedule answers a ScheduledFuture), run
+ *  step by step ({@link StepTasks}); a period below one is a one-shot task there. */
 final class StepScheduler extends StepTasks implements kafka.utils.Scheduler {
     StepScheduler(StepClock clock) {
         super(clock);
-    }
-
-    @Override
-    public void startup() { }
-
-    @Override
-    public void shutdown() {
-        forget();
-    }
-
-    @Override
-    public boolean isStarted() {
-        return true;
     }
 
     @Override

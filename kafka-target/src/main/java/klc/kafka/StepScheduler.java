@@ -11,14 +11,6 @@ final class StepScheduler extends StepTasks implements Scheduler {
     }
 
     @Override
-    public void startup() { }
-
-    @Override
-    public void shutdown() {
-        forget();
-    }
-
-    @Override
     public ScheduledFuture<?> schedule(String name, Runnable task, long delayMs, long periodMs) {
         return submit(name, task, delayMs, periodMs);
     }

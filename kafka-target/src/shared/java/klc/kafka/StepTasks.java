@@ -40,6 +40,19 @@ class StepTasks {
         this.clock = clock;
     }
 
+    /** Scheduler.startup: nothing to start, tasks run on the step's own threads. */
+    public void startup() { }
+
+    /** Scheduler.shutdown: the pending tasks are dropped, as a broker's shutdown drops them. */
+    public void shutdown() {
+        forget();
+    }
+
+    /** Scheduler.isStarted (2.x's trait). */
+    public boolean isStarted() {
+        return true;
+    }
+
     /** Kafka's schedule(name, task, delay, period): what Kafka gets back is never run by it. */
     final ScheduledFuture<?> submit(String name, Runnable task, long delayMs, long periodMs) {
         if (periodMs > 0) {
