@@ -170,3 +170,23 @@ def test_kafka_9156_two_fetches_build_one_index_twice_on_2_3_1():
         if witnesses:
             break
     assert witnesses and "twice" in witnesses[0] and "(KAFKA-9156)" in witnesses[0], witnesses
+
+
+def test_a_release_build_is_stale_only_for_the_sources_it_compiles(tmp_path):
+    """A release before 2.4 compiles src/before-2.4, not src/since-2.4 (the pom's profile): a change
+    to the other era's file leaves its jar as Maven left it, and must not make it look stale."""
+    import os
+
+    from conformance.targets import kafka_jvm
+
+    shared = max(f.stat().st_mtime for f in kafka_jvm.SHARED_SOURCES.rglob("*") if f.is_file())
+    before, since = shared + 100, shared + 300  # both newer than every shared source
+    for era, mtime in (("before-2.4", before), ("since-2.4", since)):
+        f = tmp_path / "src" / era / "A.java"
+        f.parent.mkdir(parents=True)
+        f.write_text("class A {}")
+        os.utime(f, (mtime, mtime))
+    (tmp_path / "pom.xml").write_text("<project/>")
+    os.utime(tmp_path / "pom.xml", (50, 50))
+    assert kafka_jvm._newest_source(tmp_path, "2.3.1") == before
+    assert kafka_jvm._newest_source(tmp_path, "2.8.2") == since

@@ -74,9 +74,8 @@ def _maven_properties(version: str | None) -> list[str]:
     at runtime scope only, so the protocol classes name 3.0.0's own Jackson."""
     if version is None:
         return []
-    line = tuple(map(int, version.split(".")[:2]))
-    scala = ["-Dscala.binary.version=2.12"] if line < (2, 4) else []
-    jackson = ["-Djackson.version=2.12.3"] if line >= (3, 0) else []
+    scala = ["-Dscala.binary.version=2.12"] if _before_2_4(version) else []
+    jackson = ["-Djackson.version=2.12.3"] if tuple(map(int, version.split(".")[:2])) >= (3, 0) else []
     return [f"-Dkafka.version={version}", *scala, *jackson]
 
 
@@ -88,16 +87,23 @@ def _jar(project: Path, version: str | None) -> Path:
     return _directory(project, version) / f"{project.name}-1.jar"
 
 
-def _newest_source(project: Path) -> float:
+def _newest_source(project: Path, version: str | None = None) -> float:
+    """The newest of the files the build of ``version`` compiles: not the other era's
+    ``src/before-2.4`` or ``src/since-2.4`` (the pom picks one), whose change leaves this jar as is."""
+    other = project / "src" / ("since-2.4" if _before_2_4(version) else "before-2.4")
     files = [project / "pom.xml", *(project / "src").rglob("*"), *SHARED_SOURCES.rglob("*")]
-    return max(f.stat().st_mtime for f in files if f.is_file())
+    return max(f.stat().st_mtime for f in files if f.is_file() and other not in f.parents)
+
+
+def _before_2_4(version: str | None) -> bool:
+    return version is not None and tuple(map(int, version.split(".")[:2])) < (2, 4)
 
 
 def _built(project: Path, version: str | None = None) -> bool:
     """The jar is newer than every source and every jar its classpath names is in the local
     Maven repository (a fresh machine has a classpath file only if someone copied it there)."""
     jar, classpath = _jar(project, version), _directory(project, version) / "classpath.txt"
-    if not (jar.is_file() and classpath.is_file() and jar.stat().st_mtime >= _newest_source(project)):
+    if not (jar.is_file() and classpath.is_file() and jar.stat().st_mtime >= _newest_source(project, version)):
         return False
     return all(os.path.isfile(p) for p in classpath.read_text().strip().split(os.pathsep) if p)
 
