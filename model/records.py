@@ -542,16 +542,21 @@ def _v2_records(batch: Batch, max_output: int) -> list[LogicalRecord]:
     return out
 
 
-def _parse_record(batch: Batch, data: bytes, pos: int) -> tuple[Record, int]:
-    """§1.6 record parse rules 1–5; returns the record and the position after it."""
+def _record_length(batch: Batch, data: bytes, pos: int) -> tuple[int, int]:
+    """§1.6 rule 1: a record's length varint at ``pos``, and where its body starts."""
     try:
-        length, body = decode_varint(data, pos)
+        return decode_varint(data, pos)
     except VarintTruncated:
         raise _err(
             INVALID_RECORD, "premature-eof", batch, "Incorrect declared batch size, premature EOF reached"
         ) from None
     except VarintError as e:
         raise _err(ILLEGAL_ARGUMENT, "malformed-varint", batch, str(e)) from None
+
+
+def _parse_record(batch: Batch, data: bytes, pos: int) -> tuple[Record, int]:
+    """§1.6 record parse rules 1–5; returns the record and the position after it."""
+    length, body = _record_length(batch, data, pos)
     if len(data) - body < length:
         raise _err(INVALID_RECORD, "invalid-record-size", batch, f"record length {length} exceeds the bytes remaining")
     try:
@@ -821,14 +826,7 @@ def _next_v2_record(batch: Batch, stream: _Stream) -> Record:
     """§1.6: the length varint, then exactly that many body bytes, parsed on their own (as
     ``DefaultRecord.readFrom`` reads the body into its own buffer)."""
     stream.fill(5)  # the longest int32 varint; fewer at the end of the stream
-    try:
-        length, body = decode_varint(stream.buf, stream.pos)
-    except VarintTruncated:
-        raise _err(
-            INVALID_RECORD, "premature-eof", batch, "Incorrect declared batch size, premature EOF reached"
-        ) from None
-    except VarintError as e:
-        raise _err(ILLEGAL_ARGUMENT, "malformed-varint", batch, str(e)) from None
+    length, body = _record_length(batch, stream.buf, stream.pos)
     head = body - stream.pos
     if length < 0:
         raise _err(
