@@ -113,6 +113,7 @@ class PartitionLoader:
         self.jitter = jitter
         self.scheduler = scheduler  # the log's, for after the load
         self.deferred = Scheduler()  # this load's delayed deletions, until the caller takes them
+        self.pending_deletion: list[LogSegment] = []  # the segments those deletions hold open
         self.clean = had_clean_shutdown
         self.recovery_point_checkpoint = recovery_point_checkpoint
         self.log_start_checkpoint = log_start_offset_checkpoint
@@ -327,6 +328,7 @@ class PartitionLoader:
             self._delete_later(segment)
 
     def _delete_later(self, segment: LogSegment) -> None:
+        self.pending_deletion.append(segment)
         due = self.clock() + self.config.file_delete_delay_ms
         self.deferred.schedule(due, f"delete {segment.log_path}", segment.delete_if_exists)
 
@@ -343,6 +345,20 @@ class PartitionLoader:
         self.producer_state.delete_for(segments, delay, self.clock() + delay, self.deferred)
 
     def load(self) -> PartitionLog:
+        try:
+            return self._load()
+        except BaseException:
+            for segment in self.segments.values():  # a failed load keeps no descriptor
+                segment.close_handlers()
+            raise
+
+    def close_handlers(self) -> None:
+        """Close every file of the segments this load opened: the log's and those pending
+        deletion (their delayed deletion still runs: it unlinks by name)."""
+        for segment in [*self.segments.values(), *self.pending_deletion]:
+            segment.close_handlers()
+
+    def _load(self) -> PartitionLog:
         epoch_cache = LeaderEpochCache(self.storage, self.dir)
         try:
             self.producer_state = ProducerStateManager(self.storage, self.dir)

@@ -143,6 +143,10 @@ class LogManager:
         self.loads: list[PartitionLoad] = []
         self.failure_policy = failure_policy
         self.startup_error: str | None = None  # why the startup failed (the kafka policy), or None
+        # a load looked at and not served (klc load): each log's files are closed once it is loaded,
+        # so the descriptors held stay those of the loads in flight, whatever the partition count
+        # (Kafka keeps every segment's .log open; a dir of 10^5 partitions needs 10^5 descriptors)
+        self.close_after_load = False
 
     def config_for(self, topic: str) -> LogConfig:
         return self.topic_configs.get(topic, self.config)
@@ -333,6 +337,9 @@ class LogManager:
             return _Loaded(name, topic, partition, loader, None, str(e), io_error=e.kind == "IOException")
         except (LoadError, LogFormatError, IndexFailure, ValueError) as e:
             return _Loaded(name, topic, partition, loader, None, str(e))
+        finally:
+            if self.close_after_load:
+                loader.close_handlers()
 
     def _register(self, state: DataDirState, loaded: _Loaded) -> PartitionLoad:
         """On the calling thread, in directory order: the load's delayed deletions queued, the log

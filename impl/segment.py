@@ -144,8 +144,7 @@ class LogSegment:
         finally:
             self.storage.stats.add(counter, read)
         if framing_only and scan.error is not None:
-            scan.error.file = self.log_path
-            raise scan.error
+            _raise_scan_error(scan, self.log_path)
 
     def _indexes(self):
         """Kafka's offset and time indexes, materialised (what appends, rolls, truncations and
@@ -371,8 +370,7 @@ class LogSegment:
                 each(h)
             self.storage.stats.add("producer_state_bytes_read", read)
             if scan.error is not None:
-                scan.error.file = self.log_path
-                raise scan.error
+                _raise_scan_error(scan, self.log_path)
             return read
         finally:
             self._read_counter = "log_bytes_read"
@@ -614,6 +612,19 @@ class LogSegment:
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path}, size={self._size})"
+
+
+def _raise_scan_error(scan: BatchScan, path: str) -> None:
+    """Raise the error that ended ``scan``, naming ``path``.  The error's traceback keeps the frames
+    it passes; none of them may keep the error itself or the scan (a cycle only the collector would
+    free, holding the file's mapping — a descriptor — until it runs)."""
+    error = scan.error
+    error.file = path
+    scan.error = None
+    try:
+        raise error
+    finally:
+        error = None
 
 
 def _search_for_offset(headers, target: int, view):

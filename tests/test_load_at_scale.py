@@ -1,0 +1,91 @@
+"""`klc load` at a broker's scale (issue #33 item 2): more partitions than descriptors, and loads
+that fail keep no descriptor.  The figures at 10,000 and 100,000 partitions are measured by
+``python -m benchmarks.load_scale`` (docs/load.md), not asserted here."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import resource
+import subprocess
+import sys
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks import load_scale, unclean
+from impl.config import LogConfig
+from impl.log_manager import LogManager
+from impl.storage import OsStorage
+
+KLC = os.path.join(os.path.dirname(sys.executable), "klc")
+BATCHES = 19  # load_scale's template partition: 19 batches of 2 records in one segment
+NOFILE = 64  # a limit far below what 300 partitions held open when every loaded log kept its files
+
+
+def _limited(nofile: int):
+    def set_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    return set_limit
+
+
+def test_more_partitions_than_descriptors_all_load(tmp_path):
+    data = load_scale.build(str(tmp_path), partitions=300, clean=False)
+    klc = [KLC, "load", "--json", data]
+    limited = subprocess.run(klc, capture_output=True, text=True, preexec_fn=_limited(NOFILE), timeout=600)
+    assert limited.returncode == 0, limited.stderr[-2000:]
+    partitions = json.loads(limited.stdout)["partitions"]
+    assert len(partitions) == 300 and [p["error"] for p in partitions if p["error"]] == []
+    assert {p["log_end_offset"] for p in partitions} == {2 * BATCHES}
+    unlimited = json.loads(subprocess.run(klc, capture_output=True, text=True, check=True, timeout=600).stdout)
+    assert partitions == unlimited["partitions"]  # the limit changes nothing of what the load did
+
+
+def test_counting_batches_needs_no_descriptor_per_partition(tmp_path):
+    data = load_scale.build(str(tmp_path), partitions=100, clean=True)
+    klc = [KLC, "load", "--json", "--count-batches", data]
+    done = subprocess.run(klc, capture_output=True, text=True, preexec_fn=_limited(NOFILE), timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    segments = [s for p in json.loads(done.stdout)["partitions"] for s in p["segments"]]
+    assert len(segments) == 100 and {s["batches"] for s in segments} == {BATCHES}
+
+
+def _damage(root: str, choices: list[tuple[int, int, bytes]]) -> None:
+    """Overwrite bytes of the dir's files (sorted by path): (file, position, bytes), each wrapped."""
+    files = sorted(os.path.join(d, n) for d, _, names in os.walk(root) for n in names)
+    for which, position, data in choices:
+        path = files[which % len(files)]
+        size = os.path.getsize(path)
+        with open(path, "r+b") as f:
+            f.seek(position % max(size, 1))
+            f.write(data)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    choices=st.lists(
+        st.tuples(st.integers(0, 10**6), st.integers(0, 10**6), st.binary(min_size=1, max_size=24)), max_size=6
+    ),
+    close_after_load=st.booleans(),
+)
+def test_a_load_keeps_no_descriptor_of_what_it_did_not_load(tmp_path_factory, choices, close_after_load):
+    root = str(tmp_path_factory.mktemp("damaged"))
+    unclean.write(unclean.build(partitions=3, segments=2, segment_bytes=16 * 1024), root)
+    _damage(root, choices)
+    storage = OsStorage()
+    manager = LogManager(storage, [f"{root}/d0"], LogConfig(), lambda: unclean.T0)
+    manager.close_after_load = close_after_load
+    gc.disable()  # a descriptor only the cycle collector would free is a leak until it runs
+    try:
+        manager.startup()
+    finally:
+        gc.enable()
+    if close_after_load:
+        assert storage.close_all() == 0  # every log's files closed as it loaded, failed or not
+    else:
+        for log in manager.logs.values():
+            log.close_handlers()
+        manager.scheduler.run_due(2**62)  # the delayed deletions close the segments they hold
+        assert storage.close_all() == 0  # the failed loads closed what they had opened
