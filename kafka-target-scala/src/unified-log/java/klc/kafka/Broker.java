@@ -179,8 +179,8 @@ final class Broker {
     /** LogManager's constructor: 3.9 and 4.0 end with the initial task delay (0 here, as the
      *  4.x adapter has it) and 4.0 drops the inter-broker protocol; 3.6 adds whether remote storage
      *  is enabled (no); 3.4 replaces maxPidExpirationMs with the transaction timeout, the producer
-     *  state config and its check interval; 3.1 to 3.2 take an ApiVersion, 3.3 on a MetadataVersion
-     *  (the latest production one here). */
+     *  state config and its check interval (KIP-854); 3.1 takes an ApiVersion, later releases a
+     *  MetadataVersion (the latest production one here). */
     private LogManager newLogManager(Object failures) {
         Object[] head = {Scala.seq(dataDirs), Scala.seq(List.<File>of()), Scala.noProperties("kafka.server.metadata.ConfigRepository"),
             logConfig, cleanerConfig(), recoveryThreads, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE};
@@ -211,9 +211,16 @@ final class Broker {
         return Scala.constructFirst(type, new Object[] {PRODUCER_ID_EXPIRATION_MS, false}, new Object[] {PRODUCER_ID_EXPIRATION_MS});
     }
 
+    /** The BrokerTopicStats LogManager takes (the broker's up to 3.9, kafka-storage's in 4.0; 3.9
+     *  has both): 3.6 and 3.7 construct it with the broker's config, 3.9 with whether remote
+     *  storage is enabled, for its metrics (no). */
     private static Object brokerTopicStats() {
-        Class<?> type = Scala.classOf("org.apache.kafka.storage.log.metrics.BrokerTopicStats", "kafka.server.BrokerTopicStats");
-        return Scala.constructFirst(type, new Object[0]);
+        for (Class<?> type : LogManager.class.getConstructors()[0].getParameterTypes()) {
+            if (type.getSimpleName().equals("BrokerTopicStats")) {
+                return Scala.constructFirst(type, new Object[0], new Object[] {false}, new Object[] {java.util.Optional.empty()});
+            }
+        }
+        throw new IllegalStateException("the LogManager of Kafka " + Release.version() + " takes no BrokerTopicStats");
     }
 
     /** The latest inter-broker protocol a release ships as production-ready. */
