@@ -17,8 +17,23 @@ from conformance import regressions
 from conformance.targets.kafka_jvm import PINNED
 
 # the releases of issue 31's table: the last release of each line that shipped or fixed a bug of
-# the corpus, back to 1.1 (the oldest the Scala adapter runs), and the pinned one
-RELEASES = ("1.1.1", "2.0.1", "2.1.0", "2.1.1", "2.2.2", "2.3.1", "2.4.1", "2.7.2", "2.8.2", "3.0.0", PINNED)
+# the corpus, back to 1.1 (the oldest the Scala adapter runs); the first UnifiedLog release (3.1.2)
+# and the last of 3.x (3.9.1); and the pinned one
+RELEASES = (
+    "1.1.1",
+    "2.0.1",
+    "2.1.0",
+    "2.1.1",
+    "2.2.2",
+    "2.3.1",
+    "2.4.1",
+    "2.7.2",
+    "2.8.2",
+    "3.0.0",
+    "3.1.2",
+    "3.9.1",
+    PINNED,
+)
 
 
 @attrs.frozen

@@ -28,12 +28,13 @@ def _broker_with_segments(release: str | None) -> KafkaTarget:
     return target
 
 
-@pytest.mark.parametrize("release, red", [("2.7.2", True), ("2.8.2", False), (None, False)])
+@pytest.mark.parametrize("release, red", [("2.7.2", True), ("2.8.2", False), ("3.1.2", False), (None, False)])
 def test_kafka_10471_marker_kept_through_a_crash_inside_the_load(release, red):
     """KAFKA-10471 (fixed in 2.8.0): up to 2.7 the clean-shutdown marker is deleted only after the
     load, which already resized the active segment's indexes; a crash in between leaves the marker
     over them, so the next start skips recovery and trusts them.  Shown on the releases
-    themselves: the JVM dies right after the first partition's log is built (halt_at)."""
+    themselves: the JVM dies right after the first partition's log is built (halt_at; on 3.1.2 the
+    UnifiedLog that LogLoader's result is handed to)."""
     target = _broker_with_segments(release)
     try:
         before = target.files()
@@ -50,7 +51,7 @@ def test_kafka_10471_marker_kept_through_a_crash_inside_the_load(release, red):
         target.close()
 
 
-@pytest.mark.parametrize("release, verdict", [("2.7.2", "fail"), ("2.8.2", "pass")])
+@pytest.mark.parametrize("release, verdict", [("2.7.2", "fail"), ("2.8.2", "pass"), ("3.1.2", "pass")])
 def test_kafka_10101_recovery_point_on_the_releases(release, verdict):
     """KAFKA-10101 (fixed in 2.8.0): the recovery point after an unclean recovery."""
     case = sc.Scenario.load("corpora/KAFKA-10101/recovery-point-stays-after-unclean-recovery.json")
@@ -61,11 +62,25 @@ def test_kafka_10101_recovery_point_on_the_releases(release, verdict):
 
 
 def test_a_release_without_an_adapter_is_unsupported_not_a_pass():
-    for release in ("3.5.0", "1.0.2", "not-a-release"):
+    """4.1–4.3 (the storage module at a release other than the pinned one) and anything before 1.1
+    have no adapter: unsupported, never a pass."""
+    for release in ("4.2.0", "0.11.0", "1.0.2", "not-a-release"):
         with pytest.raises(Unsupported, match="no adapter|not a Kafka release"):
             KafkaTarget(sc.Scenario(()), release=release)
-    verdict = run(sc.Scenario((sc.Create(),)), ("model", "kafka:3.5.0"))
+    verdict = run(sc.Scenario((sc.Create(),)), ("model", "kafka:4.2.0"))
     assert verdict.unsupported and not verdict.ok
+
+
+@pytest.mark.parametrize("release, generation", [("3.0.0", "log"), ("3.1.2", "unified-log"), ("4.0.0", "unified-log")])
+def test_each_release_is_routed_to_its_generations_sources(release, generation):
+    """3.1 renamed kafka.log.Log to UnifiedLog: from 3.1 to 4.0 the Scala adapter compiles
+    src/unified-log (the pom's profile), before it src/log."""
+    from conformance.targets import kafka_jvm
+
+    options = kafka_jvm._maven_properties(release)
+    assert ("-Dgeneration=unified-log" in options) == (generation == "unified-log"), options
+    compiled = set(kafka_jvm._source_sets(release))
+    assert generation in compiled and not ({"log", "unified-log"} - {generation}) & compiled, compiled
 
 
 def test_the_pinned_release_is_the_default():
@@ -98,7 +113,7 @@ def test_klc_load_tells_what_a_release_does_with_a_real_broker_dir(shared_dir):
     assert reports["kafka:2.8.2"]["kafka"] == "2.8.2" and reports["kafka"]["kafka"] == PINNED
     assert len(reports["kafka"]["partitions"]) == 4
     assert reports["kafka:2.8.2"]["partitions"] == reports["kafka"]["partitions"]
-    r = CliRunner().invoke(main, ["load", "--target", "kafka:3.5.0", data])
+    r = CliRunner().invoke(main, ["load", "--target", "kafka:4.2.0", data])
     assert r.exit_code == 2 and "no adapter" in r.output
 
 
@@ -130,6 +145,8 @@ def test_release_differences_apply_to_the_releases_before_the_change():
     assert releases.EMPTY_MARKER not in releases.differences("3.7.0")
     assert releases.UNWRITTEN_CHECKPOINT in releases.differences("2.6.3")
     assert releases.differences("2.7.0") == {releases.EMPTY_MARKER, releases.PRODUCERS_NOT_SHOWN}
+    assert releases.differences("3.1.2") == {releases.EMPTY_MARKER}  # UnifiedLog's producer state is shown
+    assert releases.differences("3.7.2") == frozenset()
 
 
 def test_klc_matrix_prints_release_by_case_against_the_recorded_verdicts():
@@ -173,20 +190,42 @@ def test_kafka_9156_two_fetches_build_one_index_twice_on_2_3_1():
 
 
 def test_a_release_build_is_stale_only_for_the_sources_it_compiles(tmp_path):
-    """A release before 2.4 compiles src/before-2.4, not src/since-2.4 (the pom's profile): a change
-    to the other era's file leaves its jar as Maven left it, and must not make it look stale."""
+    """A release before 2.4 compiles src/log and src/before-2.4, 2.4–3.0 src/log and src/since-2.4,
+    3.1–4.0 src/unified-log (the pom's profiles): a change to another generation's or era's file
+    leaves a jar as Maven left it, and must not make it look stale."""
     import os
 
     from conformance.targets import kafka_jvm
 
     shared = max(f.stat().st_mtime for f in kafka_jvm.SHARED_SOURCES.rglob("*") if f.is_file())
-    before, since = shared + 100, shared + 300  # both newer than every shared source
-    for era, mtime in (("before-2.4", before), ("since-2.4", since)):
+    mtimes = {"main": shared + 50, "log": shared + 60, "before-2.4": shared + 100, "since-2.4": shared + 300}
+    mtimes["unified-log"] = shared + 200
+    for era, mtime in mtimes.items():
         f = tmp_path / "src" / era / "A.java"
         f.parent.mkdir(parents=True)
         f.write_text("class A {}")
         os.utime(f, (mtime, mtime))
     (tmp_path / "pom.xml").write_text("<project/>")
     os.utime(tmp_path / "pom.xml", (50, 50))
-    assert kafka_jvm._newest_source(tmp_path, "2.3.1") == before
-    assert kafka_jvm._newest_source(tmp_path, "2.8.2") == since
+    assert kafka_jvm._newest_source(tmp_path, "2.3.1") == mtimes["before-2.4"]
+    assert kafka_jvm._newest_source(tmp_path, "2.8.2") == mtimes["since-2.4"]
+    assert kafka_jvm._newest_source(tmp_path, "3.1.2") == mtimes["unified-log"]
+    os.utime(tmp_path / "src" / "main" / "A.java", (shared + 400, shared + 400))  # both generations compile src/main
+    assert kafka_jvm._newest_source(tmp_path, "3.1.2") == kafka_jvm._newest_source(tmp_path, "2.3.1") == shared + 400
+
+
+KAFKA_12520 = "corpora/KAFKA-12520/swap-completed-by-renames-after-a-crash-in-cleaning.json"
+
+
+def test_3_1_2_runs_a_corpus_case_to_its_recorded_verdict():
+    """KAFKA-12520 end to end on the first UnifiedLog release, producer state and snapshot files
+    compared (3.1 is after the producer-state-not-shown row): the verdict the case records."""
+    case = sc.Scenario.load(KAFKA_12520)
+    assert case.expect["verdicts"]["kafka:3.1.2"] == "pass"
+    target = KafkaTarget(case, release="3.1.2")
+    try:
+        assert target.compares_producer_state and target.version == "3.1.2"
+    finally:
+        target.close()
+    v = run(case, ("model", "kafka:3.1.2"))
+    assert v.ok, [str(x) for x in v.violations]

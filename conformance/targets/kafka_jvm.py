@@ -2,8 +2,9 @@
 
 One adapter per generation of Kafka's log API, each a Maven project speaking the same JSON lines
 (docs/kafka-target.md): ``kafka-target/`` for the storage module of 4.x (the pinned release,
-:data:`PINNED`), ``kafka-target-scala/`` for the Scala ``kafka.log.Log`` of 2.x, built once per
-release into ``target/<version>/``; both compile the protocol classes of
+:data:`PINNED`), ``kafka-target-scala/`` for the Scala ``LogManager`` of 1.1–4.0 (its
+``kafka.log.Log`` up to 3.0, ``kafka.log.UnifiedLog`` from 3.1), built once per release into
+``target/<version>/``; both compile the protocol classes of
 ``kafka-target/src/shared``.  :func:`build_for` picks the adapter of a release, or says there is
 none.  A project is built on first use (offline when the local repository already holds what it
 needs, online otherwise) and its jar and classpath are reused while no source changed.  One JVM
@@ -30,7 +31,9 @@ from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 PROJECT = CHECKOUT / "kafka-target"  # the storage module of 4.x: the pinned release
-SCALA_PROJECT = CHECKOUT / "kafka-target-scala"  # the Scala kafka.log.Log of 2.x
+SCALA_PROJECT = CHECKOUT / "kafka-target-scala"  # the Scala LogManager: kafka.log.Log of 1.1–3.0, UnifiedLog of 3.1–4.0
+UNIFIED_LOG = "unified-log"  # kafka-target-scala's sources and pom profile for kafka.log.UnifiedLog
+M2_REPOSITORY = Path(os.environ.get("KLC_M2_REPOSITORY", Path.home() / ".m2" / "repository"))
 SHARED_SOURCES = PROJECT / "src" / "shared"  # the protocol classes both compile
 PINNED = "4.4.0"  # kafka-target/pom.xml's kafka.version (tests/test_kafka_target.py checks)
 RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
@@ -58,25 +61,48 @@ def build_for(version: str | None = None) -> str:
     m = RELEASE.fullmatch(version)
     if m is None:
         raise NoAdapter(f"kafka target: {version!r} is not a Kafka release (MAJOR.MINOR.PATCH, e.g. 2.8.2)")
-    major, minor = int(m[1]), int(m[2])
-    if (1, 1) <= (major, minor) <= (3, 0):  # the Scala kafka.log.Log generation (LogLoader in 3.0)
+    if (1, 1) <= _line(version) <= (4, 0):  # the Scala LogManager: kafka.log.Log to 3.0, UnifiedLog from 3.1
         return build(SCALA_PROJECT, version)
-    generation = {3: "UnifiedLog with the Scala LogLoader (3.1–3.x)", 4: "the storage module (4.x) at another release"}
+    generation = {4: "the storage module (4.1+) at another release"}
     raise NoAdapter(
-        f"kafka {version}: no adapter for {generation.get(major, 'this generation')} yet "
-        f"(adapters: {PINNED} and 1.1–3.0; docs/kafka-target.md)"
+        f"kafka {version}: no adapter for {generation.get(int(m[1]), 'this generation')} yet "
+        f"(adapters: {PINNED} and 1.1–4.0; docs/kafka-target.md)"
     )
+
+
+def _line(version: str) -> tuple[int, int]:
+    """A release's major and minor version."""
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
 
 
 def _maven_properties(version: str | None) -> list[str]:
     """-D options of a release's build: kafka_2.13 is published from 2.4.0 on, kafka_2.12 before
-    (the pom's before-2.4 profile also picks that era's Scheduler trait); 3.0's pom declares Jackson
-    at runtime scope only, so the protocol classes name 3.0.0's own Jackson."""
+    (the pom's before-2.4 profile also picks that era's Scheduler trait); from 3.0 the release's pom
+    declares Jackson at runtime scope only, so the protocol classes name the release's own Jackson;
+    from 3.1 the partition's log is ``kafka.log.UnifiedLog`` (the pom's unified-log sources)."""
     if version is None:
         return []
     scala = ["-Dscala.binary.version=2.12"] if _before_2_4(version) else []
-    jackson = ["-Djackson.version=2.12.3"] if tuple(map(int, version.split(".")[:2])) >= (3, 0) else []
-    return [f"-Dkafka.version={version}", *scala, *jackson]
+    jackson = [f"-Djackson.version={_release_jackson(version)}"] if _line(version) >= (3, 0) else []
+    generation = [f"-Dgeneration={UNIFIED_LOG}"] if _line(version) >= (3, 1) else []
+    return [f"-Dkafka.version={version}", *scala, *jackson, *generation]
+
+
+def _release_jackson(version: str) -> str:
+    """The jackson-databind version the release's kafka_2.13 pom declares, read from the local Maven
+    repository (fetched there first when missing: ``mvn dependency:get`` of that pom)."""
+    pom = M2_REPOSITORY / "org/apache/kafka/kafka_2.13" / version / f"kafka_2.13-{version}.pom"
+    if not pom.is_file():
+        artifact = f"-Dartifact=org.apache.kafka:kafka_2.13:{version}:pom"
+        get = ["mvn", "-q", "-B", "dependency:get", artifact, "-Dtransitive=false"]
+        subprocess.run(get, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    if not pom.is_file():
+        raise KafkaTargetError(f"kafka target: Maven has no pom of kafka_2.13 {version} (is it a published release?)")
+    m = re.search(r"<artifactId>jackson-databind</artifactId>\s*<version>([^<]+)</version>", pom.read_text())
+    if m is None:
+        raise KafkaTargetError(f"kafka target: kafka_2.13 {version}'s pom names no jackson-databind")
+    return m[1]
 
 
 def _directory(project: Path, version: str | None) -> Path:
@@ -88,15 +114,26 @@ def _jar(project: Path, version: str | None) -> Path:
 
 
 def _newest_source(project: Path, version: str | None = None) -> float:
-    """The newest of the files the build of ``version`` compiles: not the other era's
-    ``src/before-2.4`` or ``src/since-2.4`` (the pom picks one), whose change leaves this jar as is."""
-    other = project / "src" / ("since-2.4" if _before_2_4(version) else "before-2.4")
-    files = [project / "pom.xml", *(project / "src").rglob("*"), *SHARED_SOURCES.rglob("*")]
-    return max(f.stat().st_mtime for f in files if f.is_file() and other not in f.parents)
+    """The newest of the files the build of ``version`` compiles: src/main, the release's generation
+    (``src/log`` or ``src/unified-log``) and its scheduler's era (``src/before-2.4``,
+    ``src/since-2.4``); a change to another generation's or era's sources leaves this jar as is.
+    A project without release builds (``version`` None) compiles all of its ``src``."""
+    compiled = [project / "src" / d for d in _source_sets(version)] if version else [project / "src"]
+    files = [project / "pom.xml", *SHARED_SOURCES.rglob("*")]
+    for d in compiled:
+        files += d.rglob("*")
+    return max(f.stat().st_mtime for f in files if f.is_file())
+
+
+def _source_sets(version: str) -> tuple[str, ...]:
+    """The folders of kafka-target-scala/src that the pom compiles for ``version``."""
+    if _line(version) >= (3, 1):
+        return ("main", UNIFIED_LOG)
+    return ("main", "log", "before-2.4" if _before_2_4(version) else "since-2.4")
 
 
 def _before_2_4(version: str | None) -> bool:
-    return version is not None and tuple(map(int, version.split(".")[:2])) < (2, 4)
+    return version is not None and _line(version) < (2, 4)
 
 
 def _built(project: Path, version: str | None = None) -> bool:

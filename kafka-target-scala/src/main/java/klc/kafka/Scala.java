@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.Properties;
 
 /**
- * Calling Kafka's Scala API from Java across 2.x releases. Where a signature differs between
+ * Calling Kafka's Scala API from Java across releases (2.x's Log, 3.x's UnifiedLog). Where a signature differs between
  * releases the caller lists the argument lists it knows, newest release first, and the first one
  * the running release's method accepts is used; Scala's default arguments (the
  * {@code name$default$N} methods the Scala compiler writes) fill whatever a list leaves off.
@@ -106,6 +106,82 @@ final class Scala {
             }
         }
         throw new IllegalStateException(declaring.getName() + " of Kafka " + Release.version() + " has no field " + name);
+    }
+
+    /** The first of the classes named that this release has (a class that moved between
+     *  releases, e.g. from the broker's kafka.log into kafka-storage in 3.5 to 3.7). */
+    static Class<?> classOf(String... names) {
+        for (String name : names) {
+            try {
+                return Class.forName(name);
+            } catch (ClassNotFoundException e) {
+                // moved: the next name
+            }
+        }
+        throw new IllegalStateException("Kafka " + Release.version() + " has none of " + String.join(", ", names));
+    }
+
+    /** Whether this release has a class of that name, without loading it (a class Byte Buddy weaves into
+     *  must not be loaded before the weaving is installed). */
+    static boolean hasClass(String name) {
+        return ClassLoader.getSystemResource(name.replace('.', '/') + ".class") != null;
+    }
+
+    /** A constant of a Java enum, or the Scala {@code object} of that name nested in {@code type}'s companion
+     *  ({@code kafka.log.AppendOrigin.Coordinator} in 3.1 to 3.4, the enum {@code AppendOrigin.COORDINATOR} after). */
+    static Object constant(Class<?> type, String javaName, String scalaName) {
+        if (type.isEnum()) {
+            for (Object c : type.getEnumConstants()) {
+                if (((Enum<?>) c).name().equals(javaName)) {
+                    return c;
+                }
+            }
+        }
+        Object scala = object(type.getName() + "$" + scalaName);
+        if (scala == null) {
+            scala = object(type.getPackageName() + "." + scalaName);
+        }
+        if (scala == null) {
+            throw new IllegalStateException(type.getName() + " of Kafka " + Release.version() + " has no " + javaName);
+        }
+        return scala;
+    }
+
+    /** A value's member by name: a public method taking nothing (a Scala accessor, a Java getter),
+     *  or else a public field (the storage classes of 3.5 on expose some as final fields). */
+    static Object member(Object target, String name) {
+        try {
+            return invoke(target, target.getClass().getMethod(name), new Object[0]);
+        } catch (NoSuchMethodException e) {
+            try {
+                return target.getClass().getField(name).get(target);
+            } catch (ReflectiveOperationException f) {
+                throw new IllegalStateException(target.getClass().getName() + " of Kafka " + Release.version() + " has no " + name, f);
+            }
+        }
+    }
+
+    /** The items of a Scala collection, a Java collection, or a Scala or Java optional (none or one). */
+    @SuppressWarnings("unchecked")
+    static List<Object> items(Object collection) {
+        if (collection instanceof scala.collection.Iterable<?> scala) {
+            return list((scala.collection.Iterable<Object>) scala);
+        }
+        if (collection instanceof Iterable<?> java) {
+            List<Object> out = new ArrayList<>();
+            java.forEach(out::add);
+            return out;
+        }
+        if (collection instanceof scala.Option<?> o) {
+            return o.isEmpty() ? List.of() : List.of(o.get());
+        }
+        if (collection instanceof java.util.Optional<?> o) {
+            return o.isEmpty() ? List.of() : List.of(o.get());
+        }
+        if (collection instanceof java.util.OptionalLong o) {
+            return o.isEmpty() ? List.of() : List.of(o.getAsLong());
+        }
+        throw new IllegalStateException("not a collection: " + collection.getClass().getName());
     }
 
     /** The items in order; by the collection's iterator, which Scala 2.12 and 2.13 both have
