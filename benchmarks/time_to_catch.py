@@ -77,6 +77,21 @@ class _Release:
     def fixed_passes(self, violation_text: str) -> bool | None:
         """Whether the release that fixed the bug passes the scenario BUGGY failed (None: no
         scenario in the violation, or no fixed release named)."""
+        verdict = self._on_fixed(violation_text)
+        return None if verdict is None else verdict.ok
+
+    def shared(self, error) -> bool:
+        """Whether FIXED fails BUGGY's failing scenario as BUGGY did (the same signature, at that
+        step or before): a difference of BUGGY's that the fix did not change, so not the bug."""
+        from conformance.campaign.tasks import violation_signature
+
+        verdict = self._on_fixed(str(error))
+        if verdict is None or not verdict.violations:
+            return False
+        mine, theirs = error.violation, verdict.violations[0]
+        return theirs.step < mine.step or violation_signature(theirs) == violation_signature(mine)
+
+    def _on_fixed(self, violation_text: str):
         from conformance import scenario as sc
         from conformance.runner import run
 
@@ -84,7 +99,7 @@ class _Release:
         if line is None or not self.fixed:
             return None
         scenario = sc.Scenario.from_json(json.loads(line.removeprefix("scenario: ")))
-        return run(scenario, ("model", RELEASE + self.fixed)).ok
+        return run(scenario, ("model", RELEASE + self.fixed))
 
 
 def machine_kind(mutant) -> str:
@@ -125,31 +140,43 @@ def _machine(mutant, budget: float, counter: dict, examples: int | None = None):
 
 def measure_one(name: str, seed_value: int, budget: float, examples: int | None = None) -> dict:
     """One (mutant, seed): examples and seconds to the first violation, or None if not found within
-    ``budget`` seconds (and ``examples`` examples, if given)."""
+    ``budget`` seconds (and ``examples`` examples, if given).  A release row looks past each
+    violation the fix release shares (:meth:`_Release.shared`) and searches on, with a fresh seed,
+    until one the fix release does not show: the examples and seconds count the whole search."""
+    from conformance.campaign.tasks import violation_signature
     from conformance.mutants import mutant_stack
     from conformance.profiles import fresh_cases
     from conformance.properties import PropertyViolation
+    from conformance.runner import looking_past
     from tests.mutants import ALL_MUTANTS
 
     mutant = _Release(name) if name.startswith(RELEASE) else ALL_MUTANTS.get(name, CONTROL)
     counter = {"examples": 0}
-    machine, config = _machine(mutant, budget, counter, examples)
     t0 = time.perf_counter()
     found, prop, witness, fixed_passes = False, None, None, None
+    shared: dict[str, str] = {}  # signature -> witness of each difference the fix release shares
     stack = mutant_stack(name if name in ALL_MUTANTS and machine_kind(mutant) == "crash machine" else None)
-    try:
-        with stack, fresh_cases() if machine_kind(mutant) == "crash machine" else contextlib.nullcontext():
-            run_state_machine_as_test(seed(seed_value)(machine), settings=config)
-    except _OutOfBudget:
-        pass
-    except PropertyViolation as e:  # what the machines report; anything else (e.g. Hypothesis
-        found, prop = True, e.prop  # noticing the budget's cut as flaky generation) is not a catch
-        witness = str(e).splitlines()[0][:300] if str(e) else None
-        if isinstance(mutant, _Release):
-            fixed_passes = mutant.fixed_passes(str(e))
-    except Exception:  # noqa: BLE001
-        if time.perf_counter() - t0 < budget and (examples is None or counter["examples"] < examples):
-            raise
+    with stack, looking_past(lambda v: violation_signature(v) in shared):
+        while True:
+            machine, config = _machine(mutant, budget - (time.perf_counter() - t0), counter, examples)
+            try:
+                with fresh_cases() if machine_kind(mutant) == "crash machine" else contextlib.nullcontext():
+                    run_state_machine_as_test(seed(seed_value + 1000 * len(shared))(machine), settings=config)
+            except _OutOfBudget:
+                pass
+            except PropertyViolation as e:  # what the machines report; anything else (e.g. Hypothesis
+                # noticing the budget's cut as flaky generation) is not a catch
+                witness = str(e).splitlines()[0][:300] if str(e) else None
+                if isinstance(mutant, _Release) and mutant.shared(e):
+                    shared[violation_signature(e.violation)] = witness
+                    continue
+                found, prop = True, e.prop
+                if isinstance(mutant, _Release):
+                    fixed_passes = mutant.fixed_passes(str(e))
+            except Exception:  # noqa: BLE001
+                if time.perf_counter() - t0 < budget and (examples is None or counter["examples"] < examples):
+                    raise
+            break
     return {
         "mutant": name,
         "machine": machine_kind(mutant),
@@ -158,8 +185,12 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
         "property": prop,
         "examples": counter["examples"] if found else None,
         "seconds": round(time.perf_counter() - t0, 2) if found else None,
-        "witness": witness,
-        **({"fixed_release_passes": fixed_passes} if isinstance(mutant, _Release) else {}),
+        "witness": witness if found else None,
+        **(
+            {"fixed_release_passes": fixed_passes, "looked_past": list(shared.values())}
+            if isinstance(mutant, _Release)
+            else {}
+        ),
     }
 
 
