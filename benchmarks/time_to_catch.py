@@ -13,9 +13,12 @@ is a gap in the strategies; one missed by the first two seeds is not run on the 
 
 A name ``kafka:BUGGY..FIXED`` (issue 31 item 5, e.g. ``kafka:2.1.0..2.1.1``) is a row for a Kafka
 release instead of a mutant: the crash machine, model against release BUGGY (docs/kafka-target.md),
-not pointed at any case, until its first violation; that scenario is then replayed on FIXED, the
-release that fixed the bug, and the row says whether FIXED passes it — the first difference found
-is the fix's (the bug), or another of BUGGY's.  No control row runs beside release rows alone.
+not pointed at any case.  BUGGY differs from the model in more than its bug (every later fix, and
+what changed by design), so each violation is replayed on FIXED, the release that fixed the bug: one
+FIXED shows alike is looked past as a known finding is, and the search goes on with a fresh seed
+until one FIXED does not show; ``kafka:BUGGY..FIXED@WITNESS`` looks instead for a violation whose
+witness matches the regular expression WITNESS (a bug whose witness names it, as KAFKA-9156's race
+does), looking past every other.  No control row runs beside release rows alone.
 
 Seconds are wall-clock on this machine and depend on it; examples do not.  ``--examples`` caps every
 cell at N examples as well: two strategies compared at the same number of examples, on a machine of
@@ -27,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import statistics
 import sys
 import time
@@ -65,14 +69,25 @@ RELEASE = "kafka:"
 
 
 class _Release:
-    """A Kafka release as a row (``kafka:BUGGY..FIXED``): the crash machine against BUGGY."""
+    """A Kafka release as a row (``kafka:BUGGY..FIXED[@WITNESS]``): the crash machine against BUGGY.
+    With ``@WITNESS`` (a regular expression, e.g. ``@KAFKA-9156``: the race's witness names it) the
+    bug is the first violation whose witness matches, and every other is looked past; without, the
+    first the fix release does not share."""
 
     module = "kafka"
 
     def __init__(self, name: str):
         self.name = name
-        self.buggy, _, self.fixed = name.removeprefix(RELEASE).partition("..")
+        releases, _, pattern = name.removeprefix(RELEASE).partition("@")
+        self.buggy, _, self.fixed = releases.partition("..")
+        self.witness = re.compile(pattern) if pattern else None
         self.target = RELEASE + self.buggy
+
+    def is_the_bug(self, error) -> bool:
+        """Whether a violation BUGGY showed is the bug looked for (see the class docstring)."""
+        if self.witness is not None:
+            return self.witness.search(str(error.violation)) is not None
+        return not self.shared(error)
 
     def fixed_passes(self, violation_text: str) -> bool | None:
         """Whether the release that fixed the bug passes the scenario BUGGY failed (None: no
@@ -167,7 +182,7 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
             except PropertyViolation as e:  # what the machines report; anything else (e.g. Hypothesis
                 # noticing the budget's cut as flaky generation) is not a catch
                 witness = str(e).splitlines()[0][:300] if str(e) else None
-                if isinstance(mutant, _Release) and mutant.shared(e):
+                if isinstance(mutant, _Release) and not mutant.is_the_bug(e):
                     shared[violation_signature(e.violation)] = witness
                     continue
                 found, prop = True, e.prop

@@ -42,25 +42,45 @@ def _data_extents(fd: int, size: int):
 def copy_file(src: str, dst: str) -> int:
     """Copy ``src`` to ``dst`` sparsely, keeping its modification time; returns the bytes copied."""
     copied = 0
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
-        size = os.fstat(fin.fileno()).st_size
+    fin = os.open(src, os.O_RDONLY)
+    try:
+        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            extents = list(_data_extents(fin.fileno(), size))
-        except OSError:
-            extents = [(0, size)]
-        for start, end in extents:
-            fin.seek(start)
-            fout.seek(start)
-            while start < end:
-                chunk = fin.read(min(end - start, CHUNK))
-                if not chunk:  # the file shrank under us: what is there is what is copied
-                    break
-                fout.write(chunk)
-                start += len(chunk)
-                copied += len(chunk)
-        fout.truncate(size)
-    shutil.copystat(src, dst)
+            st = os.fstat(fin)
+            try:
+                extents = list(_data_extents(fin, st.st_size))
+            except OSError:
+                extents = [(0, st.st_size)]
+            for start, end in extents:
+                copied += _copy_range(fin, fout, start, end)
+            os.ftruncate(fout, st.st_size)
+        finally:
+            os.close(fout)
+    finally:
+        os.close(fin)
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
     return copied
+
+
+def _copy_range(fin: int, fout: int, start: int, end: int) -> int:
+    """Bytes ``start``..``end`` of ``fin`` to the same place in ``fout``, in the kernel where it can
+    (copy_file_range), else through a buffer; stops early if the file shrank under us (what is
+    there is what is copied)."""
+    pos = start
+    while pos < end:
+        try:
+            n = os.copy_file_range(fin, fout, min(end - pos, CHUNK), pos, pos)
+        except OSError as e:
+            if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            chunk = os.pread(fin, min(end - pos, CHUNK), pos)
+            n = len(chunk)
+            if n:
+                os.pwrite(fout, chunk, pos)
+        if n == 0:
+            break
+        pos += n
+    return pos - start
 
 
 def private_copy(src: str, dst: str) -> list[str]:
