@@ -41,16 +41,19 @@ class Standalone:
         self.port = free_port()
         self.url = f"spark://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen] = []
+        # every file the JVMs write goes under ``work``: a SIGKILLed JVM leaves its temp dirs behind
         self.env = os.environ | {
             "SPARK_HOME": spark_home(),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOG_DIR": str(work / "logs"),
-            "SPARK_WORKER_DIR": str(work / "worker"),
+            "SPARK_LOCAL_DIRS": str(work / "local"),  # the executors' too
+            "SPARK_DAEMON_JAVA_OPTS": f"-Djava.io.tmpdir={work / 'jtmp'}",
             "SPARK_NO_DAEMONIZE": "1",
         }
 
     def __enter__(self) -> Standalone:
-        self.work.mkdir(parents=True, exist_ok=True)
+        for sub in ("logs", "local", "jtmp"):
+            (self.work / sub).mkdir(parents=True, exist_ok=True)
         self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                     "--port", str(self.port), "--webui-port", str(free_port()))  # fmt: skip
         self._wait(lambda: _listening(self.port), "the master to listen")

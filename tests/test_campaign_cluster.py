@@ -190,7 +190,8 @@ def test_conf_items_are_spark_properties():
     [
         (["--conf", "spark.executor.memory"], "--conf 'spark.executor.memory': expected KEY=VALUE"),
         (["--conf", "=4g"], "--conf '=4g': expected KEY=VALUE"),
-        (["--conf", "a=b", "--executor", "processes"], "--executor processes runs without Spark"),
+        (["--conf", "a=b", "--executor", "processes"], "--conf is for Spark; --executor processes runs without"),
+        (["--master", "local[2]", "--executor", "processes"], "--master is for Spark"),
         (["--master", "yarn"], "neither is set"),
     ],
 )

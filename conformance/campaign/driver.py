@@ -131,8 +131,10 @@ def check_config(config: CampaignConfig) -> None:
     if config.executor not in ("spark", "processes"):
         raise CampaignError(f"unknown executor {config.executor!r} (spark or processes)")
     parse_conf(config.conf)
-    if config.conf and config.executor != "spark":
-        raise CampaignError("--conf sets Spark properties; --executor processes runs without Spark")
+    if config.executor != "spark" and (config.conf or config.master):
+        raise CampaignError(
+            f"{'--conf' if config.conf else '--master'} is for Spark; --executor processes runs without Spark"
+        )
     try:
         Task("x", 0, config.profile, config.target)
     except (TaskError, ValueError) as e:
