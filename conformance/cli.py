@@ -485,22 +485,30 @@ def check(budget_seconds: float, as_json: bool) -> None:
     show_default=True,
     help="processes: a local process pool instead of Spark (the benchmark baseline).",
 )
+@click.option(
+    "--conf",
+    "conf",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A Spark property (repeatable): spark.executor.memory=4g, spark.yarn.queue=fuzz, spark.archives=venv.tar.gz#env.",
+)
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
-def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir, examples_per_task, steps, reproduce_attempts, executor, as_json) -> None:  # fmt: skip
+def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir, examples_per_task, steps, reproduce_attempts, executor, conf, as_json) -> None:  # fmt: skip
     """A fuzzing campaign: the crash state machine as seed-addressed tasks on Spark (local mode by
     default), results appended to OUT/results (Parquet), new failures reproduced, shrunk, deduplicated
     and written to corpora/found/<signature>/, and a report in OUT/report.html.
 
     Rerunning skips the seeds already in the table for this commit, profile and target.  Exit status:
     0 no new failure (failures whose signature already has a corpus entry are counted, not new),
-    1 a new signature or a harness error, 2 bad arguments or no Spark.
+    1 a new signature or a harness error, 2 bad arguments, no Spark, an unreachable master, or a
+    campaign Spark aborted (a task failed on every retry).
     """
     from conformance.campaign.driver import CampaignConfig, CampaignError, run_campaign  # local: Spark, Hypothesis
 
     config = CampaignConfig(
         out=out, budget_minutes=budget_minutes, scenarios=scenarios, master=master, profile=profile, target=target,
         examples_per_task=examples_per_task, steps=steps, corpus_dir=corpus_dir,
-        reproduce_attempts=reproduce_attempts, executor=executor,
+        reproduce_attempts=reproduce_attempts, executor=executor, conf=tuple(conf),
     )  # fmt: skip
     try:
         if as_json:
@@ -512,17 +520,20 @@ def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir
         click.echo(f"klc campaign: {e}", err=True)
         sys.exit(2)
     failed = result.failures
+    run = result.run
     if as_json:
         click.echo(json.dumps({
             "run_id": result.run_id, "tasks": len(result.rows), "scenarios": result.scenarios,
             "skipped_seeds": result.skipped, "failed_tasks": len(failed), "seconds": result.seconds,
-            "parallelism": result.parallelism, "findings": result.findings, "report": result.report,
+            "fuzz_seconds": run["fuzz_s"], "scenarios_per_s": result.scenarios_per_s, "master": run["master"],
+            "executors": run["executors"], "parallelism": result.parallelism, "findings": result.findings,
+            "report": result.report,
         }, default=str))  # fmt: skip
     else:
-        rate = result.scenarios / result.seconds if result.seconds else 0.0
         click.echo(
-            f"{len(result.rows)} tasks, {result.scenarios} scenarios in {result.seconds:.1f} s "
-            f"({rate:.1f}/s on {result.parallelism} cores), {result.skipped} seeds already done; "
+            f"{len(result.rows)} tasks, {result.scenarios} scenarios in a {run['fuzz_s']:.1f} s fuzz stage "
+            f"({result.scenarios_per_s or 0:.2f} scenarios/s on {run['master']}: {run['executors']} executor(s), "
+            f"{result.parallelism} cores; {result.seconds:.1f} s in all), {result.skipped} seeds already done; "
             f"{len(failed)} failed task(s), {len(result.findings)} new signature(s) "
             f"(the others are known: corpora/found)"
         )
@@ -539,11 +550,13 @@ class _CampaignUi:
     """A live progress bar on the driver (rich)."""
 
     def __enter__(self):
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn  # rich: slow to import
+        from rich.progress import BarColumn, Progress, TextColumn  # rich: slow to import
 
+        # the elapsed time shown is the fuzz stage's clock, the one the budget and the throughput
+        # figure count (not rich's own, which would start before the first wave is submitted)
         self.progress = Progress(
             TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:.0f}/{task.total:.0f} {task.fields[unit]}"),
-            TimeElapsedColumn(), transient=False,
+            TextColumn("{task.fields[elapsed]:.1f} s"), transient=False,
         )  # fmt: skip
         self.progress.__enter__()
         self.bar = None
@@ -553,10 +566,10 @@ class _CampaignUi:
         return self.progress.__exit__(*exc)
 
     def start(self, total, unit) -> None:
-        self.bar = self.progress.add_task("fuzz", total=total, unit=unit)
+        self.bar = self.progress.add_task("fuzz", total=total, unit=unit, elapsed=0.0)
 
-    def advance_to(self, n) -> None:
-        self.progress.update(self.bar, completed=n)
+    def advance_to(self, n, elapsed_s) -> None:
+        self.progress.update(self.bar, completed=n, elapsed=elapsed_s)
 
     def stage(self, text: str) -> None:
         self.progress.console.print(text)

@@ -45,6 +45,7 @@ LONG_RUNS = (
     "test_index_machine.py::",
     "test_file_records_machine.py::",
     "test_campaign.py::",
+    "test_campaign_cluster.py::test_a_campaign_survives_losing_its_worker",
     "test_crash_exhaustive.py::test_every_crash_point_of_a_",
     "test_benchmark_unclean.py::",
     "test_load_real_data.py::",

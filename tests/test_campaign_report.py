@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conformance.campaign.report import render_report, summarize, throughput, write_report
+from conformance.campaign.report import render_report, scenarios_per_second, summarize, throughput, write_report
 
 BRANCHES = (
     "5.2.4 .swap renamed",
@@ -107,7 +107,7 @@ def _table(html: str, cls: str) -> dict[str, list[str]]:
 
 
 def _summary_value(html: str, name: str) -> str:
-    m = re.search(rf"<tr><td>{re.escape(name)}</td><td class=\"num\">([^<]*)</td></tr>", html)
+    m = re.search(rf"<tr><td>{re.escape(name)}</td><td(?: class=\"num\")?>([^<]*)</td></tr>", html)
     assert m, f"no summary line {name!r}"
     return m.group(1)
 
@@ -141,11 +141,36 @@ def test_summary_numbers(rows, findings):
     assert _summary_value(html, "passes") == "6"
     assert _summary_value(html, "distinct signatures") == "3"
     assert _summary_value(html, "new findings") == "2 (1 flaky)"
-    # wall time: first start 1000, last finish 1100 → 100 s; 90 scenarios / 100 s
-    assert _summary_value(html, "wall time").startswith("100.0 s")
-    assert _summary_value(html, "scenarios / s") == "0.90"
-    s = summarize(rows)
-    assert s["wall_s"] == pytest.approx(100.0) and s["scenarios_per_s"] == pytest.approx(0.9)
+    assert summarize(rows)["scenarios"] == 90
+    # no run record: no master, no fuzz stage, no throughput (the rows' own span is not it)
+    assert _summary_value(html, "master") == "—" and _summary_value(html, "scenarios / s") == "—"
+
+
+RUN = {
+    "master": "spark://h:7077", "fuzz_s": 40.0, "total_s": 61.5, "scenarios": 90, "executors": 2, "cores": 4,
+    "status": "finished", "waves": [{"executors": 2}, {"executors": 1}, {"executors": 2}],
+}  # fmt: skip
+
+
+def test_the_run_record_gives_master_executors_and_the_one_throughput_figure(rows, findings):
+    """The rows' span (first start 1000, last finish 1100: 100 s) is not the fuzz stage's wall time."""
+    html = render_report(rows, findings, BRANCHES, run=RUN)
+    assert _summary_value(html, "master") == "spark://h:7077"
+    assert _summary_value(html, "executors") == "2 (4 cores); per wave: 2 1 2"
+    assert _summary_value(html, "fuzz stage").startswith("40.0 s")
+    assert _summary_value(html, "whole campaign").startswith("61.5 s")
+    assert _summary_value(html, "scenarios / s") == "2.25" == f"{scenarios_per_second(RUN):.2f}"
+    assert "<td>status</td>" not in html
+    aborted = render_report(rows, findings, BRANCHES, run=RUN | {"status": "aborted"})
+    assert _summary_value(aborted, "status") == "aborted: did not finish"
+
+
+@pytest.mark.parametrize(
+    "run,rate",
+    [({"scenarios": 60, "fuzz_s": 24.0}, 2.5), ({"scenarios": 60, "fuzz_s": 0.0}, None), (None, None), ({}, None)],
+)
+def test_scenarios_per_second_is_scenarios_over_the_fuzz_stage(run, rate):
+    assert scenarios_per_second(run) == rate
 
 
 def test_counts_per_target_and_profile(rows, findings):

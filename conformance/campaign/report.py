@@ -2,8 +2,9 @@
 
 It shows, for the rows of one campaign's results table and its new findings:
 
-1. a summary — tasks, scenarios, failures, errors, distinct signatures, wall time, scenarios per
-   second, and the same counts per target and per fault profile;
+1. a summary — tasks, scenarios, failures, errors, distinct signatures; the run's master, executors,
+   fuzz stage time and throughput (:func:`scenarios_per_second`); the same counts per target and per
+   fault profile;
 2. throughput — scenarios per second over the run (tasks binned by the time they finished);
 3. failures by violated property and fault family (a failure counts once per family in its scenario);
 4. loader branches — how many tasks reached each branch of the loader, then the branches no task reached;
@@ -122,10 +123,19 @@ def _span(rows: Sequence[dict]) -> tuple[float, float] | None:
     return min(start, min(ends)), max(ends)
 
 
+def scenarios_per_second(run: dict | None) -> float | None:
+    """A campaign's throughput, the one figure the console and the report give: the scenarios its
+    tasks ran in the fuzz stage divided by the fuzz stage's wall seconds on the driver's clock, from
+    the first wave's submission to the last wave's rows in the table (Spark's start, triage and the
+    report are not in it; tasks lost with an executor and rerun cost time but count once).  None
+    without a run record or before any wave finished."""
+    if not run or not _num(run.get("fuzz_s")):
+        return None
+    return _int(run.get("scenarios")) / _num(run.get("fuzz_s"))  # type: ignore[operator]
+
+
 def summarize(rows: Sequence[dict]) -> dict:
-    """The summary numbers of the report (also handy for tests and the CLI)."""
-    span = _span(rows)
-    wall = span[1] - span[0] if span else None
+    """The summary numbers of the rows (also handy for tests and the CLI)."""
     scenarios = sum(_int(r.get("scenarios")) for r in rows)
     fails = [r for r in rows if _status(r) == "fail"]
     return {
@@ -135,8 +145,6 @@ def summarize(rows: Sequence[dict]) -> dict:
         "failures": len(fails),
         "errors": sum(1 for r in rows if _status(r) == "error"),
         "signatures": len({_text(r.get("signature")) for r in fails} - {""}),
-        "wall_s": wall,
-        "scenarios_per_s": scenarios / wall if wall else None,
         "task_seconds": sum(_num(r.get("duration_s")) or 0.0 for r in rows),
     }
 
@@ -333,9 +341,10 @@ def _n(value: object) -> tuple[str, str]:
     return html.escape(f"{value:,}" if isinstance(value, int) else _text(value)), "num"
 
 
-def _summary_section(rows: Sequence[dict], findings: Sequence[dict]) -> str:
+def _summary_section(rows: Sequence[dict], findings: Sequence[dict], run: dict | None) -> str:
     s = summarize(rows)
     flaky = sum(1 for f in findings if f.get("flaky"))
+    run = run or {}
     items = [
         ("tasks", _n(s["tasks"])),
         ("scenarios", _n(s["scenarios"])),
@@ -344,10 +353,15 @@ def _summary_section(rows: Sequence[dict], findings: Sequence[dict]) -> str:
         ("errors", _n(s["errors"])),
         ("distinct signatures", _n(s["signatures"])),
         ("new findings", _n(f"{len(findings)} ({flaky} flaky)")),
-        ("wall time", (_fmt_duration(s["wall_s"]), "num")),
-        ("scenarios / s", (_fmt_float(s["scenarios_per_s"], 2), "num")),
+        ("master", (html.escape(_text(run.get("master"), "—")), "")),
+        ("executors", (html.escape(_run_executors(run)), "num")),
+        ("fuzz stage", (_fmt_duration(_num(run.get("fuzz_s"))), "num")),
+        ("scenarios / s", (_fmt_float(scenarios_per_second(run), 2), "num")),
+        ("whole campaign", (_fmt_duration(_num(run.get("total_s"))), "num")),
         ("task time (sum)", (_fmt_duration(s["task_seconds"]), "num")),
     ]
+    if run.get("status") not in (None, "finished"):
+        items.append(("status", (html.escape(f"{_text(run.get('status'))}: did not finish"), "")))
     runs = sorted({_text(r.get("run_id")) for r in rows} - {""})
     commits = sorted({_text(r.get("commit")) for r in rows} - {""})
     if runs:
@@ -357,6 +371,17 @@ def _summary_section(rows: Sequence[dict], findings: Sequence[dict]) -> str:
     main = _table(["", "value"], [(html.escape(k), v) for k, v in items], "summary")
     groups = [_group_table(rows, "target", "target"), _group_table(rows, "profile", "fault profile")]
     return f'<h2 id="summary">Summary</h2>{main}{"".join(groups)}'
+
+
+def _run_executors(run: dict) -> str:
+    """``2 (4 cores)``, and each wave's count when executors came and went (a worker lost)."""
+    if run.get("executors") is None:
+        return "—"
+    text = f"{_int(run.get('executors'))} ({_int(run.get('cores'))} cores)"
+    per_wave = [_int(w.get("executors")) for w in run.get("waves") or () if isinstance(w, dict)]
+    if len(set(per_wave)) > 1:
+        text += "; per wave: " + " ".join(map(str, per_wave))
+    return text
 
 
 def _group_table(rows: Sequence[dict], key: str, title: str) -> str:
@@ -469,8 +494,10 @@ def render_report(
     findings: Sequence[dict] | None,
     all_branches: Sequence[str] | None,
     title: str = "klc campaign",
+    run: dict | None = None,
 ) -> str:
-    """The report as HTML text (see the module docstring)."""
+    """The report as HTML text (see the module docstring); ``run`` is the run record
+    (``OUT/runs/<run_id>.json``: master, executors, fuzz stage seconds)."""
     rows = [r for r in rows or () if isinstance(r, dict)]
     findings = [f for f in findings or () if isinstance(f, dict)]
     all_branches = [str(b) for b in all_branches or ()]
@@ -484,7 +511,7 @@ def render_report(
     ]
     if not rows:
         parts.append('<p class="note" id="no-tasks">No tasks ran: the results table is empty.</p>')
-    parts.append(_summary_section(rows, findings))
+    parts.append(_summary_section(rows, findings, run if isinstance(run, dict) else None))
     parts.append(f'<h2 id="throughput">Scenarios per second</h2>{_throughput_plot(rows)}')
     parts.append(_failure_section(rows))
     parts.append(_branch_section(rows, all_branches))
@@ -501,11 +528,20 @@ def write_report(
     findings: list[dict],
     all_branches: Sequence[str],
     title: str = "klc campaign",
+    run: dict | None = None,
 ) -> None:
     """Write the report to ``path`` (UTF-8), replacing it."""
-    text = render_report(rows, findings, all_branches, title)
+    text = render_report(rows, findings, all_branches, title, run)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
 
 
-__all__ = ["render_report", "write_report", "summarize", "throughput", "failure_families", "branch_counts"]
+__all__ = [
+    "render_report",
+    "write_report",
+    "summarize",
+    "scenarios_per_second",
+    "throughput",
+    "failure_families",
+    "branch_counts",
+]

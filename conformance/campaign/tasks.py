@@ -19,12 +19,15 @@ import hashlib
 import json
 import random
 import re
+import sys
 import time
 import traceback
 
 import attrs
 from hypothesis import HealthCheck, Phase, reject, seed, settings
+from hypothesis.control import current_build_context
 from hypothesis.database import InMemoryExampleDatabase
+from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import run_state_machine_as_test
 
 from conformance import scenario as sc
@@ -114,10 +117,6 @@ class _CampaignMachine(CrashMachine):
 
     observed: dict = {}  # replaced per task by run_task
 
-    def __init__(self):
-        super().__init__()
-        self.observed["scenarios"] = self.observed.get("scenarios", 0) + 1
-
     def _do(self, step: sc.Step) -> dict:
         try:
             result = super()._do(step)
@@ -133,8 +132,21 @@ class _CampaignMachine(CrashMachine):
         return result
 
     def teardown(self):
+        if counts_as_scenario(sys.exc_info()[1], current_build_context().is_final):
+            self.observed["scenarios"] = self.observed.get("scenarios", 0) + 1
         self.observed.setdefault("branches", set()).update(self.branches_reached)
         super().teardown()
+
+
+def counts_as_scenario(raised: BaseException | None, final_replay: bool) -> bool:
+    """Whether an example whose teardown runs is one of the task's scenarios: the examples
+    Hypothesis counts toward ``max_examples`` (passed, or failed), so a passing task runs exactly
+    ``examples`` scenarios.  Hypothesis tears down every example it starts, also those it discards
+    and does not count (it drew more data than its buffer holds: ``StopTest``; a draw was rejected:
+    ``UnsatisfiedAssumption``), and replays a failing example once more to raise its error.
+    Hypothesis calls teardown from a ``finally``, where ``sys.exc_info()`` is the exception on its way
+    out (None when the example ended normally)."""
+    return not final_replay and not isinstance(raised, (StopTest, UnsatisfiedAssumption))
 
 
 def _settings(task: Task, shrinking: bool, database) -> settings:
