@@ -153,6 +153,19 @@ def _machine(mutant, budget: float, counter: dict, examples: int | None = None):
     )  # fmt: skip
 
 
+def _violation_in(raised: BaseException, kind: type):
+    """The property violation a machine reported: ``raised`` itself, or the first in an exception
+    group (Hypothesis reports a failure it could not reproduce — a race on real threads — as a
+    flaky one, grouping what it saw)."""
+    if isinstance(raised, kind):
+        return raised
+    for inner in getattr(raised, "exceptions", ()):
+        found = _violation_in(inner, kind)
+        if found is not None:
+            return found
+    return None
+
+
 def measure_one(name: str, seed_value: int, budget: float, examples: int | None = None) -> dict:
     """One (mutant, seed): examples and seconds to the first violation, or None if not found within
     ``budget`` seconds (and ``examples`` examples, if given).  A release row looks past each
@@ -171,7 +184,11 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
     found, prop, witness, fixed_passes = False, None, None, None
     shared: dict[str, str] = {}  # signature -> witness of each difference the fix release shares
     stack = mutant_stack(name if name in ALL_MUTANTS and machine_kind(mutant) == "crash machine" else None)
-    with stack, looking_past(lambda v: violation_signature(v) in shared):
+    if isinstance(mutant, _Release) and mutant.witness is not None:  # every other difference: judged on
+        search = looking_past(lambda v: mutant.witness.search(str(v)) is None, judge_on=True)
+    else:
+        search = looking_past(lambda v: violation_signature(v) in shared)
+    with stack, search:
         while True:
             machine, config = _machine(mutant, budget - (time.perf_counter() - t0), counter, examples)
             try:
@@ -179,8 +196,12 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
                     run_state_machine_as_test(seed(seed_value + 1000 * len(shared))(machine), settings=config)
             except _OutOfBudget:
                 pass
-            except PropertyViolation as e:  # what the machines report; anything else (e.g. Hypothesis
-                # noticing the budget's cut as flaky generation) is not a catch
+            except Exception as raised:  # noqa: BLE001
+                e = _violation_in(raised, PropertyViolation)
+                if e is None:  # not a catch (e.g. Hypothesis noticing the budget's cut as flaky generation)
+                    if time.perf_counter() - t0 < budget and (examples is None or counter["examples"] < examples):
+                        raise
+                    break
                 witness = str(e).splitlines()[0][:300] if str(e) else None
                 if isinstance(mutant, _Release) and not mutant.is_the_bug(e):
                     shared[violation_signature(e.violation)] = witness
@@ -188,9 +209,6 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
                 found, prop = True, e.prop
                 if isinstance(mutant, _Release):
                     fixed_passes = mutant.fixed_passes(str(e))
-            except Exception:  # noqa: BLE001
-                if time.perf_counter() - t0 < budget and (examples is None or counter["examples"] < examples):
-                    raise
             break
     return {
         "mutant": name,

@@ -60,10 +60,11 @@ _LOOK_PAST: contextvars.ContextVar = contextvars.ContextVar("look_past", default
 
 
 @contextlib.contextmanager
-def looking_past(predicate):
+def looking_past(predicate, judge_on: bool = False):
     """Within the block, a step whose first violation satisfies ``predicate`` ends its scenario
-    as known (``Verdict.known``), not as a failure."""
-    token = _LOOK_PAST.set(predicate)
+    as known (``Verdict.known``), not as a failure; with ``judge_on`` the scenario goes on and is
+    judged further (a search for one witness that the targets' other differences must not stop)."""
+    token = _LOOK_PAST.set((predicate, judge_on))
     try:
         yield
     finally:
@@ -149,7 +150,21 @@ class Session:
             self._inject(step, index)
         else:
             self._operate(step, index)
+        if len(self.verdict.violations) > before:
+            self._look_past(index, before)
         return self.verdict.violations[before:]
+
+    def _look_past(self, index: int, before: int) -> None:
+        """The step's violations, when a search looks past the first (:func:`looking_past`), are
+        dropped: the scenario ends as known, or goes on where it can (a target that raised cannot)."""
+        look_past, judge_on = _LOOK_PAST.get() or (None, False)
+        first = self.verdict.violations[before]
+        if look_past is None or not look_past(first):
+            return
+        del self.verdict.violations[before:]
+        if not (judge_on and not self.broken):
+            self.verdict.known = f"looked past at step {index}: {first.witness}"
+            self.broken = True
 
     def _violation(self, prop: str, index: int, witness: str, frames: tuple[str, ...], stop: bool = False) -> None:
         """Record a violation; ``frames``: where it was found (an exception's own frames, or the
@@ -233,14 +248,8 @@ class Session:
         ):
             first = self.verdict.violations[-1]
             finding = kafka_findings.known(step, results, first, self.model)
-            look_past = _LOOK_PAST.get()
-            known = None
             if finding:  # a Kafka bug already pinned: reported as such, the rest not judged
-                known = f"{finding.name} at step {index}: {first.witness}"
-            elif look_past is not None and look_past(first):
-                known = f"looked past at step {index}: {first.witness}"
-            if known:
-                self.verdict.known = known
+                self.verdict.known = f"{finding.name} at step {index}: {first.witness}"
                 self.verdict.violations.pop()
                 self.broken = True
 

@@ -48,3 +48,42 @@ def test_a_release_row_finds_its_bug_and_checks_it_on_the_fix_release():
     assert row["found"] and row["fixed_release_passes"] is True, row
     assert "append" in row["witness"] and "kafka:2.1.0" in row["witness"]
     assert summarise([row], 1, 120)[0]["fix"] == "1/1"
+
+
+CASE = "corpora/log/roll-on-segment-bytes.json"  # fails conforms at step 3 on this mutant, and on
+MUTANT = "mutant:roll-one-batch-late"  # with every step after (a late roll changes what follows)
+
+
+def _on_the_mutant(**looking):
+    from conformance import scenario as sc
+    from conformance.mutants import mutant_stack
+    from conformance.runner import looking_past, run
+
+    scenario = sc.Scenario.load(CASE)
+    with mutant_stack(MUTANT.removeprefix("mutant:")), looking_past(**looking):
+        return scenario, run(scenario, ("model", "impl"), stop_at_first=False)
+
+
+def test_a_violation_looked_past_ends_the_scenario_as_known():
+    _scenario, verdict = _on_the_mutant(predicate=lambda v: v.prop == "conforms")
+    assert verdict.violations == [] and verdict.known.startswith("looked past at step ")
+
+
+def test_a_violation_not_looked_past_is_a_failure():
+    _scenario, verdict = _on_the_mutant(predicate=lambda v: v.prop != "conforms")
+    assert [v.prop for v in verdict.violations][:1] == ["conforms"] and verdict.known is None
+
+
+def test_judging_on_runs_the_scenario_to_its_end_past_every_violation_looked_past():
+    scenario, verdict = _on_the_mutant(predicate=lambda v: True, judge_on=True)
+    assert verdict.violations == [] and verdict.known is None
+    assert len(verdict.results) == len(scenario.steps)  # every step ran and was judged
+
+
+def test_a_release_row_names_its_releases_and_the_witness_it_looks_for():
+    from benchmarks.time_to_catch import _Release
+
+    row = _Release("kafka:2.3.1..2.4.1@KAFKA-9156")
+    assert (row.buggy, row.fixed, row.target) == ("2.3.1", "2.4.1", "kafka:2.3.1")
+    assert row.witness.search("the race built the lazy index x twice (KAFKA-9156)")
+    assert _Release("kafka:2.1.0..2.1.1").witness is None
