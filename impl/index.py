@@ -185,35 +185,43 @@ class _MmapIndex:
         return self._search(target, field, True)
 
     def _search(self, target: int, field: int, lower: bool) -> int:
+        """The slot whose key is the largest at or below ``target`` (``lower``), or the smallest at or
+        above; the slots read are counted once per search, not once per slot (a locked add)."""
         n = self._entries
         if n == 0:
             return -1
+        key, reads = self._key, 1
         first_hot = max(0, n - 1 - WARM_SECTION_BYTES // self.ENTRY_SIZE)
-        if self._key(first_hot, field) < target:
-            lo, hi = first_hot, n - 1
-        elif self._key(0, field) > target:
-            return -1 if lower else 0
-        else:
-            lo, hi = 0, first_hot
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            found = self._key(mid, field)
-            if found > target:
-                hi = mid - 1
-            elif found < target:
-                lo = mid
+        try:
+            if key(first_hot, field) < target:
+                lo, hi = first_hot, n - 1
             else:
-                return mid
-        if lower:
-            return lo
-        return -1 if lo == n - 1 else lo + 1
+                reads += 1
+                if key(0, field) > target:
+                    return -1 if lower else 0
+                lo, hi = 0, first_hot
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                reads += 1
+                found = key(mid, field)
+                if found > target:
+                    hi = mid - 1
+                elif found < target:
+                    lo = mid
+                else:
+                    return mid
+            if lower:
+                return lo
+            return -1 if lo == n - 1 else lo + 1
+        finally:
+            self._stats.add("index_bytes_read", reads * self.ENTRY_SIZE)
 
     def _truncate_to_key(self, offset: int, field: int) -> None:
         with self._lock:
             slot = self._largest_lower_bound(offset, field)
             if slot < 0:
                 n = 0
-            elif self._key(slot, field) == offset:
+            elif self._key(slot, field) == offset:  # a slot the search read: counted there
                 n = slot
             else:
                 n = slot + 1
@@ -334,8 +342,8 @@ class OffsetIndex(_MmapIndex):
     def _reload_last(self) -> None:
         self.last_offset = self.base_offset + self._raw(self._entries - 1)[0] if self._entries else self.base_offset
 
-    def _key(self, slot: int, field: int) -> int:
-        raw = self._raw(slot)
+    def _key(self, slot: int, field: int) -> int:  # not counted: _search counts its reads
+        raw = self._entry.unpack_from(self._mm, slot * self.ENTRY_SIZE)
         return self.base_offset + raw[0] if field == 0 else raw[1]
 
     def entry(self, n: int) -> tuple[int, int]:
@@ -409,8 +417,8 @@ class TimeIndex(_MmapIndex):
         else:
             self.last_entry = (-1, self.base_offset)
 
-    def _key(self, slot: int, field: int) -> int:
-        raw = self._raw(slot)
+    def _key(self, slot: int, field: int) -> int:  # not counted: _search counts its reads
+        raw = self._entry.unpack_from(self._mm, slot * self.ENTRY_SIZE)
         return raw[0] if field == 0 else self.base_offset + raw[1]
 
     def is_full(self) -> bool:
