@@ -29,9 +29,10 @@ import sys
 import tempfile
 import time
 
-from conformance.private_copy import _data_extents
+from conformance.private_copy import _data_extents, private_copy
 
 TEMPLATE_TOPIC = "template"
+LINKS_PER_FILE = 50_000
 
 
 def _template(root: str, clean: bool, segments: int) -> str:
@@ -75,6 +76,9 @@ def build(root: str, partitions: int, clean: bool, segments: int = 1) -> str:
     for p in range(partitions):
         d = os.path.join(data, f"topic{p // 1000}-{p % 1000}")
         os.mkdir(d)
+        if p % LINKS_PER_FILE == 0 and p:  # a file system caps an inode's links (ext4: 65,000)
+            source = os.path.join(root, "t", f"copy{p}")
+            private_copy(os.path.join(template, f"{TEMPLATE_TOPIC}-0"), source)
         for name in names:
             os.link(os.path.join(source, name), os.path.join(d, name))
     for name, entries in lines.items():
