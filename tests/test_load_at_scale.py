@@ -11,6 +11,7 @@ import resource
 import subprocess
 import sys
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -89,3 +90,15 @@ def test_a_load_keeps_no_descriptor_of_what_it_did_not_load(tmp_path_factory, ch
             log.close_handlers()
         manager.scheduler.run_due(2**62)  # the delayed deletions close the segments they hold
         assert storage.close_all() == 0  # the failed loads closed what they had opened
+
+
+@pytest.mark.slow
+def test_ten_thousand_partitions_load_within_1024_descriptors(tmp_path):
+    """Issue #33's figure itself (about two minutes here; the nightly tier runs it, the gate runs the
+    300-partition test above, which fails the same way without the fix)."""
+    data = load_scale.build(str(tmp_path), partitions=10_000, clean=False)
+    klc = [KLC, "load", "--json", data]
+    done = subprocess.run(klc, capture_output=True, text=True, preexec_fn=_limited(1024), timeout=1800)
+    assert done.returncode == 0, done.stderr[-2000:]
+    partitions = json.loads(done.stdout)["partitions"]
+    assert len(partitions) == 10_000 and [p["error"] for p in partitions if p["error"]] == []
