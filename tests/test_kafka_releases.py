@@ -124,7 +124,7 @@ KAFKA_6264 = "corpora/KAFKA-6264/legacy-overflowed-segment-split-at-load.json"
 @pytest.mark.parametrize(
     "row, case, release, witness",
     [
-        (releases.EMPTY_MARKER, KAFKA_6388, "2.1.1", "file d0/.kafka_cleanshutdown"),
+        (releases.EMPTY_MARKER, KAFKA_6388, "2.3.1", "file d0/.kafka_cleanshutdown"),
         (releases.UNWRITTEN_CHECKPOINT, KAFKA_6264, "2.3.1", "file d0/log-start-offset-checkpoint"),
     ],
 )
@@ -150,11 +150,15 @@ def test_release_differences_apply_to_the_releases_before_the_change():
 
 
 def test_klc_matrix_prints_release_by_case_against_the_recorded_verdicts():
-    """KAFKA-6388 (fixed in 2.1.1): red on 2.1.0, green on 2.1.1, both the verdicts the case records."""
-    out = CliRunner().invoke(main, ["matrix", "--release", "2.1.0", "--release", "2.1.1", KAFKA_6388])
+    """KAFKA-6388 (fixed in 2.1.1): red at its first append on 2.1.0; on 2.1.1 past it, red at the
+    restart by KAFKA-7283 (fixed in 2.3); green on 2.3.1 — the verdicts the case records."""
+    out = CliRunner().invoke(
+        main, ["matrix", "--release", "2.1.0", "--release", "2.1.1", "--release", "3.1.2", KAFKA_6388]
+    )
     assert out.exit_code == 0, out.output
     table = [line for line in out.stdout.splitlines() if line.startswith("KAFKA-6388/")]
-    assert table and table[0].split()[1:] == ["=fail:", "conforms@1", "=pass"], out.stdout
+    cells = ["=fail:", "conforms@1", "=fail:", "clean-restart@6", "=pass"]
+    assert table and table[0].split()[1:] == cells, out.stdout
 
 
 def test_klc_matrix_fails_when_a_release_no_longer_gets_its_recorded_verdict(monkeypatch):

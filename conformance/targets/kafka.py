@@ -124,7 +124,25 @@ class KafkaTarget(TargetBase):
     def _open_answer(self, **fields) -> list[dict]:
         answer = self._request("open", **fields)
         self.started = answer["started"]
+        # KAFKA-7283 (§7.3): what clean-restart judges of a load, as impl's load_stats has it
+        self.load_stats = {"inactive_indexes_opened": self._inactive(answer.get("indexes_built", {}))}
         return answer["loaded"]
+
+    def _inactive(self, built: dict[str, int]) -> list[str]:
+        """The index files built by the load that belong to an inactive segment: one below the
+        largest base offset of its partition's ``.log`` files as the load left them."""
+        active: dict[str, int] = {}
+        for path in self._walk():
+            folder, name = os.path.split(os.path.relpath(path, self.root))
+            if name.endswith(".log") and name[:-4].isdigit():
+                active[folder] = max(active.get(folder, -1), int(name[:-4]))
+        out = []
+        for path in sorted(built):
+            folder, name = os.path.split(path)
+            base = name.split(".", 1)[0]
+            if base.isdigit() and int(base) < active.get(folder, -1):
+                out.append(path)
+        return out
 
     def _started(self) -> bool:
         return self.started

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.util.HexFormat;
+import java.util.Map;
 
 /** The protocol's ops, each read from its request and handed to the broker. */
 final class Steps {
@@ -66,14 +67,31 @@ final class Steps {
     private static ObjectNode open(Broker broker, JsonNode r) throws Exception {
         JsonNode haltAt = r.path("halt_at");
         if (haltAt.isMissingNode() || haltAt.isNull()) {
-            return broker.open();
+            return counted(broker);
         }
         LoadCrash.arm(text(haltAt, "point"), number(haltAt, "count"));
         try {
-            return broker.open();
+            return counted(broker);
         } finally {
             LoadCrash.disarm();
         }
+    }
+
+    /** The load's answer with the index objects it built, per file ({@code indexes_built}): up to
+     *  2.2 every segment's offset and time index is built and checked at load, from 2.3 only those
+     *  something reads, the active segments' after a clean shutdown (KAFKA-7283). */
+    private static ObjectNode counted(Broker broker) throws Exception {
+        IndexBuilds.start();
+        Map<String, Integer> built;
+        ObjectNode answer;
+        try {
+            answer = broker.open();
+        } finally {
+            built = IndexBuilds.stop(broker.root());
+        }
+        ObjectNode files = answer.putObject("indexes_built");
+        built.forEach(files::put);
+        return answer;
     }
 
     private static long number(JsonNode r, String field) {
