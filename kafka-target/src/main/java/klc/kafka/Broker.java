@@ -33,7 +33,6 @@ import org.apache.kafka.storage.internals.log.UnifiedLog;
 import java.io.File;
 import java.io.IOException;
 import java.lang.reflect.Field;
-import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -44,7 +43,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.Set;
 
 /**
  * One broker's log layer: Kafka's own LogManager over the scenario's data dirs, driven one
