@@ -18,7 +18,8 @@ from conformance.targets.kafka_jvm import PINNED
 
 # the releases of issue 31's table: the last release of each line that shipped or fixed a bug of
 # the corpus, back to 1.1 (the oldest the Scala adapter runs); the first UnifiedLog release (3.1.2)
-# and the last of 3.x (3.9.1); and the pinned one
+# and the last of 3.x (3.9.1); the first with kafka-storage's UnifiedLog (4.1.1) and the last
+# before LogManager moved there too (4.3.1); and the pinned one
 RELEASES = (
     "1.1.1",
     "2.0.1",
@@ -32,6 +33,8 @@ RELEASES = (
     "3.0.0",
     "3.1.2",
     "3.9.1",
+    "4.1.1",
+    "4.3.1",
     PINNED,
 )
 

@@ -62,12 +62,12 @@ def test_kafka_10101_recovery_point_on_the_releases(release, verdict):
 
 
 def test_a_release_without_an_adapter_is_unsupported_not_a_pass():
-    """4.1–4.3 (the storage module at a release other than the pinned one) and anything before 1.1
-    have no adapter: unsupported, never a pass."""
-    for release in ("4.2.0", "0.11.0", "1.0.2", "not-a-release"):
+    """Anything before 1.1, a 4.x release not tried (4.4.1) and a later generation have no adapter:
+    unsupported, never a pass."""
+    for release in ("0.11.0", "1.0.2", "4.4.1", "5.0.0", "not-a-release"):
         with pytest.raises(Unsupported, match="no adapter|not a Kafka release"):
             KafkaTarget(sc.Scenario(()), release=release)
-    verdict = run(sc.Scenario((sc.Create(),)), ("model", "kafka:4.2.0"))
+    verdict = run(sc.Scenario((sc.Create(),)), ("model", "kafka:5.0.0"))
     assert verdict.unsupported and not verdict.ok
 
 
@@ -81,6 +81,33 @@ def test_each_release_is_routed_to_its_generations_sources(release, generation):
     assert ("-Dgeneration=unified-log" in options) == (generation == "unified-log"), options
     compiled = set(kafka_jvm._source_sets(release))
     assert generation in compiled and not ({"log", "unified-log"} - {generation}) & compiled, compiled
+
+
+@pytest.mark.parametrize(
+    "release, project, sources",
+    [
+        ("4.0.0", "kafka-target-scala", "unified-log"),
+        ("4.1.1", "kafka-target", "before-4.4"),
+        ("4.2.0", "kafka-target", "before-4.4"),
+        ("4.3.1", "kafka-target", "before-4.4"),
+        (None, "kafka-target", "since-4.4"),
+    ],
+)
+def test_the_storage_generation_is_routed_to_kafka_target_by_its_log_manager(monkeypatch, release, project, sources):
+    """4.1 moved UnifiedLog into kafka-storage, 4.4 LogManager: 4.1–4.3 build kafka-target into
+    target/VERSION/ with the broker's Scala LogManager (src/before-4.4, the pom's profile), the
+    pinned release into target/ with kafka-storage's (src/since-4.4)."""
+    from conformance.targets import kafka_jvm
+
+    built = []
+    monkeypatch.setattr(kafka_jvm, "build", lambda p=kafka_jvm.PROJECT, v=None: built.append((p.name, v)) or "cp")
+    kafka_jvm.build_for(release)
+    assert built == [(project, release)]
+    assert sources in kafka_jvm._source_sets(release or PINNED)
+    if project == "kafka-target":
+        options = kafka_jvm._maven_properties(release)
+        assert options == ([] if release is None else [f"-Dkafka.version={release}", "-Dmanager.sources=before-4.4"])
+        assert kafka_jvm._directory(kafka_jvm.PROJECT, release).name == (release or "target")
 
 
 def test_the_pinned_release_is_the_default():
@@ -113,7 +140,7 @@ def test_klc_load_tells_what_a_release_does_with_a_real_broker_dir(shared_dir):
     assert reports["kafka:2.8.2"]["kafka"] == "2.8.2" and reports["kafka"]["kafka"] == PINNED
     assert len(reports["kafka"]["partitions"]) == 4
     assert reports["kafka:2.8.2"]["partitions"] == reports["kafka"]["partitions"]
-    r = CliRunner().invoke(main, ["load", "--target", "kafka:4.2.0", data])
+    r = CliRunner().invoke(main, ["load", "--target", "kafka:5.0.0", data])
     assert r.exit_code == 2 and "no adapter" in r.output
 
 
@@ -195,8 +222,9 @@ def test_kafka_9156_two_fetches_build_one_index_twice_on_2_3_1():
 
 def test_a_release_build_is_stale_only_for_the_sources_it_compiles(tmp_path):
     """A release before 2.4 compiles src/log and src/before-2.4, 2.4–3.0 src/log and src/since-2.4,
-    3.1–4.0 src/unified-log (the pom's profiles): a change to another generation's or era's file
-    leaves a jar as Maven left it, and must not make it look stale."""
+    3.1–4.0 src/unified-log, 4.1–4.3 kafka-target's src/before-4.4 and the pinned release its
+    src/since-4.4 (the pom's profiles): a change to another generation's or era's file leaves a jar
+    as Maven left it, and must not make it look stale."""
     import os
 
     from conformance.targets import kafka_jvm
@@ -204,6 +232,7 @@ def test_a_release_build_is_stale_only_for_the_sources_it_compiles(tmp_path):
     shared = max(f.stat().st_mtime for f in kafka_jvm.SHARED_SOURCES.rglob("*") if f.is_file())
     mtimes = {"main": shared + 50, "log": shared + 60, "before-2.4": shared + 100, "since-2.4": shared + 300}
     mtimes["unified-log"] = shared + 200
+    mtimes["before-4.4"], mtimes["since-4.4"] = shared + 150, shared + 250
     for era, mtime in mtimes.items():
         f = tmp_path / "src" / era / "A.java"
         f.parent.mkdir(parents=True)
@@ -214,8 +243,11 @@ def test_a_release_build_is_stale_only_for_the_sources_it_compiles(tmp_path):
     assert kafka_jvm._newest_source(tmp_path, "2.3.1") == mtimes["before-2.4"]
     assert kafka_jvm._newest_source(tmp_path, "2.8.2") == mtimes["since-2.4"]
     assert kafka_jvm._newest_source(tmp_path, "3.1.2") == mtimes["unified-log"]
+    assert kafka_jvm._newest_source(tmp_path, "4.1.1") == mtimes["before-4.4"]
+    assert kafka_jvm._newest_source(tmp_path, None) == kafka_jvm._newest_source(tmp_path, PINNED) == mtimes["since-4.4"]
     os.utime(tmp_path / "src" / "main" / "A.java", (shared + 400, shared + 400))  # both generations compile src/main
-    assert kafka_jvm._newest_source(tmp_path, "3.1.2") == kafka_jvm._newest_source(tmp_path, "2.3.1") == shared + 400
+    for release in ("2.3.1", "3.1.2", "4.1.1", None):
+        assert kafka_jvm._newest_source(tmp_path, release) == shared + 400
 
 
 KAFKA_12520 = "corpora/KAFKA-12520/swap-completed-by-renames-after-a-crash-in-cleaning.json"
@@ -232,4 +264,20 @@ def test_3_1_2_runs_a_corpus_case_to_its_recorded_verdict():
     finally:
         target.close()
     v = run(case, ("model", "kafka:3.1.2"))
+    assert v.ok, [str(x) for x in v.violations]
+
+
+def test_4_1_1_runs_a_corpus_case_to_its_recorded_verdict():
+    """KAFKA-12520 end to end on the first release of kafka-storage's UnifiedLog, under the broker's
+    Scala LogManager (4.1–4.3): producer state and snapshot files compared, the verdict the case
+    records (tests/test_regressions.py checks each case's 4.1.1 and 4.3.1 verdicts)."""
+    release = "4.1.1"
+    case = sc.Scenario.load(KAFKA_12520)
+    assert case.expect["verdicts"][f"kafka:{release}"] == "pass"
+    target = KafkaTarget(case, release=release)
+    try:
+        assert target.compares_producer_state and target.version == release
+    finally:
+        target.close()
+    v = run(case, ("model", f"kafka:{release}"))
     assert v.ok, [str(x) for x in v.violations]

@@ -1,10 +1,11 @@
 """The JVM behind the kafka target: building it and talking to it.
 
 One adapter per generation of Kafka's log API, each a Maven project speaking the same JSON lines
-(docs/kafka-target.md): ``kafka-target/`` for the storage module of 4.x (the pinned release,
-:data:`PINNED`), ``kafka-target-scala/`` for the Scala ``LogManager`` of 1.1–4.0 (its
-``kafka.log.Log`` up to 3.0, ``kafka.log.UnifiedLog`` from 3.1), built once per release into
-``target/<version>/``; both compile the protocol classes of
+(docs/kafka-target.md): ``kafka-target/`` for kafka-storage's Java ``UnifiedLog`` of 4.1 on (the
+pinned release, :data:`PINNED`, built into ``target/``; 4.1–4.3, whose ``LogManager`` is still the
+broker's Scala class, into ``target/<version>/``), ``kafka-target-scala/`` for the Scala ``LogManager``
+and log of 1.1–4.0 (its ``kafka.log.Log`` up to 3.0, ``kafka.log.UnifiedLog`` from 3.1), built once
+per release into ``target/<version>/``; both compile the protocol classes of
 ``kafka-target/src/shared``.  :func:`build_for` picks the adapter of a release, or says there is
 none.  A project is built on first use (offline when the local repository already holds what it
 needs, online otherwise) and its jar and classpath are reused while no source changed.  One JVM
@@ -30,9 +31,11 @@ import threading
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[2]
-PROJECT = CHECKOUT / "kafka-target"  # the storage module of 4.x: the pinned release
+PROJECT = CHECKOUT / "kafka-target"  # kafka-storage's UnifiedLog: 4.1 on, the pinned release
 SCALA_PROJECT = CHECKOUT / "kafka-target-scala"  # the Scala LogManager: kafka.log.Log of 1.1–3.0, UnifiedLog of 3.1–4.0
 UNIFIED_LOG = "unified-log"  # kafka-target-scala's sources and pom profile for kafka.log.UnifiedLog
+# kafka-target's LogManager sources: kafka-storage's Java class from 4.4, the broker's Scala one before
+SINCE_4_4, BEFORE_4_4 = "since-4.4", "before-4.4"
 M2_REPOSITORY = Path(os.environ.get("KLC_M2_REPOSITORY", Path.home() / ".m2" / "repository"))
 SHARED_SOURCES = PROJECT / "src" / "shared"  # the protocol classes both compile
 PINNED = "4.4.0"  # kafka-target/pom.xml's kafka.version (tests/test_kafka_target.py checks)
@@ -63,10 +66,12 @@ def build_for(version: str | None = None) -> str:
         raise NoAdapter(f"kafka target: {version!r} is not a Kafka release (MAJOR.MINOR.PATCH, e.g. 2.8.2)")
     if (1, 1) <= _line(version) <= (4, 0):  # the Scala LogManager: kafka.log.Log to 3.0, UnifiedLog from 3.1
         return build(SCALA_PROJECT, version)
-    generation = {4: "the storage module (4.1+) at another release"}
+    if (4, 1) <= _line(version) <= (4, 3):  # kafka-storage's UnifiedLog under the Scala LogManager
+        return build(PROJECT, version)
+    generation = {4: "the storage module at a release not tried yet"}
     raise NoAdapter(
-        f"kafka {version}: no adapter for {generation.get(int(m[1]), 'this generation')} yet "
-        f"(adapters: {PINNED} and 1.1–4.0; docs/kafka-target.md)"
+        f"kafka {version}: no adapter for {generation.get(int(m[1]), 'this generation')} "
+        f"(adapters: 1.1–4.3 and {PINNED}; docs/kafka-target.md)"
     )
 
 
@@ -80,9 +85,12 @@ def _maven_properties(version: str | None) -> list[str]:
     """-D options of a release's build: kafka_2.13 is published from 2.4.0 on, kafka_2.12 before
     (the pom's before-2.4 profile also picks that era's Scheduler trait); from 3.0 the release's pom
     declares Jackson at runtime scope only, so the protocol classes name the release's own Jackson;
-    from 3.1 the partition's log is ``kafka.log.UnifiedLog`` (the pom's unified-log sources)."""
+    from 3.1 the partition's log is ``kafka.log.UnifiedLog`` (the pom's unified-log sources).
+    4.1–4.3 build kafka-target with the broker's Scala ``LogManager`` (its before-4.4 sources)."""
     if version is None:
         return []
+    if _line(version) >= (4, 1):
+        return [f"-Dkafka.version={version}", f"-Dmanager.sources={_manager_sources(version)}"]
     scala = ["-Dscala.binary.version=2.12"] if _before_2_4(version) else []
     jackson = [f"-Djackson.version={_release_jackson(version)}"] if _line(version) >= (3, 0) else []
     generation = [f"-Dgeneration={UNIFIED_LOG}"] if _line(version) >= (3, 1) else []
@@ -114,11 +122,11 @@ def _jar(project: Path, version: str | None) -> Path:
 
 
 def _newest_source(project: Path, version: str | None = None) -> float:
-    """The newest of the files the build of ``version`` compiles: src/main, the release's generation
-    (``src/log`` or ``src/unified-log``) and its scheduler's era (``src/before-2.4``,
-    ``src/since-2.4``); a change to another generation's or era's sources leaves this jar as is.
-    A project without release builds (``version`` None) compiles all of its ``src``."""
-    compiled = [project / "src" / d for d in _source_sets(version)] if version else [project / "src"]
+    """The newest of the files the build of ``version`` (None: the pinned release) compiles:
+    src/main, the release's generation (``src/log`` or ``src/unified-log``) and its scheduler's era
+    (``src/before-2.4``, ``src/since-2.4``), or in kafka-target its LogManager's (``src/before-4.4``,
+    ``src/since-4.4``); a change to another generation's or era's sources leaves this jar as is."""
+    compiled = [project / "src" / d for d in _source_sets(version or PINNED)]
     files = [project / "pom.xml", *SHARED_SOURCES.rglob("*")]
     for d in compiled:
         files += d.rglob("*")
@@ -126,10 +134,18 @@ def _newest_source(project: Path, version: str | None = None) -> float:
 
 
 def _source_sets(version: str) -> tuple[str, ...]:
-    """The folders of kafka-target-scala/src that the pom compiles for ``version``."""
+    """The folders of src that the pom compiles for ``version``: kafka-target's from 4.1,
+    kafka-target-scala's before."""
+    if _line(version) >= (4, 1):
+        return ("main", _manager_sources(version))
     if _line(version) >= (3, 1):
         return ("main", UNIFIED_LOG)
     return ("main", "log", "before-2.4" if _before_2_4(version) else "since-2.4")
+
+
+def _manager_sources(version: str) -> str:
+    """4.4 moved LogManager from the broker's Scala ``kafka.log`` to kafka-storage."""
+    return SINCE_4_4 if _line(version) >= (4, 4) else BEFORE_4_4
 
 
 def _before_2_4(version: str | None) -> bool:

@@ -8,13 +8,9 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
-import org.apache.kafka.common.record.internal.FileRecords;
-import org.apache.kafka.common.record.internal.MemoryRecords;
-import org.apache.kafka.common.record.internal.Records;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.server.util.FileLock;
 import org.apache.kafka.storage.internals.epoch.LeaderEpochFileCache;
-import org.apache.kafka.storage.internals.log.CleanerConfig;
 import org.apache.kafka.storage.internals.log.EpochEntry;
 import org.apache.kafka.server.common.RequestLocal;
 import org.apache.kafka.storage.internals.log.AppendOrigin;
@@ -26,22 +22,17 @@ import org.apache.kafka.storage.internals.log.LazyIndex;
 import org.apache.kafka.storage.internals.log.LogAppendInfo;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
-import org.apache.kafka.storage.internals.log.LogManager;
 import org.apache.kafka.storage.internals.log.LogSegment;
 import org.apache.kafka.storage.internals.log.LogStartOffsetIncrementReason;
 import org.apache.kafka.storage.internals.log.OffsetIndex;
 import org.apache.kafka.storage.internals.log.OffsetPosition;
-import org.apache.kafka.storage.internals.log.OffsetResultHolder;
-import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
 import org.apache.kafka.storage.internals.log.TimeIndex;
 import org.apache.kafka.storage.internals.log.TimestampOffset;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
-import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
 
 import java.io.File;
 import java.io.IOException;
 import java.lang.reflect.Field;
-import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -52,7 +43,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
-import java.util.Set;
 
 /**
  * One broker's log layer: Kafka's own LogManager over the scenario's data dirs, driven one
@@ -71,7 +61,7 @@ final class Broker {
     private final int recoveryThreads;
     private final StepClock clock;
     private final StepScheduler scheduler;
-    private LogManager manager;
+    private Logs manager;
     private LogDirFailureChannel failures;
 
     Broker(JsonNode request) {
@@ -89,6 +79,9 @@ final class Broker {
                 threads = e.getValue().asInt();
             } else if (key.equals("segment.jitter.ms") && e.getValue().asLong() != 0) {
                 throw new Unsupported("segment.jitter.ms > 0: Kafka draws the jitter from java.util.Random, the scenario from its jitter_seed");
+            } else if (!LogConfig.configNames().contains(key)) {
+                // LogConfig ignores a name it does not define: the step would run without the setting
+                throw new Unsupported("topic config " + key + ": Kafka " + Release.version() + " has no such config");
             } else if (key.equals("segment.bytes") && e.getValue().asLong() < 1024 * 1024) {
                 // below Kafka's public minimum; its own tests set the internal config (§8)
                 topicConfig.put(LogConfig.INTERNAL_SEGMENT_BYTES_CONFIG, value);
@@ -108,16 +101,8 @@ final class Broker {
     ObjectNode open() throws Exception {
         Recoveries.reset();
         failures = new LogDirFailureChannel(dataDirs.size());
-        manager = new LogManager(
-                dataDirs, List.of(), resource -> new Properties(), new LogConfig(topicConfig),
-                new CleanerConfig(false), recoveryThreads,
-                Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, 900_000,
-                new ProducerStateManagerConfig(86_400_000, false), 600_000,
-                scheduler, new BrokerTopicStats(), failures, clock, false, 0L,
-                (config, dirs, logs, channel, time) -> {
-                    throw new IllegalStateException("the log cleaner is not started by this target");
-                });
-        String failed = Startup.run(() -> manager.startup(Set.of()), this::takeOfflineDirs, () -> {
+        manager = new Logs(dataDirs, new LogConfig(topicConfig), recoveryThreads, scheduler, failures, clock);
+        String failed = Startup.run(() -> manager.startup(), this::takeOfflineDirs, () -> {
             for (UnifiedLog log : manager.allLogs()) {
                 log.updateHighWatermark(log.logEndOffset());
             }
@@ -159,7 +144,7 @@ final class Broker {
             if (!failures.hasOfflineLogDir(path)) {
                 continue;
             }
-            if (dir.equals(dataDirs.get(0)) || manager.liveLogDirs().size() == 1) {
+            if (dir.equals(dataDirs.get(0)) || manager.liveLogDirCount() == 1) {
                 return "log dir " + dir.getName() + " failed: the broker halts";
             }
             manager.handleLogDirFailure(path);
@@ -231,7 +216,7 @@ final class Broker {
     ObjectNode create(String topic, int partition, int dir) throws IOException {
         TopicPartition tp = new TopicPartition(topic, partition);
         manager.maybeUpdatePreferredLogDir(tp, dataDirs.get(dir % dataDirs.size()).getAbsolutePath());
-        manager.getOrCreateLog(tp, Optional.empty());
+        manager.getOrCreateLog(tp);
         return JSON.createObjectNode();
     }
 
@@ -240,16 +225,29 @@ final class Broker {
      *  classic protocol, whose markers keep the producer's epoch); any other leader append is a
      *  client's produce request. */
     ObjectNode append(UnifiedLog log, byte[] data, boolean leader, int leaderEpoch) throws IOException {
-        MemoryRecords records = MemoryRecords.readableRecords(ByteBuffer.wrap(data));
-        boolean marker = records.batches().iterator().hasNext() && records.batches().iterator().next().isControlBatch();
-        LogAppendInfo info = !leader ? log.appendAsFollower(records, leaderEpoch)
-                : marker ? log.appendAsLeader(records, leaderEpoch, AppendOrigin.COORDINATOR, RequestLocal.noCaching(),
-                        VerificationGuard.SENTINEL, (short) 0)
-                : log.appendAsLeader(records, leaderEpoch);
+        LogAppendInfo info = !leader ? log.appendAsFollower(Moved.memoryRecords(data), leaderEpoch)
+                : isControlBatch(data) ? coordinatorAppend(log, data, leaderEpoch)
+                : log.appendAsLeader(Moved.memoryRecords(data), leaderEpoch);
         ObjectNode out = JSON.createObjectNode();
         out.put("first", info.firstOffset());
         out.put("last", info.lastOffset());
         return out;
+    }
+
+    /** appendAsLeader(records, epoch, COORDINATOR, …): 4.2 adds the transaction version (KIP-890's
+     *  markers), which the 3-argument form leaves unknown (−1); 4.1 has none. */
+    private static LogAppendInfo coordinatorAppend(UnifiedLog log, byte[] data, int leaderEpoch) {
+        Object records = Moved.memoryRecords(data);
+        Object[] head = {records, leaderEpoch, AppendOrigin.COORDINATOR, RequestLocal.noCaching(), VerificationGuard.SENTINEL};
+        Object[] withVersion = java.util.Arrays.copyOf(head, head.length + 1);
+        withVersion[head.length] = (short) 0;
+        return (LogAppendInfo) Moved.callFirst(log, "appendAsLeader", withVersion, head);
+    }
+
+    /** Whether the request's first batch is a v2 control batch (magic at byte 16, the control bit
+     *  of the attributes at bytes 21–22: the record batch format, KIP-98). */
+    private static boolean isControlBatch(byte[] data) {
+        return data.length > 22 && data[16] == 2 && (data[22] & 0x20) != 0;
     }
 
     ObjectNode roll(UnifiedLog log) throws IOException {
@@ -268,7 +266,7 @@ final class Broker {
         }
         try {
             FetchDataInfo info = log.read(offset, maxBytes, isolation, minOne);
-            return JSON.createObjectNode().put("bytes", HEX.formatHex(bytesOf(info.records)));
+            return JSON.createObjectNode().put("bytes", HEX.formatHex(Moved.bytesOf(info.records)));
         } finally {
             log.updateHighWatermark(log.logEndOffset());
         }
@@ -278,7 +276,7 @@ final class Broker {
      *  transactions the fetched range overlaps (null: the fetch answered none at all). */
     ObjectNode readCommitted(UnifiedLog log, long offset, int maxBytes, boolean minOne) throws IOException {
         FetchDataInfo info = log.read(offset, maxBytes, FetchIsolation.TXN_COMMITTED, minOne);
-        ObjectNode out = JSON.createObjectNode().put("bytes", HEX.formatHex(bytesOf(info.records)));
+        ObjectNode out = JSON.createObjectNode().put("bytes", HEX.formatHex(Moved.bytesOf(info.records)));
         if (info.abortedTransactions.isEmpty()) {
             out.putNull("aborted");
         } else {
@@ -289,12 +287,12 @@ final class Broker {
     }
 
     ObjectNode offsetForTimestamp(UnifiedLog log, long timestamp) {
-        OffsetResultHolder holder = log.fetchOffsetByTimestamp(timestamp, Optional.empty());
+        var holder = log.fetchOffsetByTimestamp(timestamp, Optional.empty());
         ObjectNode out = JSON.createObjectNode();
         if (holder.maybeOffsetsError().isPresent()) {
             throw holder.maybeOffsetsError().get();
         }
-        Optional<FileRecords.TimestampAndOffset> found = holder.timestampAndOffsetOpt();
+        var found = holder.timestampAndOffsetOpt(); // FileRecords.TimestampAndOffset: FileRecords moved in 4.4
         if (found.isEmpty()) {
             out.putNull("found");
         } else {
@@ -308,12 +306,12 @@ final class Broker {
         if (offset < 0) {
             log.truncateTo(offset); // Kafka's own refusal
         }
-        manager.truncateTo(Map.of(log.topicPartition(), offset), false);
+        manager.truncateTo(log.topicPartition(), offset);
         return JSON.createObjectNode().put("truncated", truncated);
     }
 
     ObjectNode truncateFully(UnifiedLog log, long offset) {
-        manager.truncateFullyAndStartAt(log.topicPartition(), offset, false, Optional.empty());
+        manager.truncateFullyAndStartAt(log.topicPartition(), offset);
         return JSON.createObjectNode();
     }
 
@@ -373,7 +371,7 @@ final class Broker {
             ArrayNode epochs = p.putArray("epochs");
             LeaderEpochFileCache cache = log.leaderEpochCache();
             for (EpochEntry e : cache.epochEntries()) {
-                epochs.addArray().add(e.epoch()).add(e.startOffset());
+                epochs.addArray().add((Integer) Moved.member(e, "epoch")).add((Long) Moved.member(e, "startOffset"));
             }
             producers(p.putArray("producers"), log.producerStateManager().activeProducers().values());
         }
@@ -389,8 +387,9 @@ final class Broker {
             BatchMetadata last = null;
             for (BatchMetadata b : e.batchMetadata()) last = b;
             out.addArray().add(e.producerId()).add(e.producerEpoch())
-                    .add(last == null ? -1 : last.lastSeq()).add(last == null ? -1L : last.lastOffset())
-                    .add(last == null ? 0 : last.offsetDelta()).add(e.lastTimestamp()).add(e.coordinatorEpoch())
+                    .add(last == null ? -1 : (Integer) Moved.member(last, "lastSeq"))
+                    .add(last == null ? -1L : (Long) Moved.member(last, "lastOffset"))
+                    .add(last == null ? 0 : (Integer) Moved.member(last, "offsetDelta")).add(e.lastTimestamp()).add(e.coordinatorEpoch())
                     .add(e.currentTxnFirstOffset().orElse(-1L));
         }
     }
@@ -412,13 +411,13 @@ final class Broker {
                 OffsetIndex oi = s.offsetIndex();
                 for (int k = 0; k < oi.entries(); k++) {
                     OffsetPosition op = oi.entry(k);
-                    offsets.addArray().add(op.offset()).add(op.position());
+                    offsets.addArray().add((Long) Moved.member(op, "offset")).add((Integer) Moved.member(op, "position"));
                 }
                 ArrayNode times = e.putArray("times");
                 TimeIndex ti = s.timeIndex();
                 for (int k = 0; k < ti.entries(); k++) {
                     TimestampOffset to = ti.entry(k);
-                    times.addArray().add(to.timestamp()).add(to.offset());
+                    times.addArray().add((Long) Moved.member(to, "timestamp")).add((Long) Moved.member(to, "offset"));
                 }
                 e.put("active", i == segments.size() - 1);
                 e.put("end", i + 1 < segments.size() ? segments.get(i + 1).baseOffset() : log.logEndOffset());
@@ -459,7 +458,7 @@ final class Broker {
         }
         try {
             return UnifiedLog.parseTopicPartitionName(dir);
-        } catch (RuntimeException e) {
+        } catch (Exception e) { // up to 4.3 it declares IOException
             return null;
         }
     }
@@ -471,17 +470,5 @@ final class Broker {
         Field wrapper = LazyIndex.class.getDeclaredField("indexWrapper");
         wrapper.setAccessible(true);
         return wrapper.get(lazy).getClass().getSimpleName().equals("IndexValue");
-    }
-
-    private static byte[] bytesOf(Records records) throws IOException {
-        ByteBuffer buffer = ByteBuffer.allocate(records.sizeInBytes());
-        if (records instanceof FileRecords file) {
-            file.readInto(buffer, 0);
-        } else if (records instanceof MemoryRecords memory) {
-            buffer.put(memory.buffer().duplicate());
-        } else {
-            throw new IllegalStateException("records of type " + records.getClass().getName());
-        }
-        return buffer.array();
     }
 }

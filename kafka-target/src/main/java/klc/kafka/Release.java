@@ -1,7 +1,5 @@
 package klc.kafka;
 
-import org.apache.kafka.common.utils.internals.AppInfoParser;
-import org.apache.kafka.common.utils.internals.Exit;
 import org.apache.kafka.storage.internals.log.LogSegment;
 import org.apache.kafka.storage.internals.log.RecordValidationException;
 
@@ -23,13 +21,17 @@ final class Release {
     }
 
     static String version() {
-        return AppInfoParser.getVersion();
+        return Moved.version();
     }
 
     /** Kafka's exits and halts (every log dir failed) end the step, not the process. */
     static void trapExits() {
-        Exit.setExitProcedure((status, message) -> { throw new Main.Halted(status, message); });
-        Exit.setHaltProcedure((status, message) -> { throw new Main.Halted(status, message); });
+        Moved.trapExits((proxy, method, args) -> {
+            if (method.getDeclaringClass() == Object.class) {
+                return method.getName().equals("equals") ? proxy == args[0] : method.getName().equals("hashCode") ? 0 : "exit trap";
+            }
+            throw new Main.Halted((Integer) args[0], (String) args[1]);
+        });
     }
 
     /** The refusal a broker would answer: a RecordValidationException answers with the exception it wraps. */

@@ -27,9 +27,20 @@ final class Startup {
                 started.run();
             }
             return halted;
-        } catch (Exception e) {
+        } catch (Exception | Error e) {
+            if (e instanceof Error && !isDataError(e)) {
+                throw (Error) e; // the JVM's or this adapter's: a harness failure, not the broker's
+            }
             pools.awaitDrained(); // the loads queued behind the failed one still run
             return "the broker's startup failed: " + e.getClass().getSimpleName() + ": " + e.getMessage();
         }
+    }
+
+    /** An Error Kafka's load throws over bad data, which ends the broker's startup as any exception
+     *  does (BrokerServer.startup catches Throwable): snappy-java's SnappyError on a chunk length out
+     *  of bounds. 4.4's Java LogManager rethrows it as a ClassCastException, the Scala one of 1.1–4.3
+     *  as itself (loadLogs: the ExecutionException's cause). */
+    private static boolean isDataError(Throwable e) {
+        return e.getClass().getSimpleName().equals("SnappyError");
     }
 }

@@ -1,0 +1,100 @@
+package klc.kafka;
+
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.server.util.FileLock;
+import org.apache.kafka.server.util.Scheduler;
+import org.apache.kafka.storage.internals.log.CleanerConfig;
+import org.apache.kafka.storage.internals.log.LogConfig;
+import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
+import org.apache.kafka.storage.internals.log.LogManager;
+import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
+import org.apache.kafka.storage.internals.log.UnifiedLog;
+import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
+
+import java.io.File;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+
+/**
+ * The broker's LogManager from 4.4, kafka-storage's Java class (4.1–4.3 keep the Scala
+ * {@code kafka.log.LogManager} in the broker's jar: {@code src/before-4.4}). The calls the
+ * {@link Broker} makes, with the arguments a broker of one replica and no cleaner passes.
+ */
+final class Logs {
+    private final LogManager manager;
+
+    Logs(List<File> dirs, LogConfig config, int recoveryThreads, Scheduler scheduler, LogDirFailureChannel failures, Time time)
+            throws IOException {
+        manager = new LogManager(
+                dirs, List.of(), resource -> new Properties(), config,
+                new CleanerConfig(false), recoveryThreads,
+                Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, 900_000,
+                new ProducerStateManagerConfig(86_400_000, false), 600_000,
+                scheduler, new BrokerTopicStats(), failures, time, false, 0L,
+                (cleanerConfig, logDirs, logs, channel, clock) -> {
+                    throw new IllegalStateException("the log cleaner is not started by this target");
+                });
+    }
+
+    void startup() throws Exception {
+        manager.startup(Set.of());
+    }
+
+    void shutdown(long brokerEpoch) throws IOException {
+        manager.shutdown(brokerEpoch);
+    }
+
+    List<UnifiedLog> allLogs() {
+        return new ArrayList<>(manager.allLogs());
+    }
+
+    Optional<UnifiedLog> getLog(TopicPartition tp) {
+        return manager.getLog(tp);
+    }
+
+    boolean isLogDirOnline(String dir) {
+        return manager.isLogDirOnline(dir);
+    }
+
+    int liveLogDirCount() {
+        return manager.liveLogDirs().size();
+    }
+
+    void handleLogDirFailure(String dir) {
+        manager.handleLogDirFailure(dir);
+    }
+
+    List<FileLock> dirLocks() {
+        return manager.dirLocks();
+    }
+
+    void maybeUpdatePreferredLogDir(TopicPartition tp, String dir) {
+        manager.maybeUpdatePreferredLogDir(tp, dir);
+    }
+
+    void getOrCreateLog(TopicPartition tp) throws IOException {
+        manager.getOrCreateLog(tp, Optional.empty());
+    }
+
+    void truncateTo(TopicPartition tp, long offset) {
+        manager.truncateTo(Map.of(tp, offset), false);
+    }
+
+    void truncateFullyAndStartAt(TopicPartition tp, long offset) {
+        manager.truncateFullyAndStartAt(tp, offset, false, Optional.empty());
+    }
+
+    void checkpointLogRecoveryOffsets() {
+        manager.checkpointLogRecoveryOffsets();
+    }
+
+    void checkpointLogStartOffsets() {
+        manager.checkpointLogStartOffsets();
+    }
+}
