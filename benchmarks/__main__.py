@@ -17,7 +17,7 @@ from typing import Any
 
 import crc32c
 
-from benchmarks import mmap_scan, model_vs_impl, scan, unclean
+from benchmarks import mmap_scan, model_vs_impl, scan, stateful, unclean
 from benchmarks.segments import build_segment
 from benchmarks.timing import pin_allocator
 
@@ -45,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--unclean-cold", action="store_true", help="drop the page cache before each unclean-restart load (root only)"
     )
+    p.add_argument(
+        "--stateful-examples", type=int, default=20,
+        help="examples per state machine per round in the stateful-throughput figure (20; 0 skips it)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument(
         "--no-pin-malloc", action="store_true",
@@ -94,6 +98,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "unclean_segment_mib": args.unclean_segment_mib,
             "threads": args.threads,
             "unclean_cold": args.unclean_cold,
+            "stateful_examples": args.stateful_examples,
             "statistic": "best",
         },
         "segments": {},
@@ -130,6 +135,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args.seed,
         args.unclean_cold,
     )
+    if args.stateful_examples:
+        _log(f"stateful throughput: the toy, log and crash machines, {args.stateful_examples} examples each ...")
+        out["stateful"] = stateful.run(list(stateful.CONTENDERS), args.stateful_examples, min(args.repeat, 3))
     out["elapsed_s"] = time.perf_counter() - started
     return out
 
@@ -173,6 +181,8 @@ def render(r: dict[str, Any]) -> str:
         )
     if "unclean_restart" in r:
         lines += ["", *unclean.render(r["unclean_restart"])]
+    if "stateful" in r:
+        lines += ["", *stateful.render(r["stateful"])]
     lines += ["", f"total {r['elapsed_s']:.1f} s (segment building included)"]
     return "\n".join(lines)
 
@@ -181,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.repeat < 1 or args.size_mib <= 0 or args.model_size_mib <= 0:
         _parser().error("--repeat, --size-mib and --model-size-mib must be positive")
+    if args.stateful_examples < 0:
+        _parser().error("--stateful-examples must be >= 0")
     if args.unclean_partitions < 1 or args.unclean_segments < 2 or args.unclean_segment_mib <= 0 or args.threads < 1:
         _parser().error(
             "--unclean-partitions and --threads must be >= 1, --unclean-segments >= 2, --unclean-segment-mib > 0"

@@ -28,6 +28,7 @@ from conformance.crash_machine import make_crash_machine
 from conformance.exhaustive import SIZES, explore, split_scenario, sweep, workloads
 from conformance.impl_stack import impl_stack
 from conformance.log_machine import make_log_machine
+from conformance.profiles import fresh_cases
 from conformance.properties import IDEMPOTENT_RECOVERY, READ_COMMITTED, PropertyViolation
 from conformance.runner import run
 from conformance.scenario import Scenario
@@ -69,7 +70,7 @@ def check_log_machine(module=None, max_examples: int = 600) -> None:
     """The log machine, derandomized, stopping at the first violation.  Hypothesis draws from the
     constants of the loaded source, so which cases a fixed budget holds moves with the code; 600
     keeps every log-machine mutant caught (the slowest, fetch-reads-the-live-log-end, in 6 s)."""
-    with impl_stack(module):
+    with impl_stack(module), fresh_cases():
         run_state_machine_as_test(make_log_machine("sim"), settings=_fixed_budget(max_examples, 30))
 
 
@@ -80,7 +81,7 @@ def check_crash_scenarios(module=None) -> None:
 
 
 def check_crash_machine(module=None, max_examples: int = 300) -> None:
-    with impl_stack(module):
+    with impl_stack(module), fresh_cases():
         run_state_machine_as_test(make_crash_machine("sim"), settings=_fixed_budget(max_examples, 40))
 
 

@@ -13,6 +13,7 @@ pending writes along.  Every pending operation is also entered, in order, in the
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import posixpath
@@ -90,6 +91,14 @@ class Dir:
     pending: list = attrs.Factory(list)
 
 
+@functools.lru_cache(maxsize=4096)
+def _parts(path: str) -> tuple[str, ...]:
+    """The components of ``path``, normalised as an absolute path (a simulated broker names the
+    same few hundred paths over and over: cached)."""
+    return tuple(p for p in _norm(path).split("/") if p)
+
+
+@functools.lru_cache(maxsize=4096)
 def _norm(path: str) -> str:
     return posixpath.normpath("/" + path) if not path.startswith("/") else posixpath.normpath(path)
 
@@ -211,7 +220,7 @@ class SimStorage:
 
     def _node(self, path: str):
         node = self.root
-        for part in [p for p in _norm(path).split("/") if p]:
+        for part in _parts(path):
             if not isinstance(node, Dir):
                 raise NotADirectoryError(path)
             if part not in node.entries:
@@ -310,14 +319,21 @@ class SimStorage:
 
     # --- images ----------------------------------------------------------------------------------
 
-    def inodes(self, d: Dir | None = None):
-        """(name, inode) of every file under ``d`` (the root), by its current and its durable
-        names, depth first: a file renamed since the last directory sync comes twice."""
-        for name, node in (*(d or self.root).entries.items(), *(d or self.root).durable.items()):
-            if isinstance(node, Dir):
-                yield from self.inodes(node)
-            else:
-                yield name, node
+    def inodes(self) -> list[tuple[str, Inode]]:
+        """(name, inode) of every file, by its current and its durable names, depth first: a file
+        renamed since the last directory sync comes twice."""
+        out: list[tuple[str, Inode]] = []
+
+        def walk(d: Dir) -> None:
+            for entries in (d.entries, d.durable):
+                for name, node in entries.items():
+                    if isinstance(node, Dir):
+                        walk(node)
+                    else:
+                        out.append((name, node))
+
+        walk(self.root)
+        return out
 
     def _files(self, durable: bool) -> dict[str, bytes]:
         out: dict[str, bytes] = {}

@@ -8,30 +8,22 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from conformance.crash_machine import make_crash_machine
-from conformance.profiles import fresh_cases
+from conformance.profiles import FreshCases
 
 SimCrashMachine = make_crash_machine("sim")
 OsCrashMachine = make_crash_machine("os")
 KafkaCrashMachine = make_crash_machine("sim", ("model", "kafka"))
 
 
-class _FreshCases:
-    """Runs the machine as the time-to-catch benchmark measures it (conformance/profiles.py)."""
-
-    def runTest(self):
-        with fresh_cases():
-            super().runTest()
-
-
-class TestCrashMachineSim(_FreshCases, SimCrashMachine.TestCase):
+class TestCrashMachineSim(FreshCases, SimCrashMachine.TestCase):
     settings = settings(settings(), stateful_step_count=40)
 
 
-class TestCrashMachineOs(_FreshCases, OsCrashMachine.TestCase):
+class TestCrashMachineOs(FreshCases, OsCrashMachine.TestCase):
     settings = settings(settings(), max_examples=max(10, settings().max_examples // 5))
 
 
-class TestCrashMachineOnKafka(_FreshCases, KafkaCrashMachine.TestCase):
+class TestCrashMachineOnKafka(FreshCases, KafkaCrashMachine.TestCase):
     """Apache Kafka 4.4.0's own log layer loads every crash image the machine makes, judged against
     the model; a case that reaches a known Kafka bug (corpora/kafka-findings) ends there."""
 

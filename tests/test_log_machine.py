@@ -6,10 +6,16 @@ from __future__ import annotations
 from hypothesis import settings
 
 from conformance.log_machine import make_log_machine
+from conformance.profiles import FreshCases
 
 SimMachine = make_log_machine("sim")
 OsMachine = make_log_machine("os")
 
-TestLogMachineSim = SimMachine.TestCase
-TestLogMachineOs = OsMachine.TestCase
-TestLogMachineOs.settings = settings(settings(), max_examples=max(10, settings().max_examples // 4))
+
+
+class TestLogMachineSim(FreshCases, SimMachine.TestCase):
+    pass
+
+
+class TestLogMachineOs(FreshCases, OsMachine.TestCase):
+    settings = settings(settings(), max_examples=max(10, settings().max_examples // 4))
