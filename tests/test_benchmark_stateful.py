@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
+
 from benchmarks import stateful
 
 

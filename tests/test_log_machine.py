@@ -12,7 +12,6 @@ SimMachine = make_log_machine("sim")
 OsMachine = make_log_machine("os")
 
 
-
 class TestLogMachineSim(FreshCases, SimMachine.TestCase):
     pass
 
