@@ -10,5 +10,6 @@ Modules, one per benchmark:
 * :mod:`benchmarks.timing` — interleaved best-of-N timing with ``time.perf_counter``;
 * :mod:`benchmarks.scan` — impl ``BatchScan`` over the CRC-32C floor (figures 1 and 2);
 * :mod:`benchmarks.model_vs_impl` — ``model.file_records.iterate_file`` over impl (figure 3);
-* :mod:`benchmarks.mmap_scan` — impl over an ``mmap`` of the segment file versus over ``bytes``.
+* :mod:`benchmarks.mmap_scan` — impl over an ``mmap`` of the segment file versus over ``bytes``;
+* :mod:`benchmarks.recovery` — ``LogSegment.recover()`` of the segment file over one ``crc32c`` call.
 """

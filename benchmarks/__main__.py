@@ -17,7 +17,7 @@ from typing import Any
 
 import crc32c
 
-from benchmarks import mmap_scan, model_vs_impl, scan, stateful, unclean
+from benchmarks import mmap_scan, model_vs_impl, recovery, scan, stateful, unclean
 from benchmarks.segments import build_segment
 from benchmarks.timing import pin_allocator
 
@@ -105,6 +105,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "scan": {},
         "model_vs_impl": {},
         "mmap": {},
+        "recovery": {},
     }
     for label, (batch_bytes, records) in SHAPES.items():
         _log(f"building {args.size_mib:g} MiB segment of {SHAPE_NAMES[label]} with model.records.build_batch_v2 ...")
@@ -121,6 +122,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         out["model_vs_impl"][label] = model_vs_impl.run(seg, args.repeat, int(args.model_size_mib * MIB))
         _log("  impl over mmap vs bytes ...")
         out["mmap"][label] = mmap_scan.run(seg, args.repeat)
+        _log("  LogSegment.recover() of the segment file vs one crc32c call ...")
+        out["recovery"][label] = recovery.run(seg, args.repeat)
         del seg
     _log(
         f"unclean restart: {args.unclean_partitions} partitions x {args.unclean_segments} segments of "
@@ -174,6 +177,12 @@ def render(r: dict[str, Any]) -> str:
         row("model minor page faults", "{:.0f} /MB", lambda x: mv[x]["model_minor_faults_per_mb"])
     row("impl over mmap", "{:.0f} MB/s", lambda x: mm[x]["mmap_mb_s"])
     row("impl mmap / bytes", "{:.2f}x", lambda x: mm[x]["mmap_over_bytes"])
+    if r.get("recovery"):
+        rc = r["recovery"]
+        row("recovery (LogSegment.recover)", "{:.0f} MB/s", lambda x: rc[x]["recovery_mb_s"])
+        row("recovery / crc32c one call", "{:.2f}", lambda x: rc[x]["recovery_over_crc_one_call"])
+        row("recovery / crc32c floor", "{:.2f}", lambda x: rc[x]["recovery_over_crc_floor"])
+        row("recovery per batch", "{:.0f} ns", lambda x: rc[x]["recovery_ns_per_batch"])
     widths = [max(len(cells[i]) for cells in rows) for i in range(len(rows[0]))]
     for cells in rows:
         lines.append(

@@ -8,6 +8,10 @@ other's garbage.  One untimed warm-up call per contender goes first (page faults
 first-touch of fresh buffers); its result is handed to a check, so a contender that silently did
 less work (a scan stopping early) cannot produce a flattering ratio.
 
+A contender that needs a fresh state for every call (a recovery rewrites its index files) is a
+:class:`Staged`: its ``prepare`` runs before the clock starts and its ``finish`` (checks, closing)
+after it stops, for the warm-up and every timed call alike.
+
 Minor page faults per call are counted too (where ``resource`` exists): a contender that allocates a
 lot (the model copies every batch) pays for them, and how many it takes depends on the allocator.
 :func:`pin_allocator` makes that the same in every run; see its docstring.
@@ -47,6 +51,16 @@ class Timing:
     minor_faults: float | None = None  # per call, mean over the timed runs
 
 
+@attrs.frozen
+class Staged:
+    """A contender in three steps, only the middle one timed: ``prepare()`` gives the state,
+    ``run(state)`` is the measured call, ``finish(result)`` checks and releases its result."""
+
+    prepare: Callable[[], Any]
+    run: Callable[[Any], Any]
+    finish: Callable[[Any], None] = lambda result: None
+
+
 def _minflt() -> int | None:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt if resource else None
 
@@ -73,8 +87,31 @@ def pin_allocator() -> bool:
     return mallopt(_M_TRIM_THRESHOLD, 1 << 30) == 1
 
 
+def _call(fn: Callable[[], Any] | Staged) -> tuple[float, int | None, Any]:
+    """(seconds, minor faults, result) of one call; a :class:`Staged` contender's prepare is
+    outside the clock and the count."""
+    if isinstance(fn, Staged):
+        state = fn.prepare()
+        f0 = _minflt()
+        t0 = time.perf_counter()
+        result = fn.run(state)
+    else:
+        f0 = _minflt()
+        t0 = time.perf_counter()
+        result = fn()
+    t1 = time.perf_counter()
+    return t1 - t0, None if f0 is None else _minflt() - f0, result
+
+
+def _finish(fn: Callable[[], Any] | Staged, result: Any) -> None:
+    if isinstance(fn, Staged):
+        fn.finish(result)
+
+
 def measure(
-    contenders: dict[str, Callable[[], Any]], repeat: int, check: Callable[[str, Any], None] | None = None
+    contenders: dict[str, Callable[[], Any] | Staged],
+    repeat: int,
+    check: Callable[[str, Any], None] | None = None,
 ) -> dict[str, Timing]:
     """Time every contender at least ``repeat`` times, interleaved, after one warm-up call each whose
     result goes to ``check(name, result)`` (which raises if the contender did not do the whole job).
@@ -83,11 +120,11 @@ def measure(
     (up to ``MAX_ROUNDS_FACTOR × repeat``), so millisecond-scale figures get a stable best."""
     slowest = 0.0
     for name, fn in contenders.items():
-        t0 = time.perf_counter()
-        result = fn()
-        slowest = max(slowest, time.perf_counter() - t0)
+        took, _, result = _call(fn)
+        slowest = max(slowest, took)
         if check is not None:
             check(name, result)
+        _finish(fn, result)
         del result
     rounds = max(repeat, min(MAX_ROUNDS_FACTOR * repeat, math.ceil(ROUND_BUDGET_S / max(slowest, 1e-9))))
     runs: dict[str, list[float]] = {name: [] for name in contenders}
@@ -97,16 +134,14 @@ def measure(
         for _ in range(rounds):
             for name, fn in contenders.items():
                 gc.collect()
-                f0 = _minflt()
                 gc.disable()
-                t0 = time.perf_counter()
-                result = fn()
-                t1 = time.perf_counter()
-                if f0 is not None:
-                    faults[name] += _minflt() - f0
+                took, minflt, result = _call(fn)
+                if minflt is not None:
+                    faults[name] += minflt
+                _finish(fn, result)
                 del result  # freeing the result (the model's copies) is not timed
                 gc.enable()
-                runs[name].append(t1 - t0)
+                runs[name].append(took)
     finally:
         if enabled:
             gc.enable()

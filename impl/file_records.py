@@ -181,6 +181,14 @@ class BatchScan:
         self.error = LogFormatError(CORRUPT_RECORD, reason, pos, detail)
 
 
+def v2_header_at(buf, pos: int, total: int) -> BatchHeader:
+    """The header :class:`BatchScan` yields for the valid v2 batch of ``total`` bytes at ``pos``
+    (for a caller that walked the batch itself: recovery, impl.segment)."""
+    base, _, ple, magic, crc, attributes, lod, bts, mts, pid, pep, bseq, cnt = _v2_header(buf, pos)
+    fields = (pos, total, base, base + lod, magic, crc, attributes, ple, lod, bts, mts, pid, pep, bseq, cnt)
+    return _new_header(BatchHeader, fields)
+
+
 def scan(buf, start: int = 0, end: int | None = None) -> tuple[list[BatchHeader], BatchScan]:
     """Convenience: every header plus the finished scan."""
     s = BatchScan(buf, start, end)

@@ -176,6 +176,31 @@ class _MmapIndex:
         self._entry.pack_into(self._mm, self._entries * self.ENTRY_SIZE, a, b)
         self._entries += 1
 
+    def write_entries(self, flat: list[int]) -> None:
+        """Write entries (key, value pairs as stored, flattened; the list is emptied) in one slice
+        of the mapping: the bytes, count and last entry appending them one by one would leave.  The
+        caller has checked each as :meth:`OffsetIndex.append` / :meth:`TimeIndex.maybe_append`
+        would (recovery does, impl.segment): one pack and one copy instead of an entry-sized write
+        per batch, which made index rebuilds a third of recovery (issue #34)."""
+        n = len(flat) // 2
+        if not n:
+            return
+        with self._lock:
+            if self._entries + n > self.max_entries:
+                raise IndexFailure(
+                    BUFFER_OVERFLOW, "write-past-mapping", f"slot {self.max_entries} of {self.max_entries}", self.path
+                )
+            start = self._entries * self.ENTRY_SIZE
+            packed = struct.pack(">" + self._entry.format[1:] * n, *flat)
+            self._mm[start : start + len(packed)] = packed
+            self._entries += n
+            self._set_last(flat[-2], flat[-1])
+        flat.clear()
+
+    def _set_last(self, key: int, value: int) -> None:
+        """The last entry's attribute, from the entry just written as stored (no slot read)."""
+        raise NotImplementedError
+
     # --- search (§3.4) -------------------------------------------------------------------------
 
     def _key(self, slot: int, field: int) -> int:
@@ -342,6 +367,9 @@ class OffsetIndex(_MmapIndex):
     def _reload_last(self) -> None:
         self.last_offset = self.base_offset + self._raw(self._entries - 1)[0] if self._entries else self.base_offset
 
+    def _set_last(self, key: int, value: int) -> None:
+        self.last_offset = self.base_offset + key
+
     def _key(self, slot: int, field: int) -> int:  # not counted: _search counts its reads
         raw = self._entry.unpack_from(self._mm, slot * self.ENTRY_SIZE)
         return self.base_offset + raw[0] if field == 0 else raw[1]
@@ -416,6 +444,9 @@ class TimeIndex(_MmapIndex):
             self.last_entry = (ts, self.base_offset + rel)
         else:
             self.last_entry = (-1, self.base_offset)
+
+    def _set_last(self, key: int, value: int) -> None:
+        self.last_entry = (key, self.base_offset + value)
 
     def _key(self, slot: int, field: int) -> int:  # not counted: _search counts its reads
         raw = self._entry.unpack_from(self._mm, slot * self.ENTRY_SIZE)

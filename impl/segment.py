@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import struct
+
+from crc32c import crc32c
 
 from impl.config import LogConfig
 from impl.errors import IndexFailure, LogError, LogFormatError
-from impl.file_records import BatchScan
+from impl.file_records import BatchScan, v2_header_at
 from impl.index import CORRUPT, ZERO_PADDED, LazyIndex, TimeIndex
 from impl.index_verify import ShadowIndexes, soundness_problem
 from impl.record_walk import base_offset, end_marker, offset_of_max_timestamp, search_for_timestamp
@@ -27,6 +30,10 @@ from impl.storage import Storage
 from impl.txn_index import TransactionIndex
 
 INT32_MAX = 2**31 - 1
+# what recovery reads of a v2 batch (§1.2): base offset, length, partition leader epoch, magic, crc,
+# attributes, last offset delta, (base timestamp skipped) max timestamp, producer id
+_V2_FIELDS = struct.Struct(">qiibIhi8xqq")
+_v2_fields = _V2_FIELDS.unpack_from
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
@@ -428,31 +435,12 @@ class LogSegment:
         offsets.reset()
         times.reset()
         self.txn_index.reset()
-        valid = last_index_entry = 0
         self._set_max_ts(None)
         self._content_max = None
         self.recovered_map_end = None  # the offset after the last v2 batch: the producer state's map end
         self.recovered_producers = []
-        view = self.view()
         try:
-            for h in BatchScan(view):
-                if not self.can_convert_to_relative_offset(h.last_offset):
-                    raise LogSegmentOffsetOverflow(self, h.last_offset)
-                if h.max_timestamp > self.max_timestamp_so_far():
-                    self._set_max_ts((h.max_timestamp, h.last_offset))
-                if valid - last_index_entry > self.config.index_interval_bytes:
-                    offsets.append(h.last_offset, valid)
-                    times.maybe_append(*self.max_timestamp_and_offset())
-                    last_index_entry = valid
-                valid += h.size
-                if h.magic >= 2:
-                    self.recovered_map_end = h.last_offset + 1
-                    if h.producer_id >= 0:
-                        self.recovered_producers.append((h, self.marker(h)))
-                if h.magic >= 2 and epoch_cache is not None and h.partition_leader_epoch >= 0:
-                    latest = epoch_cache.latest_epoch()
-                    if latest is None or h.partition_leader_epoch > latest:
-                        epoch_cache.assign(h.partition_leader_epoch, h.offset)
+            valid = self._rebuild(self.view(), epoch_cache, offsets, times)
         except LogSegmentOffsetOverflow:
             raise  # the loader splits this segment; its reset indexes stay as Kafka leaves them (§5.5)
         except Exception:
@@ -469,6 +457,105 @@ class LogSegment:
         times.maybe_append(*self.max_timestamp_and_offset(), skip_full_check=True)
         times.trim_to_valid_size()
         return truncated
+
+    def _rebuild(self, view, epoch_cache, offsets, times) -> int:
+        """§4.6 step 3: the valid batches of ``view`` in order, each with Kafka's rules in Kafka's
+        order — the offset overflow check, the max timestamp, an index entry once more than
+        index.interval.bytes lie since the last, and for a v2 batch the producer state's map end,
+        the header of a batch with a producer id, and its leader epoch.  Returns the valid bytes.
+
+        Issue #34: a plain v2 batch (magic 2, long enough, whole, CRC-32C right) is read here with one
+        unpack of the fields used, no header object, and its entries are kept in memory, checked as
+        ``OffsetIndex.append`` / ``TimeIndex.maybe_append`` check them, and written in one piece.
+        Any other batch (legacy, short, torn, failing its CRC) goes to :class:`BatchScan`, whose
+        rules (§1.9, §1.10) decide where recovery stops.  The entries are written before anything
+        that may touch storage (a marker read, an epoch checkpoint), before an append that will be
+        refused (the real one then raises Kafka's error), before an exception leaves and at the
+        end: at every storage operation the index files hold what one write per entry would leave."""
+        base, interval = self.base_offset, self.config.index_interval_bytes
+        off_buf: list[int] = []  # pending (relative offset, position) entries, flattened
+        time_buf: list[int] = []  # pending (timestamp, relative offset) entries
+        n_off, last_off, max_off = offsets.entries, offsets.last_offset, offsets.max_entries
+        n_time, (last_ts, last_ts_off), max_time = times.entries, times.last_entry, times.max_entries - 1
+        initial = best_ts, best_off = times.last_entry  # (−1, base): what Kafka loads at the first batch
+        epoch_floor = _epoch_floor(epoch_cache)
+        map_end, producers, generic, overflowed = None, self.recovered_producers, None, False
+
+        def flush() -> None:
+            offsets.write_entries(off_buf)
+            times.write_entries(time_buf)
+
+        exported = memoryview(view)
+        mv = exported if exported.format == "B" and exported.ndim == 1 else exported.cast("B")
+        end = mv.nbytes
+        plain_end = end - _V2_FIELDS.size  # where the fields still fit (and then pos < end − 17, §1.10 rule 1)
+        pos = last_index_entry = 0
+        try:
+            while True:
+                plain = False
+                if pos <= plain_end:
+                    first, length, epoch, magic, crc, attributes, delta, max_ts, producer = _v2_fields(mv, pos)
+                    size = length + 12
+                    # magic ≥ 2 read signed: BatchScan's v2 branch (§1.10 rule 6); §1.10 rules 4, 5; §1.9
+                    plain = magic >= 2 and 61 <= size <= end - pos and crc32c(mv[pos + 21 : pos + size]) == crc
+                if plain:
+                    last, header = first + delta, None
+                else:
+                    header, generic = _header_at(view, pos, generic)
+                    if header is None:
+                        break  # the first invalid batch, or the end: recovery truncates here
+                    first, size, last, magic, attributes, max_ts, producer, epoch = _recovery_fields(header)
+                if not 0 <= last - base <= INT32_MAX:  # can_convert_to_relative_offset (§4.6, §5.5)
+                    overflowed = True
+                    raise LogSegmentOffsetOverflow(self, last)
+                if max_ts > best_ts:
+                    best_ts, best_off = max_ts, last
+                if pos - last_index_entry > interval:
+                    key = last  # the batch's last offset, never its base (KAFKA-3955, KAFKA-3919)
+                    if n_off < max_off and (n_off == 0 or key > last_off):  # what OffsetIndex.append accepts
+                        off_buf += (key - base, pos)
+                        n_off, last_off = n_off + 1, key
+                    else:
+                        flush()
+                        offsets.append(key, pos)  # refused, with Kafka's error
+                        n_off, last_off = offsets.entries, offsets.last_offset
+                    if n_time < max_time and (n_time == 0 or (best_off >= last_ts_off and best_ts >= last_ts)):
+                        if best_ts > last_ts:  # what TimeIndex.maybe_append accepts, and appends
+                            time_buf += (best_ts, best_off - base)
+                            n_time, last_ts, last_ts_off = n_time + 1, best_ts, best_off
+                    else:
+                        flush()
+                        times.maybe_append(best_ts, best_off)  # refused, with Kafka's error
+                        n_time, (last_ts, last_ts_off) = times.entries, times.last_entry
+                    last_index_entry = pos
+                if magic >= 2:
+                    map_end = last + 1
+                    if producer >= 0:
+                        header = header or v2_header_at(mv, pos, size)
+                        if attributes & 0x20:
+                            flush()  # a control batch: its marker is read through storage
+                        producers.append((header, self.marker(header)))
+                    if epoch > epoch_floor:
+                        flush()
+                        epoch_cache.assign(epoch, first)
+                        epoch_floor = _epoch_floor(epoch_cache)
+                pos += size
+        except BaseException:
+            with contextlib.suppress(IndexFailure, OSError):
+                flush()  # the entries rebuilt so far, as appending each would have left them
+            raise
+        else:
+            flush()
+        finally:
+            generic = None  # closes BatchScan's iterator: it holds an export of the view
+            mv.release()
+            exported.release()
+            self.recovered_map_end = map_end
+            if (best_ts, best_off) != initial:
+                self._set_max_ts((best_ts, best_off))
+            elif not (pos == 0 and overflowed):  # a batch reached the max timestamp step: Kafka loaded it there
+                self._max_ts, self._max_ts_as_loaded = initial, True
+        return pos
 
     def _truncate_log(self, size: int) -> None:
         if size < self._size or self._log.size() > size:
@@ -625,6 +712,30 @@ def _raise_scan_error(scan: BatchScan, path: str) -> None:
         raise error
     finally:
         error = None
+
+
+def _epoch_floor(epoch_cache) -> int:
+    """Recovery assigns a v2 batch's leader epoch when it is ≥ 0 and above the cache's latest
+    (§4.6, §4.14): the epochs above this are those (no cache: none)."""
+    if epoch_cache is None:
+        return INT32_MAX  # a partition leader epoch is an int32
+    latest = epoch_cache.latest_epoch()
+    return -1 if latest is None else max(latest, -1)
+
+
+def _recovery_fields(h) -> tuple[int, ...]:
+    """What :meth:`LogSegment._rebuild` reads of a batch, from its header."""
+    offsets = h.offset, h.size, h.last_offset
+    return *offsets, h.magic, h.attributes, h.max_timestamp, h.producer_id, h.partition_leader_epoch
+
+
+def _header_at(view, pos: int, generic):
+    """The header :class:`BatchScan` reads at ``pos`` (None where it stops), and the scan to go on
+    with: ``generic`` is (the iterator of a scan, where it reads next), reused when it is at ``pos``."""
+    if generic is None or generic[1] != pos:
+        generic = (iter(BatchScan(view, pos)), pos)
+    header = next(generic[0], None)
+    return header, None if header is None else (generic[0], pos + header.size)
 
 
 def _search_for_offset(headers, target: int, view):

@@ -825,8 +825,8 @@ HISTORICAL_MUTANTS = (
     Mutant(
         name="recovery-indexes-base-offset",
         module="impl.segment",
-        old="offsets.append(h.last_offset, valid)",
-        new="offsets.append(h.offset, valid)",
+        old="key = last  # the batch's last offset",
+        new="key = first  # the batch's last offset",
         description="KAFKA-3955 / KAFKA-3919 (< 2.0): recovery indexes a batch by its first offset, so a segment holding a follower's overlapping batches (base below the previous batch's last offset) throws InvalidOffsetException and is truncated, or stops the load (§7.1)",
         caught_by=("regression-corpus",),
     ),
