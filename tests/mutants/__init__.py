@@ -823,6 +823,14 @@ HISTORICAL_MUTANTS = (
         caught_by=("regression-corpus",),
     ),
     Mutant(
+        name="recovery-trusts-plain-batches",
+        module="impl.segment",
+        old="61 <= size <= end - pos and crc32c(mv[pos + 21 : pos + size]) == crc",
+        new="61 <= size <= end - pos",
+        description="recovery's fast path for plain v2 batches (issue #34) takes a whole batch as valid without its CRC-32C: a corrupted batch is kept, where Kafka's recovery truncates at it (§1.9, §4.6)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="recovery-indexes-base-offset",
         module="impl.segment",
         old="key = last  # the batch's last offset",
