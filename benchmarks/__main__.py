@@ -17,7 +17,7 @@ from typing import Any
 
 import crc32c
 
-from benchmarks import mmap_scan, model_vs_impl, scan, unclean
+from benchmarks import clean_start, mmap_scan, model_vs_impl, scan, unclean
 from benchmarks.segments import build_segment
 from benchmarks.timing import pin_allocator
 
@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--unclean-cold", action="store_true", help="drop the page cache before each unclean-restart load (root only)"
     )
+    p.add_argument("--clean-partitions", type=int, default=10, help="partitions in the clean-start dir (10)")
+    p.add_argument("--clean-segments", type=int, default=10_000, help="segments there, in all (10000)")
     p.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     p.add_argument(
         "--no-pin-malloc", action="store_true",
@@ -94,6 +96,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "unclean_segment_mib": args.unclean_segment_mib,
             "threads": args.threads,
             "unclean_cold": args.unclean_cold,
+            "clean_partitions": args.clean_partitions,
+            "clean_segments": args.clean_segments,
             "statistic": "best",
         },
         "segments": {},
@@ -130,6 +134,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args.seed,
         args.unclean_cold,
     )
+    _log(f"clean start: {args.clean_partitions} partitions, {args.clean_segments} segments ...")
+    out["clean_start"] = clean_start.run(args.clean_partitions, args.clean_segments, args.repeat)
     out["elapsed_s"] = time.perf_counter() - started
     return out
 
@@ -173,6 +179,8 @@ def render(r: dict[str, Any]) -> str:
         )
     if "unclean_restart" in r:
         lines += ["", *unclean.render(r["unclean_restart"])]
+    if "clean_start" in r:
+        lines += ["", *clean_start.render(r["clean_start"])]
     lines += ["", f"total {r['elapsed_s']:.1f} s (segment building included)"]
     return "\n".join(lines)
 
@@ -185,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         _parser().error(
             "--unclean-partitions and --threads must be >= 1, --unclean-segments >= 2, --unclean-segment-mib > 0"
         )
+    if args.clean_partitions < 1 or args.clean_segments < args.clean_partitions:
+        _parser().error("--clean-partitions must be >= 1, --clean-segments >= --clean-partitions")
     if args.unclean_cold and (why := unclean.drop_page_cache()):
         _parser().error(f"--unclean-cold: {why}")
     result = run(args)
