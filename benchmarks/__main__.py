@@ -17,7 +17,7 @@ from typing import Any
 
 import crc32c
 
-from benchmarks import mmap_scan, model_vs_impl, recovery, scan, stateful, unclean
+from benchmarks import clean_start, mmap_scan, model_vs_impl, recovery, scan, stateful, unclean
 from benchmarks.segments import build_segment
 from benchmarks.timing import pin_allocator
 
@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--unclean-cold", action="store_true", help="drop the page cache before each unclean-restart load (root only)"
     )
+    p.add_argument("--clean-partitions", type=int, default=10, help="partitions in the clean-start dir (10)")
+    p.add_argument("--clean-segments", type=int, default=10_000, help="segments there, in all (10000)")
     p.add_argument(
         "--stateful-examples", type=int, default=20,
         help="examples per state machine per round in the stateful-throughput figure (20; 0 skips it)",
@@ -98,6 +100,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "unclean_segment_mib": args.unclean_segment_mib,
             "threads": args.threads,
             "unclean_cold": args.unclean_cold,
+            "clean_partitions": args.clean_partitions,
+            "clean_segments": args.clean_segments,
             "stateful_examples": args.stateful_examples,
             "statistic": "best",
         },
@@ -138,6 +142,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args.seed,
         args.unclean_cold,
     )
+    _log(f"clean start: {args.clean_partitions} partitions, {args.clean_segments} segments ...")
+    out["clean_start"] = clean_start.run(args.clean_partitions, args.clean_segments, args.repeat)
     if args.stateful_examples:
         _log(f"stateful throughput: the toy, log and crash machines, {args.stateful_examples} examples each ...")
         out["stateful"] = stateful.run(list(stateful.CONTENDERS), args.stateful_examples, min(args.repeat, 3))
@@ -190,6 +196,8 @@ def render(r: dict[str, Any]) -> str:
         )
     if "unclean_restart" in r:
         lines += ["", *unclean.render(r["unclean_restart"])]
+    if "clean_start" in r:
+        lines += ["", *clean_start.render(r["clean_start"])]
     if "stateful" in r:
         lines += ["", *stateful.render(r["stateful"])]
     lines += ["", f"total {r['elapsed_s']:.1f} s (segment building included)"]
@@ -206,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         _parser().error(
             "--unclean-partitions and --threads must be >= 1, --unclean-segments >= 2, --unclean-segment-mib > 0"
         )
+    if args.clean_partitions < 1 or args.clean_segments < args.clean_partitions:
+        _parser().error("--clean-partitions must be >= 1, --clean-segments >= --clean-partitions")
     if args.unclean_cold and (why := unclean.drop_page_cache()):
         _parser().error(f"--unclean-cold: {why}")
     result = run(args)

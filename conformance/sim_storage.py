@@ -263,6 +263,12 @@ class SimStorage:
             raise NotADirectoryError(path)
         return sorted(node.entries)
 
+    def scan_dir(self, path: str) -> tuple[list[str], set[str]]:
+        node = self._node(path)
+        if not isinstance(node, Dir):
+            raise NotADirectoryError(path)
+        return sorted(node.entries), {name for name, child in node.entries.items() if isinstance(child, Dir)}
+
     def make_dirs(self, path: str) -> None:
         node = self.root
         for part in [p for p in _norm(path).split("/") if p]:

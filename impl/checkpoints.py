@@ -156,7 +156,8 @@ def _render(lines: list[str]) -> str:
     return f"0\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
 
 
-def _read_file(storage: Storage, path: str) -> bytes:
+def read_bytes(storage: Storage, path: str) -> bytes:
+    """The whole file; a missing file reads as empty."""
     if not storage.exists(path):
         return b""
     f = storage.open(path)
@@ -175,12 +176,12 @@ def _read_file(storage: Storage, path: str) -> bytes:
 
 def read_offsets(storage: Storage, path: str) -> dict[tuple[str, int], int]:
     """An offset checkpoint file; a missing file reads as empty."""
-    return parse_offsets(_read_file(storage, path), path)
+    return parse_offsets(read_bytes(storage, path), path)
 
 
 def read_epochs(storage: Storage, path: str) -> list[tuple[int, int]]:
     """A leader-epoch checkpoint file; a missing file reads as empty."""
-    return parse_epochs(_read_file(storage, path), path)
+    return parse_epochs(read_bytes(storage, path), path)
 
 
 def write_text(storage: Storage, path: str, text: str, sync: bool = True) -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Callable
 
 from impl.errors import IndexFailure
 from impl.storage import Storage
@@ -512,25 +511,51 @@ class TimeIndex(_MmapIndex):
         self._check_length()
 
 
+_LOCK_CREATION = threading.Lock()
+
+
 class LazyIndex:
     """Deferred materialisation (§3.6): nothing is opened, created or read until :meth:`get`; the
-    index is constructed at most once, under a lock (KAFKA-9156)."""
+    index is constructed at most once, under a lock (KAFKA-9156).
 
-    def __init__(self, storage: Storage, path: str, factory: Callable[[Storage, str, bool], _MmapIndex]):
+    The lock itself is made on first need (:attr:`_lock`): a load makes two lazy indexes per segment
+    and never touches most of them, so a lock each was a good part of a clean start's cost."""
+
+    __slots__ = ("_storage", "_path", "_kind", "_base_offset", "_max_index_size", "_index", "_own_lock",
+                 "constructions")  # fmt: skip
+
+    def __init__(self, storage: Storage, path: str, kind: type[_MmapIndex], base_offset: int, max_index_size: int):
         self._storage = storage
         self._path = path
-        self._factory = factory
+        self._kind = kind
+        self._base_offset = base_offset
+        self._max_index_size = max_index_size
         self._index: _MmapIndex | None = None
-        self._lock = threading.Lock()
+        self._own_lock: threading.Lock | None = None
         self.constructions = 0
 
     @classmethod
     def offset_index(cls, storage: Storage, path: str, base_offset: int, max_index_size: int) -> LazyIndex:
-        return cls(storage, path, lambda s, p, rebuild: OffsetIndex(s, p, base_offset, max_index_size, rebuild))
+        return cls(storage, path, OffsetIndex, base_offset, max_index_size)
 
     @classmethod
     def time_index(cls, storage: Storage, path: str, base_offset: int, max_index_size: int) -> LazyIndex:
-        return cls(storage, path, lambda s, p, rebuild: TimeIndex(s, p, base_offset, max_index_size, rebuild))
+        return cls(storage, path, TimeIndex, base_offset, max_index_size)
+
+    @property
+    def _lock(self) -> threading.Lock:
+        """This index's lock, made once: two threads asking at once get the same one (made under a
+        lock shared by all, held only for that)."""
+        lock = self._own_lock
+        if lock is None:
+            with _LOCK_CREATION:
+                if self._own_lock is None:
+                    self._own_lock = threading.Lock()
+                lock = self._own_lock
+        return lock
+
+    def _factory(self, storage: Storage, path: str, rebuild: bool) -> _MmapIndex:
+        return self._kind(storage, path, self._base_offset, self._max_index_size, rebuild)
 
     @property
     def path(self) -> str:
@@ -574,13 +599,21 @@ class LazyIndex:
                 return True
             return False
 
+    def _never_materialised(self) -> bool:
+        """Nothing to close: no index, and no get() under way (it makes the lock before it builds)."""
+        return self._own_lock is None and self._index is None
+
     def close(self, sync: bool = False) -> None:
         """An index never materialised is not trimmed (KAFKA-9373 behaviour, §7.5)."""
+        if self._never_materialised():
+            return
         with self._lock:
             if self._index is not None:
                 self._index.close(sync)
 
     def close_handler(self) -> None:
+        if self._never_materialised():
+            return
         with self._lock:
             if self._index is not None:
                 self._index.close_handler()

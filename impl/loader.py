@@ -39,7 +39,7 @@ import attrs
 
 from impl.config import LogConfig
 from impl.errors import IndexFailure
-from impl.leader_epoch import LeaderEpochCache
+from impl.leader_epoch import CHECKPOINT_NAME, LeaderEpochCache
 from impl.log import PartitionLog, Scheduler
 from impl.names import offset_from_file_name
 from impl.producer_state import BadSnapshotName, ProducerStateManager, RebuildError, rebuild
@@ -87,7 +87,61 @@ def _offset(path: str) -> int:
 
 
 def _files(storage, directory: str) -> list[str]:
-    return [f"{directory}/{n}" for n in storage.list_dir(directory) if not storage.is_dir(f"{directory}/{n}")]
+    """A fresh listing's regular files (everything but directories), sorted, as paths."""
+    return _Listing(storage, directory).paths()
+
+
+# the largest 20-digit file name prefix that parses as a long (Long.MAX_VALUE, zero-padded)
+_MAX_PREFIX = filename_prefix(2**63 - 1)
+
+
+def _canonical_prefix(name: str) -> str | None:
+    """The part before the first dot if it is a base offset as Kafka writes it (§2.1: 20 decimal
+    digits, in range), else None: then that part is its own ``filename_prefix``, no parse needed."""
+    prefix = name[:20]
+    if name[20:21] == "." and prefix.isdigit() and prefix.isascii() and prefix <= _MAX_PREFIX:
+        return prefix
+    return None
+
+
+class _Listing:
+    """One listing of a partition dir, kept up to date with what the loader itself deletes and
+    renames there.  Kafka lists the dir at §5.2 step 1, again at steps 3 and 4 and in
+    loadSegmentFiles (§5.3 step 1), and asks the file system whether each segment's index files
+    exist; between those listings only the loader changes the dir, so one listing (a single read
+    of the dir, with each entry's type) answers all of them.  Where the loader makes files it does
+    not track — a swap segment's missing ``.index.swap`` created by readNextOffset (§5.2 step 2),
+    the segments a split writes (§5.5) — the caller drops the listing and the dir is read again."""
+
+    def __init__(self, storage, directory: str):
+        self.dir = directory
+        names, dirs = storage.scan_dir(directory)
+        self.names = set(names)  # every entry: Kafka's File.exists() is true for a directory too
+        self.files = dict.fromkeys(n for n in names if n not in dirs) if dirs else dict.fromkeys(names)  # sorted
+        self._sorted = True
+
+    def file_names(self) -> list[str]:
+        """The regular files (all but directories), sorted by name."""
+        if not self._sorted:
+            self.files = dict.fromkeys(sorted(self.files))
+            self._sorted = True
+        return list(self.files)
+
+    def paths(self) -> list[str]:
+        return [f"{self.dir}/{name}" for name in self.file_names()]
+
+    def removed(self, path: str) -> None:
+        name = path.rsplit("/", 1)[-1]
+        self.names.discard(name)
+        self.files.pop(name, None)
+
+    def renamed(self, src: str, dst: str) -> None:
+        self.removed(src)
+        name = dst.rsplit("/", 1)[-1]
+        self.names.add(name)
+        if name not in self.files:
+            self.files[name] = None
+            self._sorted = False
 
 
 class PartitionLoader:
@@ -123,32 +177,44 @@ class PartitionLoader:
         self._map_end_after: dict[int, int | None] = {}  # base → the offset after its last v2 batch
         self._producers_in: dict[int, list] = {}  # base → the headers of its batches with a producer id
         self.producer_state: ProducerStateManager | None = None  # the log's, made as the load starts
+        self._listing: _Listing | None = None  # the dir as listed, see _Listing; None: list it again
+        # snapshot files changed behind the log's producer-state manager (a recovery's own manager
+        # writes and deletes them, a swap completion deletes some): it lists them again (§5.2 step 11)
+        self._snapshots_changed = False
+
+    def _listed(self) -> _Listing:
+        if self._listing is None:
+            self._listing = _Listing(self.storage, self.dir)
+        return self._listing
 
     def _unlink(self, path: str) -> None:
         self.storage.unlink(path)
+        if self._listing is not None:
+            self._listing.removed(path)
         self.report.deleted_files.append(path)
 
     def _jitter(self, base: int) -> int:
         bound = self.config.jitter_bound()
         return self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
 
-    def _open(self, base: int, suffix: str = "") -> LogSegment:
+    def _open(self, base: int, suffix: str = "", listed=None) -> LogSegment:
         return LogSegment(
-            self.storage, self.dir, base, self.config, self.clock(), self._jitter(base), suffix=suffix, existing=True
-        )
+            self.storage, self.dir, base, self.config, self.clock(), self._jitter(base), suffix=suffix, existing=True,
+            listed=listed,
+        )  # fmt: skip
 
     # §5.2 step 1
     def remove_temp_files_and_collect_swaps(self) -> list[str]:
         swaps, cleaned, min_cleaned = [], [], None
-        for path in _files(self.storage, self.dir):
-            if path.endswith(DELETED_SUFFIX) and not path.endswith(".checkpoint.deleted"):
-                self._unlink(path)
-            elif path.endswith(CLEANED_SUFFIX):
-                offset = _offset(path)
+        for name in self._listed().file_names():
+            if name.endswith(DELETED_SUFFIX) and not name.endswith(".checkpoint.deleted"):
+                self._unlink(f"{self.dir}/{name}")
+            elif name.endswith(CLEANED_SUFFIX):
+                offset = _offset(f"{self.dir}/{name}")
                 min_cleaned = offset if min_cleaned is None else min(min_cleaned, offset)
-                cleaned.append(path)
-            elif path.endswith(SWAP_SUFFIX):
-                swaps.append(path)
+                cleaned.append(f"{self.dir}/{name}")
+            elif name.endswith(SWAP_SUFFIX):
+                swaps.append(f"{self.dir}/{name}")
         valid = []
         for path in swaps:
             if min_cleaned is not None and _offset(path) >= min_cleaned:
@@ -168,7 +234,9 @@ class PartitionLoader:
             high = max(s.read_next_offset() for s in opened)
             for s in opened:
                 s.close_handlers()
-            for path in _files(self.storage, self.dir):
+            self._listing = None  # readNextOffset may have created an .index.swap: listed again, as Kafka does
+            self._snapshots_changed = True  # the range deleted may hold snapshots
+            for path in self._listed().paths():
                 if path.endswith(SWAP_SUFFIX):
                     continue
                 try:
@@ -177,9 +245,13 @@ class PartitionLoader:
                     continue
                 if low <= offset < high:
                     self._unlink(path)
-        for path in _files(self.storage, self.dir):
+        if not swaps:  # step 4's listing is step 1's less what step 1 deleted: no .swap left in it
+            return
+        listing = self._listed()
+        for path in listing.paths():
             if path.endswith(SWAP_SUFFIX):
                 self.storage.rename(path, path[: -len(SWAP_SUFFIX)])
+                listing.renamed(path, path[: -len(SWAP_SUFFIX)])
                 self.report.completed_swaps.append(path)
 
     # §5.3, started over after splitting an overflowed segment (§5.5)
@@ -199,23 +271,31 @@ class PartitionLoader:
                 e.segment.close_handlers()
 
     def _load_segment_files(self, epoch_cache: LeaderEpochCache) -> None:
-        files = sorted(_files(self.storage, self.dir))
-        present = set(files)
-        for path in files:
-            if path.endswith(INDEX_SUFFIXES):
-                log = f"{self.dir}/{filename_prefix(_offset(path))}.log"
-                if log not in present:
-                    self._unlink(path)
-        for path in files:
-            if not path.endswith(".log"):
-                continue
-            base = _offset(path)
-            time_index_new = not self.storage.exists(f"{self.dir}/{filename_prefix(base)}.timeindex")
-            segment = self._open(base)
+        listing = self._listed()
+        logs, indexes = [], []
+        for name in listing.file_names():
+            if name.endswith(".log"):
+                logs.append(name)
+            elif name.endswith(INDEX_SUFFIXES):
+                indexes.append(name)
+        for name in indexes:
+            if f"{self._prefix(name)}.log" not in listing.files:
+                self._unlink(f"{self.dir}/{name}")
+        for name in logs:
+            prefix = self._prefix(name)
+            base = int(prefix)
+            # whether its index files exist, from the listing: nothing but this loop changes the
+            # dir, and a segment's sanity check or recovery makes only its own files (§5.3 step 3)
+            time_index_new = f"{prefix}.timeindex" not in listing.names
+            segment = self._open(base, listed=listing.names)
             problem = segment.sanity_check(time_index_new)
             if problem:
                 self._recover(segment, epoch_cache, problem)
             self.segments[base] = segment
+
+    def _prefix(self, name: str) -> str:
+        """``filename_prefix`` of the offset the name starts with (LoadError if it starts with none)."""
+        return _canonical_prefix(name) or filename_prefix(_offset(f"{self.dir}/{name}"))
 
     def _recover(self, segment: LogSegment, epoch_cache, reason: str) -> int:
         """LogLoader.recoverSegment: the producer state rebuilt up to the segment by a manager of
@@ -223,6 +303,7 @@ class PartitionLoader:
         psm = ProducerStateManager(self.storage, self.dir)
         lower = [self.segments[b] for b in sorted(self.segments)]
         self._rebuild(psm, lower, self.log_start_checkpoint, segment.base_offset, False)
+        self._snapshots_changed = True  # psm's rebuild deletes snapshots, its take_snapshot writes one
         self.report.recovered_segments.append(segment.base_offset)
         self.report.recovery_reasons[segment.base_offset] = reason
         truncated, txn_index = 0, None
@@ -254,6 +335,8 @@ class PartitionLoader:
                     index.trim_to_valid_size()
             raise LoadError(segment.log_path, f"cannot split the overflowed segment: {e}") from None
         self._delete_snapshots_async(replace_segments(self.segments, new, [segment], self._delete_later))
+        self._listing = None  # the split wrote files
+        self._snapshots_changed = True
         self.report.split_segments.append(segment.base_offset)
         self._scanned -= {segment.base_offset, *(s.base_offset for s in new)}
         return new
@@ -359,9 +442,12 @@ class PartitionLoader:
             segment.close_handlers()
 
     def _load(self) -> PartitionLog:
-        epoch_cache = LeaderEpochCache(self.storage, self.dir)
+        listing = self._listed()  # §5.2 step 1's listing, also what the caches' constructors list (§5.1)
+        epoch_cache = LeaderEpochCache(
+            self.storage, self.dir, exists=CHECKPOINT_NAME in listing.names, durable=self.clean
+        )  # fmt: skip
         try:
-            self.producer_state = ProducerStateManager(self.storage, self.dir)
+            self.producer_state = ProducerStateManager(self.storage, self.dir, listed=listing.files)
         except BadSnapshotName as e:
             raise LoadError(e.path, "NumberFormatException: the name before the first dot is no offset") from None
         self.complete_swaps(self.remove_temp_files_and_collect_swaps())
@@ -373,7 +459,7 @@ class PartitionLoader:
         log_start = max(self.log_start_checkpoint, min(self.segments))
         epoch_cache.truncate_from_start(self.log_start_checkpoint)
         segments = [self.segments[b] for b in sorted(self.segments)]
-        self.producer_state.remove_stray_snapshots([s.base_offset for s in segments])
+        self.producer_state.remove_stray_snapshots([s.base_offset for s in segments], relist=self._snapshots_changed)
         self._rebuild(self.producer_state, segments, log_start, next_offset, self.clean)
         return PartitionLog(
             self.storage,

@@ -267,9 +267,10 @@ class LogManager:
         recovery_points = self._read_checkpoint(state, RECOVERY_POINT_CHECKPOINT)
         log_starts = self._read_checkpoint(state, LOG_START_OFFSET_CHECKPOINT)
         entries: list[PartitionLoad | tuple[str, str, int]] = []  # in directory order
-        for name in self.storage.list_dir(state.path):
+        names, dirs = self.storage.scan_dir(state.path)  # one read of the dir, no stat each
+        for name in names:
             path = f"{state.path}/{name}"
-            if not self.storage.is_dir(path) or name in IGNORED_DIRS:
+            if name not in dirs or name in IGNORED_DIRS:
                 continue
             try:
                 topic, partition, _kind = parse_topic_partition(name)

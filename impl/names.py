@@ -28,6 +28,9 @@ def parse_java_number(text: str, bits: int) -> int | None:
     if not digits:
         return None
     bound = (1 << (bits - 1)) - (0 if negative else 1)
+    if len(digits) <= 40 and digits.isascii() and digits.isdigit():  # ASCII digits: every segment name
+        value = int(digits)
+        return None if value > bound else -value if negative else value
     value = 0
     for c in digits:
         if not c.isdecimal() or ord(c) > 0xFFFF:  # Character.digit: any decimal digit of the BMP

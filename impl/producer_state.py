@@ -127,9 +127,11 @@ def iteration_order(keys: list[int]) -> list[int]:
 
 
 class ProducerStateManager:
-    def __init__(self, storage, directory: str):
+    def __init__(self, storage, directory: str, listed=None):
+        """``listed``: the names of the dir's regular files as the caller has just listed them
+        (the loader's listing, §5.1 step 3), or None to list the dir here."""
         self.storage, self.dir = storage, directory
-        self.snapshots = self._list()  # offset → path, as Kafka's map holds them
+        self.snapshots = self._list(listed)  # offset → path, as Kafka's map holds them
         self.producers: dict[int, tuple] = {}  # id → snapshot entry, in insertion order
         self.batches: dict[int, list[tuple[int, int, int]]] = {}  # id → last batches: (last seq, last offset, delta)
         self.ongoing: dict[int, int] = {}  # an open transaction's first offset → its producer id
@@ -137,15 +139,18 @@ class ProducerStateManager:
         self.map_end = 0
         self.last_snap = 0
 
-    def _list(self) -> dict[int, str]:
+    def _list(self, listed=None) -> dict[int, str]:
+        """listSnapshotFiles: every regular file named ``*.snapshot``."""
+        if listed is None:
+            names, dirs = self.storage.scan_dir(self.dir)
+            listed = [name for name in names if name not in dirs]
         out = {}
-        for name in sorted(self.storage.list_dir(self.dir)):
+        for name in sorted(n for n in listed if n.endswith(SUFFIX)):
             path = f"{self.dir}/{name}"
-            if name.endswith(SUFFIX) and not self.storage.is_dir(path):
-                offset = offset_of(name)
-                if offset is None:
-                    raise BadSnapshotName(path)
-                out[offset] = path
+            offset = offset_of(name)
+            if offset is None:
+                raise BadSnapshotName(path)
+            out[offset] = path
         return out
 
     # --- writing ---------------------------------------------------------------------------------
@@ -398,9 +403,12 @@ class ProducerStateManager:
         else:
             scheduler.schedule(due_ms, "delete-producer-snapshot", delete)
 
-    def remove_stray_snapshots(self, bases: list[int]) -> None:
-        """A snapshot at a segment's base stays; of the others only the largest, if above every base."""
-        self.snapshots = self._list()
+    def remove_stray_snapshots(self, bases: list[int], relist: bool = True) -> None:
+        """A snapshot at a segment's base stays; of the others only the largest, if above every base.
+        Kafka lists the snapshot files again here (§5.2 step 11); ``relist=False``: the caller knows
+        nothing but this manager changed them since it listed them, so its map is that listing."""
+        if relist:
+            self.snapshots = self._list()
         based = set(bases)
         strays = sorted(o for o in self.snapshots if o not in based)
         for offset in strays[:-1]:

@@ -23,7 +23,7 @@ from crc32c import crc32c
 from impl.config import LogConfig
 from impl.errors import IndexFailure, LogError, LogFormatError
 from impl.file_records import BatchScan, v2_header_at
-from impl.index import CORRUPT, ZERO_PADDED, LazyIndex, TimeIndex
+from impl.index import CORRUPT, ZERO_PADDED, LazyIndex, OffsetIndex, TimeIndex
 from impl.index_verify import ShadowIndexes, soundness_problem
 from impl.record_walk import base_offset, end_marker, offset_of_max_timestamp, search_for_timestamp
 from impl.storage import Storage
@@ -79,12 +79,16 @@ class LogSegment:
         suffix: str = "",
         existing: bool = False,
         preallocate: bool = False,
+        listed=None,
     ):
+        """``listed``: the names in ``directory`` as the loader has just listed them (§5.3); whether
+        the index files exist is then answered from them, not with a stat each."""
         self.storage = storage
         self.dir = directory
         self.base_offset = base_offset
         self.config = config
-        prefix = f"{directory}/{filename_prefix(base_offset)}"
+        name = filename_prefix(base_offset)
+        prefix = f"{directory}/{name}"
         self.log_path = prefix + ".log" + suffix
         self._log = storage.open(self.log_path, create=not existing)
         if not existing and preallocate:
@@ -99,27 +103,32 @@ class LogSegment:
                     f"The size of segment {self.log_path} ({self._size}) is larger than the maximum allowed "
                     f"segment size of {INT32_MAX}",
                 )
-        self.offset_index = LazyIndex.offset_index(
-            storage, prefix + ".index" + suffix, base_offset, config.segment_index_bytes
-        )
-        self.time_index = LazyIndex.time_index(
-            storage, prefix + ".timeindex" + suffix, base_offset, config.segment_index_bytes
-        )
-        self.txn_index = TransactionIndex(storage, prefix + ".txnindex" + suffix, base_offset)
+        max_index_size = config.segment_index_bytes
+        self.offset_index = LazyIndex(storage, f"{prefix}.index{suffix}", OffsetIndex, base_offset, max_index_size)
+        self.time_index = LazyIndex(storage, f"{prefix}.timeindex{suffix}", TimeIndex, base_offset, max_index_size)
+        txn_exists = None if listed is None else f"{name}.txnindex{suffix}" in listed
+        self.txn_index = TransactionIndex(storage, f"{prefix}.txnindex{suffix}", base_offset, txn_exists)
+        if listed is not None:
+            self._offset_index_listed = f"{name}.index{suffix}" in listed
         self.roll_jitter_ms = jitter_ms
         self.created_ms = now_ms
-        self.bytes_since_last_index_entry = 0
-        self._read_counter = "log_bytes_read"  # the IoStats counter batches() adds to
-        self.recovered_map_end: int | None = None  # set by recover()
         self.recovered_producers: list = []  # set by recover(): headers of batches with a producer id
-        self.rolling_based_timestamp: int | None = None
-        self._max_ts: tuple[int, int] | None = None  # (timestamp, shallow offset); None = not loaded
-        self._max_ts_as_loaded = False  # _max_ts is still the last time entry as loaded (§4.1)
-        # the content's max (timestamp, offset) while Kafka's is −1 after a truncation (see truncate_to)
-        self._content_max: tuple[int, int] | None = None
         self.indexes_checked = not existing  # set by the loader for segments it recovered
-        self.rebuilt_because: str | None = None  # why lookups go through a shadow (indexes unsound)
-        self._shadow: ShadowIndexes | None = None
+        # the other attributes start as the class's values (below): a load makes one object per
+        # segment, and every assignment here was a good part of what a clean start costs per segment
+
+    # their values until set on the segment (immutable, so shared safely)
+    _offset_index_listed: bool | None = None  # the .index was in the loader's listing (None: not listed)
+    bytes_since_last_index_entry = 0
+    _read_counter = "log_bytes_read"  # the IoStats counter batches() adds to
+    recovered_map_end: int | None = None  # set by recover()
+    rolling_based_timestamp: int | None = None
+    _max_ts: tuple[int, int] | None = None  # (timestamp, shallow offset); None = not loaded
+    _max_ts_as_loaded = False  # _max_ts is still the last time entry as loaded (§4.1)
+    # the content's max (timestamp, offset) while Kafka's is −1 after a truncation (see truncate_to)
+    _content_max: tuple[int, int] | None = None
+    rebuilt_because: str | None = None  # why lookups go through a shadow (indexes unsound)
+    _shadow: ShadowIndexes | None = None
 
     # --- files ------------------------------------------------------------------------------------
 
@@ -625,7 +634,8 @@ class LogSegment:
     def sanity_check(self, time_index_newly_created: bool) -> str | None:
         """None if fine, else why Kafka would recover this segment at load (``.index`` missing or a
         corrupt txn index).  A time index that did not exist is materialised empty."""
-        if not self.storage.exists(self.offset_index.path):
+        exists = self._offset_index_listed
+        if not (self.storage.exists(self.offset_index.path) if exists is None else exists):
             return f"{self.offset_index.path} does not exist"
         if time_index_newly_created:
             self.time_index.get().resize(0)

@@ -22,11 +22,14 @@ class AbortedTxn(NamedTuple):
 
 
 class TransactionIndex:
-    def __init__(self, storage: Storage, path: str, base_offset: int):
+    def __init__(self, storage: Storage, path: str, base_offset: int, exists: bool | None = None):
+        """``exists``: whether the file exists, if the caller knows from a listing (None: ask)."""
         self._storage = storage
         self.path = path
         self.base_offset = base_offset
-        self._file: StorageFile | None = storage.open(path) if storage.exists(path) else None
+        if exists is None:
+            exists = storage.exists(path)
+        self._file: StorageFile | None = storage.open(path) if exists else None
         self.last_offset: int | None = None  # in memory only (§3.7.2)
 
     @property
@@ -102,6 +105,8 @@ class TransactionIndex:
         return out, False
 
     def sanity_check(self) -> None:
+        if self._file is None:  # no file, no entries (the common case: checked for every segment at load)
+            return
         for i, txn in enumerate(self.all_entries()):
             if txn.last_offset < self.base_offset:
                 raise IndexFailure(

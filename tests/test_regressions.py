@@ -5,6 +5,8 @@ are checked by tests/test_campaign_finds.py.)"""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conformance import regressions
@@ -24,8 +26,14 @@ def test_case_gets_its_recorded_verdict(case, target):
     violation = regressions.replay(case, target)
     assert regressions.verdict_of(violation) == case.verdicts[target], str(violation)
     if violation is not None:
-        assert str(violation) == case.witnesses[target]
+        assert without_line_numbers(str(violation)) == without_line_numbers(case.witnesses[target])
         assert "\n" not in str(violation)
+
+
+def without_line_numbers(witness: str) -> str:
+    """A witness naming where an exception was raised (``at segment.py:271``) compared by the file
+    alone: the line moves with every edit above it, the behaviour does not."""
+    return re.sub(r"(\.py):\d+", r"\1", witness)
 
 
 CRASH_CASES = [c for c in NAMED if c.group == "crash"]

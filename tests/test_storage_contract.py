@@ -61,11 +61,14 @@ def test_directories(backend):
     assert s.list_dir(f"{root}/p") == ["f2", "q"]
     with pytest.raises(FileNotFoundError):
         s.rename(f"{root}/p/f1", f"{root}/p/f3")
+    assert s.scan_dir(f"{root}/p") == (["f2", "q"], {"q"})  # one read, each entry's kind with it
     s.unlink(f"{root}/p/f2")
     with pytest.raises(FileNotFoundError):
         s.unlink(f"{root}/p/f2")
     with pytest.raises(FileNotFoundError):
         s.list_dir(f"{root}/nope")
+    with pytest.raises(FileNotFoundError):
+        s.scan_dir(f"{root}/nope")
     s.fsync_dir(f"{root}/p")
     s.open(f"{root}/t", create=True).close()
     s.set_mtime_ms(f"{root}/t", 1_600_000_000_123)
@@ -166,3 +169,30 @@ def test_both_backends_agree_on_any_operation_sequence(tmp_path_factory, sequenc
             f.close()
         outcomes.append((seen, files))
     assert outcomes[0] == outcomes[1]
+
+
+def test_scan_dir_follows_links_as_is_dir_does(tmp_path):
+    """A symbolic link to a directory is a directory to scan_dir as to is_dir; a dangling one and a
+    FIFO are not (the loader lists them as files, as Kafka's listing does)."""
+    import os
+
+    (tmp_path / "d").mkdir()
+    os.symlink(tmp_path / "d", tmp_path / "to-d")
+    os.symlink(tmp_path / "nowhere", tmp_path / "dangling")
+    os.mkfifo(tmp_path / "fifo")
+    s = OsStorage()
+    names, dirs = s.scan_dir(str(tmp_path))
+    assert names == s.list_dir(str(tmp_path)) == ["d", "dangling", "fifo", "to-d"]
+    assert dirs == {n for n in names if s.is_dir(f"{tmp_path}/{n}")} == {"d", "to-d"}
+
+
+def test_size_of_a_file_that_cannot_seek(tmp_path):
+    """OsFile.size seeks to the end; a FIFO, which cannot seek, is sized by fstat as before (0)."""
+    import os
+
+    os.mkfifo(tmp_path / "fifo")
+    f = OsStorage().open(str(tmp_path / "fifo"))
+    try:
+        assert f.size() == 0
+    finally:
+        f.close()

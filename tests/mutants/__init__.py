@@ -474,8 +474,8 @@ CRASH_MUTANTS = (
     Mutant(
         name="snapshot-with-a-bad-name-skipped",
         module="impl.producer_state",
-        old="                    raise BadSnapshotName(path)\n",
-        new="                    continue\n",
+        old="                raise BadSnapshotName(path)\n",
+        new="                continue\n",
         description="a *.snapshot whose name is no offset is skipped, where Kafka's ProducerStateManager fails the partition's load with NumberFormatException (docs/producer-state.md rule 34; pinned by corpora/crash/snapshot-name-that-is-no-offset.json)",
         caught_by=("crash-scenarios",),
     ),
