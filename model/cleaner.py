@@ -601,6 +601,7 @@ def clean(log) -> dict:
     # is no compaction lag or unstable offset; the active segment is never cleaned
     first_dirty = log.log_start_offset
     first_uncleanable = max(first_dirty, min(log.log_end_offset, log.active.base_offset))
+    log.installed_groups = []
     if first_dirty >= first_uncleanable:
         return {"groups": []}
     below = [s for s in log.segments if s.base_offset < first_dirty]
@@ -613,6 +614,7 @@ def clean(log) -> dict:
         sources, log.config.segment_bytes, log.config.segment_index_bytes, first_uncleanable
     )
     installed: list[list[int]] = []
+    log.installed_groups = installed  # read even when a later group fails the round (see Log)
     for group in groups:
         split_base = clean_segments(rnd, log, group, legacy_delete_horizon)
         if split_base is not None:

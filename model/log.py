@@ -80,6 +80,7 @@ class Log:
     producer_state: ProducerStateManager = attrs.Factory(lambda: ProducerStateManager({}))
     snapshot_delete_tasks: list[tuple[int, str]] = attrs.Factory(list)  # (due ms, <offset>.snapshot.deleted)
     kafkas_deleted: int | None = None  # the last retention's count as Kafka's gives it, if not the same
+    installed_groups: list[list[int]] = attrs.Factory(list)  # the last cleaning round's, see clean()
 
     @property
     def name(self) -> str:
@@ -596,7 +597,9 @@ class Log:
         return any(b.is_v2 and b.is_transactional for s in self.segments for b in s.batches())
 
     def clean(self) -> dict:
-        """One log-cleaner round (:func:`model.cleaner.clean`)."""
+        """One log-cleaner round (:func:`model.cleaner.clean`).  The groups it installed, in order,
+        stay in :attr:`installed_groups` when a later group fails the round: those stay cleaned
+        (each group is swapped in on its own, §5.9), the rest as they were."""
         return clean(self)
 
 

@@ -139,8 +139,9 @@ class RecoveryTracker:
         for key, bs in batches.items():
             self.seen[key].update(d for _, _, d in bs)
             self.pairs[key].update((a[2], b[2]) for a, b in zip(bs, bs[1:], strict=False))
-        if isinstance(step, sc.Clean) and (result or {}).get("groups"):
-            self._cleaning_neighbours(model, step, result["groups"], batches)
+        groups = _installed_groups(model, step, result) if isinstance(step, sc.Clean) else None
+        if groups:
+            self._cleaning_neighbours(model, step, groups, batches)
         self.last = (batches, {k: [seg[0] for seg in v["segments"]] for k, v in state.items()})
         if not crashed:
             self.anchored |= _anchored_by(model, step, result, batches)
@@ -375,6 +376,15 @@ def io_error_problem(result: dict) -> str | None:
     if len(own) > 1 or len({x["dir"] for x in failed}) > 1:
         return f"one I/O error failed {len(failed)} partitions: {'; '.join(x['error'] for x in failed)}"
     return None
+
+
+def _installed_groups(model, step: sc.Clean, result: dict | None) -> list[list[int]]:
+    """The groups a cleaning round installed: its result's, or, when a later group failed the
+    round (an error result), the ones installed before it — they stay cleaned, §5.9."""
+    if (result or {}).get("groups"):
+        return result["groups"]
+    partition = model.manager.partitions.get((step.topic, step.partition)) if model.manager else None
+    return partition.log.installed_groups if partition is not None else []
 
 
 def recovery_skipped(before: dict[str, bytes], after: dict[str, bytes], clean: set[str]) -> str | None:
