@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -54,3 +55,14 @@ LONG_RUNS = (
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: not any(long in item.nodeid for long in LONG_RUNS))
+
+
+# ``KLC_TEST_TIMES=FILE``: every test phase's duration appended to FILE as a JSON line, by the
+# controlling process only (xdist workers' reports reach it), for ``python -m benchmarks.gate``.
+def pytest_runtest_logreport(report):
+    path = os.environ.get("KLC_TEST_TIMES")
+    if not path or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    line = {"test": report.nodeid, "when": report.when, "seconds": report.duration, "outcome": report.outcome}
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(line) + "\n")
