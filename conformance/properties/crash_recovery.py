@@ -286,15 +286,19 @@ class RecoveryTracker:
         return None
 
     def _not_a_prefix(self, t) -> str | None:
+        starts = {k: p["log_start_offset"] for k, p in (t.state().get("partitions") or {}).items()}
         for key, bs in sorted(t.batches().items()):
-            problem = self._prefix_problem(key, bs)
+            problem = self._prefix_problem(key, bs, starts.get(key, 0))
             if problem:
                 return f"{t.name}: {problem}"
         return None
 
-    def _prefix_problem(self, key: str, bs) -> str | None:
+    def _prefix_problem(self, key: str, bs, log_start: int = 0) -> str | None:
         """Not after corruption, ever: the v2 CRC does not cover the base offset or the length
-        (§1.5), so a damaged batch can pass recovery and stay readable for good."""
+        (§1.5), so a damaged batch can pass recovery and stay readable for good.  Nor a hole
+        wholly below the log start offset: those offsets are deleted, and Kafka raises the recovery
+        point to a new log start without a flush (``updateLogStartOffset``), so a crash may take
+        the unflushed batches below it."""
         if tainted(key, self.ever_corrupted):
             return None
         seen, pairs = self.seen.get(key, set()), self.pairs.get(key, set())
@@ -305,7 +309,8 @@ class RecoveryTracker:
             # previous batch's last offset (KAFKA-3919's overlapping batches)
             if i and last <= bs[i - 1][1]:
                 return f"{key}: batch {base}..{last} follows {bs[i - 1][0]}..{bs[i - 1][1]} (offsets go back)"
-            if i and (bs[i - 1][2], d) not in pairs:
+            below_start = base <= log_start and bs[i - 1][1] < log_start if i else False
+            if i and not below_start and (bs[i - 1][2], d) not in pairs:
                 return f"{key}: batches {bs[i - 1][0]}..{bs[i - 1][1]} and {base}..{last} were never neighbours (a hole or a mix of versions)"
         return None
 
