@@ -9,13 +9,20 @@ from conformance.properties import PropertyViolation
 from tests.mutants import ALL_MUTANTS
 
 CASES = [(m, check) for m in ALL_MUTANTS.values() for check in m.caught_by]
+# The gate (tox) runs each mutant's first check, its cheapest as measured by ``python -m
+# benchmarks.gate`` (stop 45: 127 checks 815 s, the first of each 448 s); the nightly tier
+# (``tox -e nightly``) runs every check, so each keeps proving it can fail (issue #35).
+GATE = [
+    pytest.param(m, check, id=f"{m.name}-by-{check}", marks=[] if check == m.caught_by[0] else [pytest.mark.slow])
+    for m, check in CASES
+]
 
 # A mutant is a patched copy of an impl module compiled under the module's own file name: traced,
 # it would credit impl's lines with what the copy ran (and cost a third of the gate's time).
 pytestmark = pytest.mark.no_cover
 
 
-@pytest.mark.parametrize("mutant,check", CASES, ids=[f"{m.name}-by-{c}" for m, c in CASES])
+@pytest.mark.parametrize("mutant,check", GATE)
 def test_mutant_is_caught(mutant, check):
     target = mutant.load()
     with pytest.raises(PropertyViolation) as info:

@@ -72,7 +72,7 @@ FORMAT_MUTANTS = (
         old="last_header_start = end - 17",
         new="last_header_start = end - 16",
         description="a tail of exactly 17 bytes is examined (and judged corrupt or torn) instead of ignored (§1.10 rule 1)",
-        caught_by=("tail-lengths", "cut-everywhere", "file-records-machine"),
+        caught_by=("cut-everywhere", "tail-lengths", "file-records-machine"),
     ),
     Mutant(
         name="read-past-declared-size",
@@ -103,7 +103,7 @@ INDEX_MUTANTS = (
             sync_point("LazyIndex.get:locked")
             if self._index is None:""",
         description="KAFKA-9156: the lazy getter checks and constructs without the lock, so two threads can both build the index (§7.4)",
-        caught_by=("index-machine", "lazy-index-schedules", "regression-corpus", "log-machine"),
+        caught_by=("lazy-index-schedules", "index-machine", "regression-corpus", "log-machine"),
     ),
     Mutant(
         name="warm-section-bound-off-by-one",
@@ -119,7 +119,7 @@ INDEX_MUTANTS = (
         old="if last_ts < first_ts:",
         new="if last_ts < first_ts and last_ts != 0:",
         description="the time-index sanity check passes a zero-padded index whose last entry reads (0, base) (§3.3.6, §7.7)",
-        caught_by=("index-machine", "index-files-arbitrary-bytes"),
+        caught_by=("index-files-arbitrary-bytes", "index-machine"),
     ),
     Mutant(
         name="trim-keeps-one-extra-entry",
@@ -154,7 +154,7 @@ LOG_MUTANTS = (
         old="self._size > max_segment_bytes - size",
         new="self._size > max_segment_bytes",
         description="the segment rolls only once it already exceeds segment.bytes, one append too late (§4.3 rule 1)",
-        caught_by=("log-scenarios", "log-machine"),
+        caught_by=("log-machine", "log-scenarios"),
     ),
     Mutant(
         name="retention-by-mtime",
@@ -162,7 +162,7 @@ LOG_MUTANTS = (
         old="lambda seg, _n: start - seg.largest_timestamp() > self.config.retention_ms",
         new="lambda seg, _n: start - self.storage.mtime_ms(seg.log_path) > self.config.retention_ms",
         description="time retention judges a segment by its file's modification time instead of its largest record timestamp (§4.8)",
-        caught_by=("log-scenarios", "log-machine"),
+        caught_by=("log-machine", "log-scenarios"),
     ),
     Mutant(
         name="checkpoint-in-place",
@@ -200,7 +200,7 @@ LOG_MUTANTS = (
         new="""        if offset == self.log_end_offset:
             return self.active_segment.base_offset, self.active_segment.size""",
         description="a fetch bounded by the log end offset reads the active segment's live size instead of the position captured with the offset (LogOffsetMetadata): beside an append it returns a batch written but not yet published (pinned by a race step: corpora/crash/fetch-beside-an-append-stops-at-the-published-log-end.json)",
-        caught_by=("crash-scenarios", "regression-corpus", "log-machine"),
+        caught_by=("log-machine", "crash-scenarios", "regression-corpus"),
     ),
     Mutant(
         name="delete-records-refuses-the-high-watermark",
@@ -288,7 +288,7 @@ LOG_MUTANTS = (
         old="            aborted += [(t.producer_id, t.first_offset) for t in txns]\n",
         new="            aborted += []\n",
         description="a read at read_committed answers no aborted transaction, so the consumer keeps aborted data (rule 60); judged on impl alone, the read-committed property catches it without the model",
-        caught_by=("log-scenarios", "read-committed-alone"),
+        caught_by=("read-committed-alone", "log-scenarios"),
     ),
     Mutant(
         name="legacy-follower-append-refused",
@@ -409,7 +409,7 @@ CRASH_MUTANTS = (
         old="unflushed = [b for b in bases if floor is None or b >= floor]",
         new="unflushed = [b for b in bases if floor is None or b > floor]",
         description="recoverLog starts after, not at, the segment containing the recovery point: its unflushed tail is never checked (§5.6 step 1a)",
-        caught_by=("crash-scenarios", "crash-machine", "crash-exhaustive"),
+        caught_by=("crash-exhaustive", "crash-scenarios", "crash-machine"),
     ),
     Mutant(
         name="torn-middle-keeps-later-segments",
@@ -417,7 +417,7 @@ CRASH_MUTANTS = (
         old="doomed = [self.segments.pop(b) for b in unflushed[i + 1 :]]",
         new="doomed = []",
         description="a torn tail in a middle segment no longer deletes the unflushed segments after it, leaving a hole in the log (§5.6 step 1b)",
-        caught_by=("crash-scenarios", "crash-exhaustive"),  # not the crash machine within its CI budget
+        caught_by=("crash-exhaustive", "crash-scenarios"),  # not the crash machine within its CI budget
     ),
     Mutant(
         name="recovery-point-to-leo-after-unclean",
@@ -425,7 +425,7 @@ CRASH_MUTANTS = (
         old="return min(self.recovery_point_checkpoint, leo), leo",
         new="return leo, leo",
         description="KAFKA-10101 (≤ 2.7): after an unclean recovery the recovery point jumps to the log end, so recovered-but-unflushed data is trusted after the next crash (§5.6 step 4)",
-        caught_by=("crash-scenarios", "crash-machine", "crash-exhaustive"),
+        caught_by=("crash-exhaustive", "crash-scenarios", "crash-machine"),
     ),
     Mutant(
         name="checkpoint-rename-without-fsync",
@@ -437,7 +437,7 @@ CRASH_MUTANTS = (
             f.fsync()
     finally:""",
         description="the checkpoint temp file is renamed over the checkpoint without an fsync first: a power loss can leave an empty or torn checkpoint (§6.5 step 2)",
-        caught_by=("crash-scenarios", "crash-machine", "crash-exhaustive"),
+        caught_by=("crash-exhaustive", "crash-scenarios", "crash-machine"),
     ),
     Mutant(
         name="offline-dir-takes-every-partition",
@@ -589,7 +589,7 @@ CRASH_MUTANTS = (
         old="    psm.truncate_and_reload(log_start, last_offset, now_ms)\n    read = 0\n",
         new="    psm.truncate_and_reload(log_start, last_offset, now_ms)\n    read, end = 0, psm.map_end\n    psm.update_map_end(last_offset)\n    psm.take_snapshot()\n    psm.update_map_end(end)\n",
         description="the producer-state rebuild writes its snapshot at the log end before reading the segments, so the file holds the producers of the older snapshot only (rule 36); an interrupted load leaves it to the next one, which trusts it (pinned by corpora/crash/snapshot-of-an-interrupted-load-is-trusted.json)",
-        caught_by=("crash-scenarios", "idempotent-recovery-alone"),
+        caught_by=("idempotent-recovery-alone", "crash-scenarios"),
     ),
     Mutant(
         name="snapshots-renamed-below-the-log-start",
@@ -649,7 +649,7 @@ CRASH_MUTANTS += (
         new="[s for s in self.segments if s.base_offset > target]",
         more=(("                self.storage.fsync_dir(self.dir)\n        due = ", "        due = "),),
         description="Kafka's own segment deletion: renames to .deleted never fsynced, truncateTo's lowest first, so a power loss can bring a segment back before a hole (§4.7, §4.9; a finding of the exhaustive test)",
-        caught_by=("crash-scenarios", "crash-exhaustive"),
+        caught_by=("crash-exhaustive", "crash-scenarios"),
     ),
     Mutant(
         name="truncate-cut-unsynced",
@@ -675,7 +675,7 @@ CRASH_MUTANTS += (
         old="            or self.time_index.get().is_full()\n",
         new="            or (self._proven() is None and self.time_index.get().is_full())\n",
         description="the roll decision taken from impl's proven view of the indexes instead of Kafka's loaded ones: a trusted time index judged unsound is not full for the roll, so the append does not roll where Kafka does (§4.3 rule 4) and the recovery point and segments differ (impl's old in-place rebuild did this)",
-        caught_by=("crash-scenarios", "regression-corpus"),
+        caught_by=("regression-corpus", "crash-scenarios"),
     ),
     Mutant(
         name="startup-goes-on-after-a-failed-load",
@@ -693,7 +693,7 @@ CRASH_MUTANTS += (
 """,
         new="",
         description="an offset checkpoint whose read throws IOException only resets the map, where Kafka's failure handler also queues its dir offline (§6.5 rule 6, §6.6; pinned by corpora/crash/unreadable-checkpoint-takes-its-dir-offline.json)",
-        caught_by=("crash-scenarios", "regression-corpus"),
+        caught_by=("regression-corpus", "crash-scenarios"),
     ),
 )
 
@@ -812,7 +812,7 @@ HISTORICAL_MUTANTS = (
         old="if active.base_offset == new_offset and active.size == 0:  # KAFKA-6388",
         new="if False:  # <= 2.1.0: no special case for the empty active segment (KAFKA-6388)",
         description="KAFKA-6388 (< 2.1.1): rolling an empty active segment whose index reports full tries to create a segment at its own base offset and fails with KafkaException 'already exists' (§4.3 step 3a, §7.11)",
-        caught_by=("regression-corpus", "log-machine"),
+        caught_by=("log-machine", "regression-corpus"),
     ),
     Mutant(
         name="unproven-indexes-trusted",
