@@ -8,7 +8,7 @@ then records every test phase's duration), and reports:
 
 * the wall time of the whole run — setup included — against the gate's budget (600 s on the
   2-core machine, issue #35), and how much of it was setup (the run less its pytest sessions);
-* each pytest session's own summary line (the gate's tests, then the mutant checks);
+* each pytest session's own summary line (the gate runs one);
 * the slowest tests (setup, call and teardown summed), the time per test file, and the mutant
   checks' times, slowest first.
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+from collections.abc import Callable, Collection
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
@@ -36,16 +37,26 @@ from conformance.scenario import Scenario
 CORPUS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "corpora", "log")
 
 
-def corpus_scenarios(folder: str = CORPUS) -> list[tuple[str, Scenario]]:
-    return [(p, Scenario.load(p)) for p in sorted(glob.glob(os.path.join(folder, "*.json")))]
+def corpus_scenarios(folder: str = CORPUS, first: Collection[str] = ()) -> list[tuple[str, Scenario]]:
+    """The cases of ``folder`` by name, those named in ``first`` (relative to ``corpora/``) first."""
+    paths = sorted(glob.glob(os.path.join(folder, "*.json")))
+    return [(p, Scenario.load(p)) for p in named_first(paths, first, lambda p: os.path.relpath(p, CORPORA))]
 
 
-CRASH_CORPUS = os.path.join(os.path.dirname(CORPUS), "crash")
+def named_first(items: list, first: Collection[str], name: Callable) -> list:
+    """``items`` with those whose ``name`` is in ``first`` moved to the front, each group in its
+    order.  A mutant's check runs the cases that record catching it (their ``mutant:`` verdicts)
+    before the rest, so it stops at its witness and still runs every case if that one passes."""
+    return sorted(items, key=lambda item: name(item) not in first) if first else items
 
 
-def check_log_scenarios(module=None, folder: str = CORPUS) -> None:
+CORPORA = os.path.dirname(CORPUS)
+CRASH_CORPUS = os.path.join(CORPORA, "crash")
+
+
+def check_log_scenarios(module=None, folder: str = CORPUS, first: Collection[str] = ()) -> None:
     with impl_stack(module):
-        for path, scenario in corpus_scenarios(folder):
+        for path, scenario in corpus_scenarios(folder, first):
             for backend in ("sim", "os"):
                 verdict = run(scenario, backend=backend)
                 if verdict.violations:
@@ -74,10 +85,10 @@ def check_log_machine(module=None, max_examples: int = 600) -> None:
         run_state_machine_as_test(make_log_machine("sim"), settings=_fixed_budget(max_examples, 30))
 
 
-def check_crash_scenarios(module=None) -> None:
+def check_crash_scenarios(module=None, first: Collection[str] = ()) -> None:
     """Every crash case under ``corpora/crash/`` on both backends (the real one loads the
     materialised crash images)."""
-    check_log_scenarios(module, CRASH_CORPUS)
+    check_log_scenarios(module, CRASH_CORPUS, first)
 
 
 def check_crash_machine(module=None, max_examples: int = 300) -> None:
@@ -86,9 +97,9 @@ def check_crash_machine(module=None, max_examples: int = 300) -> None:
 
 
 def check_crash_exhaustive(module=None) -> None:
-    """The ACE-style sweep (conformance/exhaustive.py) at its CI size, stopping at the first
+    """The ACE-style sweep (conformance/exhaustive.py) at its ``deep`` size, stopping at the first
     failing workload."""
-    size = SIZES["ci"]
+    size = SIZES["deep"]
     with impl_stack(module):
         for prelude, ops in workloads(size):
             verdict = explore(prelude, ops, size.every_parameter)
@@ -115,35 +126,35 @@ def check_swap_states(module=None) -> None:
     swap_states.check_swap_states(module)
 
 
-def check_read_committed_alone(module=None, folder: str = CORPUS) -> None:
+def check_read_committed_alone(module=None, folder: str = CORPUS, first: Collection[str] = ()) -> None:
     """The log cases judged to their end, raising on ``read-committed`` only: the property must
     catch by itself what breaks it, whatever ``conforms`` says first."""
     with impl_stack(module):
-        for path, scenario in corpus_scenarios(folder):
+        for path, scenario in corpus_scenarios(folder, first):
             verdict = run(scenario, stop_at_first=False)
             for v in verdict.violations:
                 if v.prop == READ_COMMITTED:
                     raise PropertyViolation(v.prop, f"{os.path.basename(path)}: {v}")
 
 
-def check_idempotent_recovery_alone(module=None, folder: str = CRASH_CORPUS) -> None:
+def check_idempotent_recovery_alone(module=None, folder: str = CRASH_CORPUS, first: Collection[str] = ()) -> None:
     """The crash cases on the model alone, raising on ``idempotent-recovery`` only: impl (or the
     mutant) makes the crash images, so what its interrupted load wrote is what the model's next
     load finds — the property must catch a load that leaves the next one a different log or
     producer state, with no ``conforms`` to catch it first."""
     with impl_stack(module):
-        for path, scenario in corpus_scenarios(folder):
+        for path, scenario in corpus_scenarios(folder, first):
             verdict = run(scenario, ("model",), stop_at_first=False)
             for v in verdict.violations:
                 if v.prop == IDEMPOTENT_RECOVERY:
                     raise PropertyViolation(v.prop, f"{os.path.basename(path)}: {v}")
 
 
-def check_regression_corpus(module=None) -> None:
+def check_regression_corpus(module=None, first: Collection[str] = ()) -> None:
     """Every named corpus case (conformance/regressions.py: log/, crash/, the historical-bug
     folders) on the simulated backend, stopping at the first violation."""
     with impl_stack(module):
-        for case in regressions.cases():
+        for case in named_first(regressions.cases(), first, lambda case: case.name):
             if case.group == regressions.FOUND:
                 continue
             verdict = run(case.scenario, ("model", "impl"), "sim")
@@ -164,3 +175,8 @@ LOG_CHECKS = {
     "swap-states": check_swap_states,
     "split-sweep": check_split_sweep,
 }
+
+# the checks that walk a corpus and take ``first``: the case names to run before the rest
+CORPUS_CHECKS = frozenset(
+    {"regression-corpus", "log-scenarios", "read-committed-alone", "idempotent-recovery-alone", "crash-scenarios"}
+)

@@ -77,8 +77,10 @@ def _children(pid: int) -> list[tuple[int, str]]:
 # --- a campaign that loses its worker --------------------------------------------------------------
 
 
+# the nightly's: a minute of a standalone cluster for Spark's own recovery (issue #35's tiers)
 @needs_java
 @pytest.mark.cluster
+@pytest.mark.slow
 def test_a_campaign_survives_losing_its_worker(tmp_path):
     """The worker's executor dies first (as the OOM killer or a crash would kill it: Spark counts
     that against the tasks it ran, so with ``spark.task.maxFailures=1`` this aborted the campaign),

@@ -1,7 +1,9 @@
 """The ACE-style bounded exhaustive crash test (conformance/exhaustive.py): every workload of up to
-three operations after a settled prelude × a crash at every storage operation of its last operation
-and right after it × every fault family.  One test per workload, so xdist spreads them; the size
-follows the Hypothesis profile (``nightly``: the full alphabet, both preludes, every parameter)."""
+two operations (``nightly``: three) after a settled prelude × a crash at every storage operation of
+its last operation and right after it × every fault family.  One test per workload, so xdist spreads
+them; the size follows the Hypothesis profile (``nightly``: the full alphabet, both preludes, every
+parameter).  Not traced by coverage: every image is an ordinary scenario, and tracing tripled the
+sweep's time (issue #35)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ from tests.conftest import PROFILE
 
 SIZE = SIZES[PROFILE]
 WORKLOADS = list(workloads(SIZE))
+
+pytestmark = pytest.mark.no_cover
 
 
 @pytest.mark.parametrize("prelude, ops", WORKLOADS, ids=[f"{p}:{'-'.join(o)}" for p, o in WORKLOADS])
@@ -69,8 +73,9 @@ def test_every_crash_point_of_a_cleaning_recovers():
 def test_the_sweep_covers_what_it_claims():
     """Sizes stay what the docs say; every family is tried at every crash point with pending
     operations; workloads obey the open-only-after-shutdown rule; cases replay as scenarios."""
-    ci = SIZES["ci"]
-    assert ci.length == 3 and len(WORKLOADS if SIZE is ci else list(workloads(ci))) == 198
+    ci, deep = SIZES["ci"], SIZES["deep"]
+    assert ci.length == 2 and len(WORKLOADS if SIZE is ci else list(workloads(ci))) == 37
+    assert deep.length == 3 and deep.alphabet == ci.alphabet and len(list(workloads(deep))) == 198
     assert {f.family for f in faults_for(7, False)} == set(FAMILIES)
     assert len(faults_for(7, True)) > len(faults_for(7, False)) > len(faults_for(1, False))
     assert faults_for(0, False) == faults_for(0, True) and len(faults_for(0, False)) == 1

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
+from conformance import regressions
 from conformance.checks import CHECKS
+from conformance.log_checks import CORPUS_CHECKS
 from conformance.properties import PropertyViolation
 from tests.mutants import ALL_MUTANTS
 
@@ -22,11 +26,18 @@ GATE = [
 pytestmark = pytest.mark.no_cover
 
 
+@functools.cache
+def witnesses(name: str) -> tuple[str, ...]:
+    """The corpus cases whose recorded verdicts say they catch mutant ``name`` (``mutant:`` entries)."""
+    return tuple(case.name for case in regressions.cases() if name in case.mutants)
+
+
 @pytest.mark.parametrize("mutant,check", GATE)
 def test_mutant_is_caught(mutant, check):
     target = mutant.load()
+    options = {"first": witnesses(mutant.name)} if check in CORPUS_CHECKS else {}
     with pytest.raises(PropertyViolation) as info:
-        CHECKS[check](target)
+        CHECKS[check](target, **options)
     assert info.value.witness, "a violation must carry a one-line witness"
 
 
@@ -39,3 +50,10 @@ def test_mutant_applies_to_current_source(mutant):
 
 def test_every_check_named_by_a_mutant_exists():
     assert {c for _, c in CASES} <= set(CHECKS)
+
+
+def test_every_mutant_a_corpus_gates_has_a_case_recording_it():
+    """The gate's corpus check of a mutant starts at the cases that record catching it; a mutant with
+    none would pay for the whole corpus, and its catch would be written down nowhere."""
+    gated = [m.name for m in ALL_MUTANTS.values() if m.caught_by[0] in CORPUS_CHECKS]
+    assert gated and [name for name in gated if not witnesses(name)] == []
