@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import coverage
 import pytest
 
 from conformance.profiles import load_profile
@@ -36,19 +37,22 @@ def pytest_report_header(config):
     return [f"hypothesis profile: {PROFILE}", f"shared data: {_shared()}"]
 
 
-# Known long runs (measured with --durations: the mutant checks that sweep or search, the state
-# machines, the exhaustive crash sweeps, the campaign), started first: with xdist's worksteal the
-# short tests then fill the other worker instead of everyone waiting on a long one at the end.
+# Known long runs (the gate's slowest, ``python -m benchmarks.gate``: the state machines, the
+# exhaustive crash sweeps of a split and a cleaning, the mutant checks that sweep or search, the
+# campaign, klc check over every corpus), started first: with xdist's worksteal the short tests
+# then fill the other worker instead of everyone waiting on a long one at the end.
 LONG_RUNS = (
-    "test_mutants.py::test_mutant_is_caught[",
     "test_log_machine.py::",
     "test_crash_machine.py::",
+    "test_crash_exhaustive.py::test_every_crash_point_of_a_",
+    "-by-split-sweep]",
+    "-by-index-machine]",
+    "-by-crash-exhaustive]",
     "test_index_machine.py::",
     "test_file_records_machine.py::",
     "test_campaign.py::",
-    "test_campaign_cluster.py::test_a_campaign_survives_losing_its_worker",
-    "test_crash_exhaustive.py::test_every_crash_point_of_a_",
-    "test_benchmark_unclean.py::",
+    "test_scenarios_and_cli.py::test_klc_check",
+    "test_dump_index.py::test_live_broker_indexes",
     "test_load_real_data.py::",
 )
 
@@ -66,3 +70,22 @@ def pytest_runtest_logreport(report):
     line = {"test": report.nodeid, "when": report.when, "seconds": report.duration, "outcome": report.outcome}
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(line) + "\n")
+
+
+# ``no_cover`` tests run untraced (tox.ini says which and why).  pytest-cov (7.1) pauses its
+# controller's Coverage around such a test, but an xdist worker parses ``-n`` from its own arguments
+# early and starts a second Coverage beneath the worker's, which the pause hands tracing back to:
+# the test ran traced, three times slower.  Innermost (trylast), this stops whatever still traces
+# and restarts it afterwards; tests/test_gate_tiers.py checks that the test runs untraced.
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_call(item):
+    stopped = []
+    if item.get_closest_marker("no_cover"):
+        while (cov := coverage.Coverage.current()) is not None and len(stopped) < 8:
+            cov.stop()
+            stopped.append(cov)
+    try:
+        yield
+    finally:
+        for cov in reversed(stopped):
+            cov.start()

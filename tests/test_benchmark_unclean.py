@@ -37,6 +37,13 @@ def test_unclean_restart_is_part_of_the_main_run(capsys):
         "--no-pin-malloc",
         "--unclean-partitions",
         "2",
+        # the main run's other figures at their smallest: what this test checks is the wiring
+        "--clean-partitions",
+        "2",
+        "--clean-segments",
+        "100",
+        "--stateful-examples",
+        "2",
     ]
     assert bench_main.main([*argv, "--unclean-segments", "2", "--unclean-segment-mib", "0.05", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
