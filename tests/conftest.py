@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
@@ -59,6 +60,18 @@ LONG_RUNS = (
 
 def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: not any(long in item.nodeid for long in LONG_RUNS))
+
+
+@pytest.fixture
+def frozen_heap():
+    """The heap the worker built before this test frozen out of the garbage collector for its
+    length: the benchmarks collect before every timed run, and late in a gate session each full
+    collection walked the whole worker's heap (a 1.4 s benchmark test took 10 s, issue #35)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 # ``KLC_TEST_TIMES=FILE``: every test phase's duration appended to FILE as a JSON line, by the

@@ -13,6 +13,9 @@ from benchmarks.segments import build_segment
 from impl.config import LogConfig
 from impl.segment import LogSegment
 
+# benchmarks collect garbage before every timed run (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 
 @pytest.mark.parametrize("batch_bytes,records", [(16 * 1024, 16), (1024, 4)])
 def test_recovery_figures_on_a_tiny_segment(batch_bytes, records):

@@ -8,6 +8,9 @@ import pytest
 
 from benchmarks import stateful
 
+# benchmarks collect garbage before every timed run (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 
 def test_counts_every_step_of_every_example():
     toy = attrs.evolve(stateful.CONTENDERS["toy"], steps=5)

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks import __main__ as bench_main
 from benchmarks import unclean
+
+# benchmarks collect garbage before every timed run (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
 
 
 def test_unclean_restart_figures_are_consistent():

@@ -15,6 +15,9 @@ from impl.log_manager import LogManager
 from impl.names import parse_java_number
 from impl.storage import OsStorage
 
+# benchmarks collect garbage before every timed run (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 
 class CountingStorage:
     """OsStorage, with each call of the directory and existence questions counted per path."""

@@ -20,6 +20,9 @@ from impl.config import LogConfig
 from impl.log_manager import LogManager
 from impl.storage import OsStorage
 
+# benchmarks collect garbage before every timed run (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 KLC = os.path.join(os.path.dirname(sys.executable), "klc")
 BATCHES = 19  # load_scale's template partition: 19 batches of 2 records in one segment
 NOFILE = 64  # a limit far below what 300 partitions held open when every loaded log kept its files

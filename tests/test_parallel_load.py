@@ -17,6 +17,9 @@ from impl.config import LogConfig
 from impl.log_manager import LogManager
 from impl.storage import OsStorage
 
+# benchmarks collect garbage before every timed run (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 T0 = unclean.T0
 
 

@@ -101,6 +101,8 @@ def test_klc_replay(tmp_path):
     assert junk.exit_code == 2 and "junk.json" in junk.output
 
 
+# untraced (tox.ini): the corpora it replays are traced in tests/test_regressions.py and above
+@pytest.mark.no_cover
 def test_klc_check_runs_the_corpora_and_reports_per_property():
     result = CliRunner().invoke(main, ["check", "--budget-seconds", "0", "--json"])
     assert result.exit_code == 0, result.output
