@@ -272,3 +272,47 @@ def test_a_target_that_cannot_start_leaves_no_directory(tmp_path, monkeypatch):
     with pytest.raises(Unsupported, match="segment.jitter.ms"):
         KafkaTarget(_scenario([], **{"segment.jitter.ms": 10}))
     assert list(tmp_path.iterdir()) == []
+
+
+def _adapter_checkout(root, source="class A {}"):
+    """A kafka-target project with one source, as a fresh clone has it: nothing built."""
+    project = root / "kafka-target"
+    (project / "src" / "main").mkdir(parents=True)
+    (project / "src" / "main" / "A.java").write_text(source)
+    (project / "pom.xml").write_text("<project/>")
+    return project
+
+
+def test_a_fresh_checkout_takes_the_build_another_checkout_made(tmp_path, monkeypatch):
+    """Issue #35: the adapter's build is cached by the digest of what it reads, so a second clone of
+    the same sources copies it instead of running Maven; a changed source, or a cached classpath
+    naming a jar the local repository lost, builds again; KLC_BUILD_CACHE=off keeps no cache."""
+    dependency = tmp_path / "m2" / "kafka-storage.jar"
+    dependency.parent.mkdir()
+    dependency.write_bytes(b"jar")
+    builds = []
+
+    def maven(project, version=None):
+        builds.append(project)
+        target = kafka_jvm._directory(project, version)
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "classpath.txt").write_text(str(dependency))
+        kafka_jvm._jar(project, version).write_bytes(b"adapter of " + str(project).encode())
+
+    monkeypatch.setattr(kafka_jvm, "_run_maven", maven)
+    monkeypatch.setattr(kafka_jvm, "BUILD_CACHE", tmp_path / "cache")
+    first, second = _adapter_checkout(tmp_path / "one"), _adapter_checkout(tmp_path / "two")
+    assert kafka_jvm.build(first) == f"{kafka_jvm._jar(first, None)}{os.pathsep}{dependency}"
+    assert kafka_jvm.build(second) == f"{kafka_jvm._jar(second, None)}{os.pathsep}{dependency}"
+    assert builds == [first]  # the second clone copied the first one's jar
+    assert kafka_jvm._jar(second, None).read_bytes() == kafka_jvm._jar(first, None).read_bytes()
+    changed = _adapter_checkout(tmp_path / "three", "class A { int x; }")
+    kafka_jvm.build(changed)
+    assert builds == [first, changed]
+    dependency.unlink()  # the cached classpath now names a missing jar: built again
+    kafka_jvm.build(_adapter_checkout(tmp_path / "four"))
+    assert builds[-1] == tmp_path / "four" / "kafka-target"
+    dependency.write_bytes(b"jar")
+    monkeypatch.setattr(kafka_jvm, "BUILD_CACHE", kafka_jvm.Path("off"))
+    kafka_jvm.build(_adapter_checkout(tmp_path / "five"))
+    assert builds[-1] == tmp_path / "five" / "kafka-target" and not (tmp_path / "off").exists()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import atexit
 import collections
 import fcntl
+import hashlib
 import json
 import os
 import queue
@@ -27,6 +28,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -126,11 +128,17 @@ def _newest_source(project: Path, version: str | None = None) -> float:
     src/main, the release's generation (``src/log`` or ``src/unified-log``) and its scheduler's era
     (``src/before-2.4``, ``src/since-2.4``), or in kafka-target its LogManager's (``src/before-4.4``,
     ``src/since-4.4``); a change to another generation's or era's sources leaves this jar as is."""
-    compiled = [project / "src" / d for d in _source_sets(version or PINNED)]
-    files = [project / "pom.xml", *SHARED_SOURCES.rglob("*")]
-    for d in compiled:
-        files += d.rglob("*")
-    return max(f.stat().st_mtime for f in files if f.is_file())
+    return max(path.stat().st_mtime for _, path in _build_inputs(project, version))
+
+
+def _build_inputs(project: Path, version: str | None) -> list[tuple[str, Path]]:
+    """(name, path) of every file the build of ``version`` reads: the pom, the shared protocol
+    classes and the source sets of :func:`_source_sets`."""
+    named = [("pom.xml", project / "pom.xml")]
+    named += [(f"shared/{f.relative_to(SHARED_SOURCES)}", f) for f in SHARED_SOURCES.rglob("*")]
+    for d in _source_sets(version or PINNED):
+        named += [(str(f.relative_to(project)), f) for f in (project / "src" / d).rglob("*")]
+    return sorted((name, path) for name, path in named if path.is_file())
 
 
 def _source_sets(version: str) -> tuple[str, ...]:
@@ -163,15 +171,70 @@ def _built(project: Path, version: str | None = None) -> bool:
 
 def build(project: Path = PROJECT, version: str | None = None) -> str:
     """The classpath of the built target (jar first), building it when any source is newer;
-    ``version`` builds that Kafka release into ``target/<version>/`` (``-Dkafka.version``)."""
+    ``version`` builds that Kafka release into ``target/<version>/`` (``-Dkafka.version``).  A
+    build whose sources another checkout built already is taken from :data:`BUILD_CACHE`."""
     if not (project / "pom.xml").is_file():
         raise KafkaTargetError(f"kafka target: no Maven project at {project}")
     with open(project.parent / ".kafka-target.lock", "w") as lock:  # xdist workers build once
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not _built(project, version):
+        if not _built(project, version) and not _from_cache(project, version):
             _run_maven(project, version)
+            _to_cache(project, version)
     classpath = (_directory(project, version) / "classpath.txt").read_text().strip()
     return os.pathsep.join([str(_jar(project, version)), classpath])
+
+
+# Built adapters by the digest of what their build reads, shared by every checkout of the machine: a
+# fresh clone (CI, a worktree) otherwise runs Maven once per release, 6-16 s each (issue #35).
+# KLC_BUILD_CACHE=off builds in the checkout only.
+BUILD_CACHE = Path(os.environ.get("KLC_BUILD_CACHE") or Path.home() / ".cache" / "klc" / "kafka-target")
+
+
+def _source_digest(project: Path, version: str | None) -> str:
+    """SHA-256 of the adapter's project, the release's Maven properties and every file the build of
+    ``version`` reads, by name and content."""
+    digest = hashlib.sha256(json.dumps([project.name, version, _maven_properties(version)]).encode())
+    for name, path in _build_inputs(project, version):
+        digest.update(f"\0{name}\0".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _cache_entry(project: Path, version: str | None) -> Path | None:
+    return None if str(BUILD_CACHE) == "off" else BUILD_CACHE / _source_digest(project, version)
+
+
+def _from_cache(project: Path, version: str | None) -> bool:
+    """Copy a cached build of the same sources into the checkout's target directory; False when
+    there is none, it cannot be copied, or it names a jar the local Maven repository lacks."""
+    entry = _cache_entry(project, version)
+    if entry is None or not (entry / "adapter.jar").is_file() or not (entry / "classpath.txt").is_file():
+        return False
+    try:
+        _directory(project, version).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(entry / "classpath.txt", _directory(project, version) / "classpath.txt")
+        shutil.copyfile(entry / "adapter.jar", _jar(project, version))  # newer than every source now
+    except OSError:
+        return False
+    return _built(project, version)
+
+
+def _to_cache(project: Path, version: str | None) -> None:
+    """Keep a finished build for other checkouts: written beside the entry, then renamed into place.
+    The cache only saves time: one that cannot be written is left as it is."""
+    entry = _cache_entry(project, version)
+    if entry is None or entry.exists():
+        return
+    partial = None
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=entry.parent))
+        shutil.copyfile(_directory(project, version) / "classpath.txt", partial / "classpath.txt")
+        shutil.copyfile(_jar(project, version), partial / "adapter.jar")
+        os.rename(partial, entry)
+    except OSError:
+        if partial is not None:
+            shutil.rmtree(partial, ignore_errors=True)
 
 
 def _run_maven(project: Path, version: str | None = None) -> None:
