@@ -74,8 +74,8 @@ class Size:
 
 GATE_ALPHABET = ("append", "roll", "truncate", "flush", "checkpoint", "shutdown", "open")
 SIZES = {
-    # the gate (issue #35): 37 workloads, the cheapest sweep that still ends every workload with a
-    # crash inside each operation after every other one
+    # the gate (issue #35): the 37 workloads of up to 2 operations, a crash inside every operation
+    # of the alphabet, alone and after each other one
     "ci": Size(2, GATE_ALPHABET, ("settled",), False),
     # the mutant check's size: 198 workloads, the shortest that catches every crash-exhaustive
     # mutant (truncate-cut-unsynced needs a third operation)

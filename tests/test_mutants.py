@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import functools
 
 import pytest
@@ -27,9 +28,17 @@ pytestmark = pytest.mark.no_cover
 
 
 @functools.cache
+def recorded_catches() -> dict[str, tuple[str, ...]]:
+    """Mutant name -> the corpus cases whose recorded verdicts say they catch it (``mutant:`` entries)."""
+    catches = collections.defaultdict(tuple)
+    for case in regressions.cases():
+        for name in case.mutants:
+            catches[name] += (case.name,)
+    return dict(catches)
+
+
 def witnesses(name: str) -> tuple[str, ...]:
-    """The corpus cases whose recorded verdicts say they catch mutant ``name`` (``mutant:`` entries)."""
-    return tuple(case.name for case in regressions.cases() if name in case.mutants)
+    return recorded_catches().get(name, ())
 
 
 @pytest.mark.parametrize("mutant,check", GATE)
