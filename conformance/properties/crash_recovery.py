@@ -95,7 +95,7 @@ class Reference:
 def judge(obs: Observation):
     """After an ``open``: the crash properties, if a fault came before it (then the tracker resets)."""
     tracker = obs.tracker
-    if not isinstance(obs.step, sc.Open) or not tracker.faulted:
+    if not obs.step.loads or not tracker.faulted:
         return
     yield from tracker.judge(obs.targets)
 
@@ -149,7 +149,7 @@ class RecoveryTracker:
         for key, bs in batches.items():
             if key not in self.anchored:
                 continue
-            rp = state[key]["log_end_offset"] if isinstance(step, sc.Shutdown) else state[key]["recovery_point"]
+            rp = state[key]["log_end_offset"] if step is not None and step.shuts_down else state[key]["recovery_point"]
             ls = state[key]["log_start_offset"]
             required[key] = [b for b in bs if b[1] < rp and b[0] >= ls]
         if crashed:  # the interrupted step may or may not have happened: what both states require
@@ -218,6 +218,25 @@ class RecoveryTracker:
                 first = next((b for b in before_batches.get(key, []) if b[0] >= base), None)
                 if first is not None:
                     self.pairs[key].add((kept[-1][2], first[2]))
+
+    def struck(self, outcome, model) -> None:
+        """What a fault step did (:class:`conformance.faults.FaultOutcome`), told before the targets
+        restart from its image: the model, if it still runs, is as the interrupted step left it."""
+        if outcome.kind == "crashed":
+            during = outcome.during
+            loading = during is not None and during.loads
+            if model is not None and model.running:
+                if loading:
+                    self.load_interrupted(model)
+                self.observe(model, during, crashed=True, result=outcome.model_result)
+            # idempotent-recovery is judged only on a settled image (nothing pending before the
+            # open): otherwise the crash may also have lost what preceded the load
+            # (corpora/crash/idempotent-recovery-after-a-crash-inside-the-loader.json)
+            self.crashed(outcome.reference if outcome.settled else None, loading)
+        elif outcome.kind == "corrupted":
+            self.corrupted(outcome.path)
+        elif outcome.kind == "injected":
+            self.injected(*outcome.injected)
 
     def crashed(self, reference: Reference | None, during_open: bool) -> None:
         self.faulted = self.ever_faulted = True
@@ -360,7 +379,7 @@ def _anchored_by(model, step, result, batches) -> set[str]:
     """Partitions whose directory entry ``step`` made durable: a checkpoint, a shutdown or an open
     fsyncs every data dir; a truncation writes its dir's recovery-point checkpoint (which fsyncs the
     dir) only if it removed something (§4.7, LogManager.truncateTo)."""
-    if isinstance(step, sc.Checkpoint | sc.Shutdown | sc.Open):
+    if step.anchors_data_dirs:
         return set(batches)
     truncated = isinstance(step, sc.TruncateFully) or (
         isinstance(step, sc.Truncate) and (result or {}).get("truncated")

@@ -20,7 +20,6 @@ import shutil
 import tempfile
 import time
 
-import attrs
 
 from conformance import releases
 from conformance import scenario as sc
@@ -197,32 +196,13 @@ class KafkaTarget(TargetBase):
     # --- steps ----------------------------------------------------------------------------------
 
     def _call(self, step):
-        answers = [self._request(**r) for r in self._requests(step)]
-        return self._result(step, answers)
-
-    def _requests(self, step) -> list[dict]:
-        """The protocol requests of one step: an append of several batches is one per request
-        Kafka would get (sc.append_requests)."""
-        fields = {f.name: getattr(step, f.name) for f in attrs.fields(type(step)) if f.name != "batches"}
-        if not isinstance(step, sc.Append):
-            return [{"op": step.op, **fields}]
-        if not step.leader and step.batches:
-            # a follower's current leader epoch is at least every fetched batch's; Kafka 4.x
-            # leaves out batches stamped above the epoch appendAsFollower is given
-            fields["leader_epoch"] = max(b.leader_epoch for b in step.batches)
-        return [{"op": "append", **fields, "data": data.hex()} for data in sc.append_requests(step)]
-
-    @staticmethod
-    def _result(step, answers: list[dict]) -> dict:
-        if isinstance(step, sc.Append):
-            return {"first": answers[0]["first"], "last": answers[-1]["last"]}
-        return answers[-1]
+        return step.wire_result([self._request(**r) for r in step.wire_requests()])
 
     def _run_race(self, step: sc.Race) -> list[dict]:
         """One JVM thread per step, released together (Race.java): Kafka's own code decides the
         interleaving, ``step.schedule`` is impl's.  ``index_builds``: the index objects Kafka built
         per file; ``built_twice`` the files it built two for (KAFKA-9156)."""
-        threads = [[{"now_ms": self.clock(), **r} for r in self._requests(s)] for s in step.steps]
+        threads = [[{"now_ms": self.clock(), **r} for r in s.wire_requests()] for s in step.steps]
         answer = self._request("race", threads=threads)
         self.index_builds = answer["index_builds"]
         self.built_twice = sorted(path for path, n in self.index_builds.items() if n > 1)
@@ -236,7 +216,7 @@ class KafkaTarget(TargetBase):
                 raise Unsupported(f"kafka {self.version}: {a['unsupported']}")
             if "refused" in a:
                 return {"error": a["refused"]}
-        return self._result(step, [a["ok"] for a in answers])
+        return step.wire_result([a["ok"] for a in answers])
 
     def log_end_offset(self, topic: str, partition: int) -> int:
         partitions = self._request("state")["partitions"]
