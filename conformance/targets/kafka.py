@@ -21,11 +21,11 @@ import tempfile
 import time
 
 
-from conformance import releases
+from conformance import kafka_io, releases
 from conformance import scenario as sc
 from conformance.scenario import Unsupported
 from conformance.targets import TargetBase, partition_state
-from conformance.targets.kafka_jvm import HALT_STATUS, KafkaTargetError, NoAdapter, shared
+from conformance.targets.kafka_jvm import HALT_STATUS, Jvm, KafkaTargetError, NoAdapter, build_for, shared
 
 NOT_COMPARED = (".lock",)
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
@@ -46,9 +46,13 @@ class KafkaTarget(TargetBase):
     def refusals():
         return (KafkaRefusal,)
 
-    def __init__(self, scenario: sc.Scenario, classpath: str | None = None, release: str | None = None):
+    def __init__(
+        self, scenario: sc.Scenario, classpath: str | None = None, release: str | None = None, capture: bool | None = None
+    ):
         """``release``: the Kafka release to run (None: the pinned one, kafka_jvm.PINNED); a release
-        no adapter runs is :class:`Unsupported`."""
+        no adapter runs is :class:`Unsupported`.  ``capture`` (default: ``KLC_KAFKA_CAPTURE=1`` in
+        the environment): Kafka's own I/O is traced on a JVM of this target's own and replayed onto
+        a simulated storage (:mod:`conformance.kafka_io`; :meth:`capture`)."""
         super().__init__(scenario)
         if scenario.failure_policy != "kafka":
             raise Unsupported(
@@ -56,8 +60,18 @@ class KafkaTarget(TargetBase):
             )
         self.classpath = classpath or os.environ.get("KLC_KAFKA_CLASSPATH") or None
         self.release = release
+        if capture is None:
+            capture = os.environ.get("KLC_KAFKA_CAPTURE", "") not in ("", "0")
+        self.io: kafka_io.IoCapture | None = None
+        self.last_capture: kafka_io.StepCapture | None = None
+        if capture:
+            try:
+                kafka_io.strace_binary()
+            except kafka_io.CaptureUnsupported as e:
+                raise Unsupported(str(e)) from None
+        self.capturing = capture
         try:
-            self.jvm = shared(self.classpath, release)
+            self.jvm = self._start_jvm()
         except NoAdapter as e:
             raise Unsupported(str(e)) from None
         self.name = "kafka" if release is None else f"kafka:{release}"
@@ -72,7 +86,13 @@ class KafkaTarget(TargetBase):
         self.index_builds: dict[str, int] = {}  # the last race's index objects per file (Race.java)
         self.stamped: dict[str, int] = {}  # path → the mtime (ns) last given to it
         try:
+            if capture:
+                self.io = kafka_io.IoCapture(self.root, self.clock)
             self._configure()
+        except kafka_io.CaptureUnsupported as e:
+            self._close_private_jvm()
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise Unsupported(str(e)) from None
         except KafkaRefusal as e:  # a config the model took (they must agree): never judged as a pass
             shutil.rmtree(self.root, ignore_errors=True)
             raise KafkaTargetError(f"kafka target: Kafka {self.version} refuses the scenario's config: {e}") from None
@@ -85,10 +105,35 @@ class KafkaTarget(TargetBase):
             "configure", root=self.root, data_dirs=self.dir_names, config=self.scenario.config, clock_ms=self.clock()
         )
 
+    def _start_jvm(self):
+        """The JVM: the process's shared one, or with capture one of this target's own (a tracer
+        attached to a shared JVM would see, and have to cut, every other target's requests)."""
+        if not self.capturing:
+            return shared(self.classpath, self.release)
+        return Jvm(self.classpath or build_for(self.release))
+
+    def _close_private_jvm(self) -> None:
+        if self.capturing and getattr(self, "jvm", None) is not None:
+            if self.io is not None:
+                self.io.close()
+            self.jvm.stop()
+
     def _request(self, op: str, **fields) -> dict:
         began_ns = time.time_ns()
-        answer = self.jvm.request({"op": op, "now_ms": self.clock(), **fields})
+        message = {"op": op, "now_ms": self.clock(), **fields}
+        if self.io is None:
+            answer = self.jvm.request(message)
+        else:
+            try:
+                answer = self.io.request(self.jvm.process.pid, lambda: self.jvm.request(message))
+            except kafka_io.CaptureError as e:
+                raise KafkaTargetError(f"kafka target: {e}{self.jvm._tail()}") from None
         self._stamp(began_ns)  # a refused request may have written files too
+        if self.io is not None:
+            try:
+                self.io.settle()
+            except kafka_io.CaptureUnsupported as e:
+                raise Unsupported(str(e)) from None
         if "unsupported" in answer:
             raise Unsupported(f"kafka {self.version}: {answer['unsupported']}")
         if "refused" in answer:
@@ -152,6 +197,28 @@ class KafkaTarget(TargetBase):
     def _tick(self):
         self._request("tick")
 
+    # --- Kafka's own I/O (conformance.kafka_io) ----------------------------------------------
+
+    def apply(self, step: sc.Step) -> dict:
+        if self.io is None:
+            return super().apply(step)
+        self.io.begin_step()
+        try:
+            return step.on(self)
+        finally:
+            self.last_capture = self.io.end_step()
+
+    def capture(self, step: sc.Step):
+        """Apply ``step`` with Kafka's I/O captured: (its result, the SimStorage holding every
+        operation pending since the last durable point, this step's included).  The step's own
+        operations: ``self.last_capture`` (:class:`conformance.kafka_io.StepCapture`; ``.operations``
+        how many, ``.storage_at(k)`` the storage after the first ``k``).  The storage is the
+        target's: crash images may be taken from it, never changed."""
+        if self.io is None:
+            raise KafkaTargetError("kafka target: capture is off (KafkaTarget(capture=True) or KLC_KAFKA_CAPTURE=1)")
+        result = self.apply(step)
+        return result, self.io.storage
+
     def halt(self) -> None:
         if self.running:
             self._request("halt")
@@ -170,7 +237,7 @@ class KafkaTarget(TargetBase):
         except KafkaTargetError:
             if self.jvm.alive() or self.jvm.process.returncode != HALT_STATUS:
                 raise
-            self.jvm = shared(self.classpath, self.release)  # the operator's restart: a new process
+            self.jvm = self._start_jvm()  # the operator's restart: a new process
             self._configure()
             return True
         self.running = self.started
@@ -192,6 +259,8 @@ class KafkaTarget(TargetBase):
             full = os.path.join(self.root, p)
             os.utime(full, ns=(ms * 1_000_000, ms * 1_000_000))
             self.stamped[full] = ms * 1_000_000
+        if self.io is not None:  # the image is what the disk holds: durable
+            self.io.reset()
 
     # --- steps ----------------------------------------------------------------------------------
 
@@ -289,6 +358,7 @@ class KafkaTarget(TargetBase):
         except (KafkaTargetError, KafkaRefusal):
             pass
         self.running = False
+        self._close_private_jvm()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
