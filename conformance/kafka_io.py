@@ -406,14 +406,15 @@ class Translator:
         self.fds.pop(fd, None)
         if rel is None or self.kinds.get(rel) == "dir" or "O_DIRECTORY" in flags:
             return
-        if rel not in self.kinds:
+        created = rel not in self.kinds
+        if created:
             if "O_CREAT" not in flags:
                 return
             token = self.tokens[rel] = self._new()
             self.kinds[rel] = "file"
             self.effects.append(Create(token, rel))
         token = self._token(rel)
-        if "O_TRUNC" in flags:
+        if "O_TRUNC" in flags and not created:  # a new file is empty: nothing to cut
             self.effects.append(Truncate(token, 0))
         self.fds[fd] = _Fd(token, 0, "O_APPEND" in flags)
 
