@@ -49,6 +49,7 @@ A storage's paths are absolute from the target's root (``/d0/t-0/000000000000000
 
 from __future__ import annotations
 
+import collections
 import copy
 import os
 import queue
@@ -298,6 +299,7 @@ class Translator:
         self.maps: dict[int, _Mapping] = {}
         self.mapped: set[int] = set()  # tokens ever mapped writable and shared
         self.effects: list = []
+        self.calls: collections.Counter = collections.Counter()  # msyncs of mapped files, O_TRUNC opens
         self.attached(self.positions, mappings)
 
     def attached(self, positions: dict[int, int], mappings) -> None:
@@ -415,6 +417,7 @@ class Translator:
             self.effects.append(Create(token, rel))
         token = self._token(rel)
         if "O_TRUNC" in flags and not created:  # a new file is empty: nothing to cut
+            self.calls["O_TRUNC"] += 1
             self.effects.append(Truncate(token, 0))
         self.fds[fd] = _Fd(token, 0, "O_APPEND" in flags)
 
@@ -574,6 +577,7 @@ class Translator:
     def _on_msync(self, call: Call) -> None:
         start, length = _int(call.args[0]), _int(call.args[1])
         for m in self._mapped_in(start, length):
+            self.calls["msync"] += 1
             self.effects.append(MapSync(m.token, m.offset, m.length, True))
 
     def _on_munmap(self, call: Call) -> None:

@@ -1,0 +1,178 @@
+"""Kafka's own I/O captured (conformance.kafka_io), as ratios within one run: the kafka target's
+steps per second with capture on against off over the same scenarios (corpora/log, up to their
+first fault step, each begun by an ``open`` as the runner begins it), the journal's operations per
+step, and on one scenario the journal against an independent ``strace`` of a JVM started under it
+(counts of the calls that change files under the target's root).
+
+    python -m benchmarks.kafka_io [--release 2.8.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import glob
+import os
+import stat
+import tempfile
+import time
+
+from conformance import kafka_io
+from conformance import scenario as sc
+from conformance.regressions import CORPORA
+from conformance.targets import kafka_jvm
+from conformance.targets.kafka import KafkaTarget, Unsupported
+
+WITNESS = "roll-on-segment-bytes.json"  # the scenario the journal is compared with a raw trace on
+
+
+def _steps(scenario: sc.Scenario) -> list[sc.Step]:
+    out = [sc.Open()]
+    for step in scenario.steps:
+        if step.runs_as in ("fault", "disk"):
+            break
+        out.append(step)
+    return out
+
+
+def _run(scenario: sc.Scenario, release: str | None, capture: bool, ops: collections.Counter | None = None):
+    """(steps applied, seconds) of ``scenario``'s steps on a fresh kafka target (a scenario the
+    release cannot run: none)."""
+    started = time.perf_counter()
+    try:
+        target = KafkaTarget(scenario, release=release, capture=capture)
+    except Unsupported:
+        return 0, 0.0
+    n = 0
+    try:
+        for step in _steps(scenario):
+            try:
+                target.apply(step)
+            except Unsupported:
+                break
+            n += 1
+            if ops is not None and target.last_capture is not None:
+                ops["steps"] += 1
+                ops["operations"] += target.last_capture.operations
+                ops.update(target.last_capture.summary())
+        return n, time.perf_counter() - started
+    finally:
+        target.close()
+
+
+def throughput(release: str | None) -> None:
+    scenarios = [sc.Scenario.load(p) for p in sorted(glob.glob(os.path.join(CORPORA, "log", "*.json")))]
+    ops: collections.Counter = collections.Counter()
+    timings = {}
+    _run(scenarios[0], release, False)  # the shared JVM started and warm
+    for capture in (False, True):
+        steps = secs = 0.0
+        for s in scenarios:
+            n, t = _run(s, release, capture, ops if capture else None)
+            steps, secs = steps + n, secs + t
+        timings[capture] = (steps, secs)
+    (off_n, off_s), (on_n, on_s) = timings[False], timings[True]
+    print(f"kafka{':' + release if release else ''}: {len(scenarios)} scenarios of corpora/log")
+    print(f"  capture off: {off_n:.0f} steps, {off_s:.2f} s, {off_n / off_s:.1f} steps/s")
+    print(f"  capture on:  {on_n:.0f} steps, {on_s:.2f} s, {on_n / on_s:.1f} steps/s ({on_s / on_n / (off_s / off_n):.1f}x the time per step; the private JVM's start included)")
+    kinds = ", ".join(f"{k} {v / ops['steps']:.2f}" for k, v in sorted(ops.items()) if k not in ("steps", "operations"))
+    print(f"  journal operations per step: {ops['operations'] / ops['steps']:.2f} ({kinds})")
+
+
+def _java_under_strace(trace: str) -> str:
+    """A directory whose ``java`` runs the real one under ``strace -f`` writing ``trace``."""
+    folder = tempfile.mkdtemp(prefix="klc-raw-strace-")
+    java = os.path.join(folder, "java")
+    real = kafka_jvm.shutil.which("java")
+    with open(java, "w") as f:
+        f.write(f'#!/bin/sh\nexec strace -f -qq -y -xx -s 64 -e trace={kafka_io.SYSCALLS} -o {trace} {real} "$@"\n')
+    os.chmod(java, os.stat(java).st_mode | stat.S_IXUSR)
+    return folder
+
+
+def raw_counts(trace: str, root: str) -> collections.Counter:
+    """Per kind, the calls of the raw trace that changed something under ``root``."""
+    parser, out = kafka_io.Parser(), collections.Counter()
+    root = os.path.realpath(root)
+    with open(trace) as f:
+        for line in f:
+            call = parser.feed(line)
+            if call is None or call.failed:
+                continue
+            paths = [kafka_io.fd_path(a)[1] or "" for a in call.args if "<" in a]
+            paths += [kafka_io.decode(a).decode("utf-8", "replace") for a in call.args if a.startswith('"')]
+            if not any(p.startswith(root + "/") for p in paths) and call.name not in ("msync",):
+                continue
+            if call.name in ("fsync", "fdatasync"):
+                path = kafka_io.fd_path(call.args[0])[1]
+                out["fsync of a directory" if os.path.isdir(path) else "fsync of a file"] += 1
+            elif call.name in ("rename", "renameat", "renameat2", "unlink", "unlinkat", "mkdir", "mkdirat", "ftruncate"):
+                out[call.name.removesuffix("at").removesuffix("at2")] += 1
+    return out
+
+
+def journal_counts(ops: collections.Counter) -> collections.Counter:
+    return collections.Counter(
+        {
+            "fsync of a file": ops["Fsync"] - ops["msync"],
+            "fsync of a directory": ops["FsyncDir"],
+            "rename": ops["Rename"],
+            "unlink": ops["Unlink"],
+            "mkdir": ops["MakeDir"],
+            "ftruncate": ops["Truncate"] - ops["O_TRUNC"],
+        }
+    )
+
+
+def equality(release: str | None) -> None:
+    """The journal of WITNESS against a raw strace of a JVM that ran the same steps untraced by us."""
+    scenario = sc.Scenario.load(os.path.join(CORPORA, "log", WITNESS))
+    ops: collections.Counter = collections.Counter()
+    target = KafkaTarget(scenario, release=release, capture=True)
+    try:
+        for step in _steps(scenario):
+            target.apply(step)
+            for e in target.last_capture.applied:
+                ops[type(e).__name__] += 1
+        ops["msync"] = target.io.translator.calls["msync"]
+        ops["O_TRUNC"] = target.io.translator.calls["O_TRUNC"]
+    finally:
+        target.close()
+    trace = tempfile.mktemp(prefix="klc-raw-", suffix=".trace")
+    folder = _java_under_strace(trace)
+    classpath = kafka_jvm.build_for(release)
+    old = kafka_jvm._SHARED.pop(classpath, None)
+    if old is not None:
+        old.stop()
+    path = os.environ["PATH"]
+    os.environ["PATH"] = folder + os.pathsep + path
+    try:  # the process's shared JVM, started by the java above: capture off, strace from its start
+        target = KafkaTarget(scenario, release=release, capture=False)
+        try:
+            for step in _steps(scenario):
+                target.apply(step)
+            time.sleep(0.5)  # strace's last lines
+            raw = raw_counts(trace, target.root)
+        finally:
+            target.close()
+    finally:
+        os.environ["PATH"] = path
+        kafka_jvm._SHARED.pop(classpath).stop()
+    ours = journal_counts(ops)
+    print(f"{WITNESS}: calls under the root, raw strace of the whole JVM vs the journal's operations")
+    for kind in sorted(set(raw) | set(ours)):
+        mark = "=" if raw[kind] == ours[kind] else "DIFFERS"
+        print(f"  {kind:22} raw {raw[kind]:4}  journal {ours[kind]:4}  {mark}")
+    os.unlink(trace)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--release", default=None)
+    args = parser.parse_args()
+    equality(args.release)
+    throughput(args.release)
+
+
+if __name__ == "__main__":
+    main()
