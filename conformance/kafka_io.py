@@ -187,8 +187,18 @@ class Parser:
     """strace's output, line by line, into :class:`Call` s (an interrupted call is put together
     again from its ``<unfinished ...>`` and ``<... resumed>`` halves)."""
 
-    def __init__(self):
+    def __init__(self, root: str | None = None):
         self.pending: dict[int, str] = {}
+        # with a root, a call naming no path under it is skipped unparsed (most of a JVM's calls:
+        # its jars, its anonymous memory), unless it is one whose effect hangs on an address or
+        # the answer on fd 1
+        self.needle = None if root is None else _hex(root.rstrip("/") + "/")
+        self.root_itself = None if root is None else _hex(root.rstrip("/")) + ">"
+
+    def _wanted(self, text: str) -> bool:
+        if self.needle is None or self.needle in text or self.root_itself in text:
+            return True
+        return text.startswith(("msync(", "munmap(", "mremap(", "write(1<"))
 
     def feed(self, line: str) -> Call | None:
         m = _LINE.match(line.rstrip("\n"))
@@ -198,7 +208,8 @@ class Parser:
         if text.startswith(("+++", "---")):
             return None
         if text.endswith(_UNFINISHED):
-            self.pending[pid] = text[: -len(_UNFINISHED)]
+            if self._wanted(text):
+                self.pending[pid] = text[: -len(_UNFINISHED)]
             return None
         r = _RESUMED.match(text)
         if r is not None:
@@ -206,7 +217,13 @@ class Parser:
             if head is None:
                 return None  # its start came before the tracer attached
             text = head + r[2]
+        elif not self._wanted(text):
+            return None
         return _call(pid, text)
+
+
+def _hex(text: str) -> str:
+    return "".join(f"\\x{b:02x}" for b in text.encode())
 
 
 def _call(pid: int, text: str) -> Call | None:
@@ -782,10 +799,10 @@ class Tracer:
     """``strace`` attached to one process (all its threads), its lines read by a thread into a
     queue; :meth:`until_answer` returns the calls up to the process's next answer line on fd 1."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, root: str | None = None):
         self.pid = pid
         self.lines: queue.Queue[str | None] = queue.Queue()
-        self.parser = Parser()
+        self.parser = Parser(root)
         cmd = [strace_binary(), "-f", "-qq", "-y", "-xx", "-s", str(STRING_LIMIT), "-e", "trace=" + SYSCALLS]
         self.process = subprocess.Popen(
             [*cmd, "-o", "/dev/stdout", "-p", str(pid)],
@@ -1003,7 +1020,7 @@ class IoCapture:
             self.tracer.stop()
         self.translator.fds = {}
         self.translator.maps = {}
-        self.tracer = Tracer(pid)
+        self.tracer = Tracer(pid, self.root)
         self.translator.attached(fd_positions(pid, self.root), shared_mappings(pid, self.root))
 
     def begin_step(self) -> None:

@@ -204,3 +204,15 @@ def test_a_capture_that_misses_an_effect_says_where():
     files["/d0/t-0/00000000000000000000.log"] = b"abXde"
     assert "at byte 2" in kafka_io.first_difference(storage, files)
     assert kafka_io.first_difference(storage, storage.image()) is None
+
+
+def test_the_parser_skips_calls_that_name_nothing_under_the_root():
+    parser = kafka_io.Parser(ROOT)
+    jar = f"7 lseek({fd(14, '/root/.m2/kafka.jar')}, 0, SEEK_CUR) = 4"
+    mine = f"7 lseek({fd(30, ROOT + '/d0/t-0/0.log')}, 0, SEEK_CUR) = 4"
+    other_root = f"7 lseek({fd(30, ROOT + 'y/d0/t-0/0.log')}, 0, SEEK_CUR) = 4"  # another target's root
+    assert parser.feed(jar) is None and parser.feed(other_root) is None
+    assert parser.feed(mine).name == "lseek"
+    assert parser.feed("7 munmap(0x7f0000000000, 8192) = 0").name == "munmap"  # an address: kept
+    assert parser.feed(f"7 write({fd(2, '/dev/pts/0')}, {s('log')}, 3) = 3") is None
+    assert parser.feed(f"7 write(1<{x('pipe:[1]')}>, {s('{}')}, 2) = 2").name == "write"
