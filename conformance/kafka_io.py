@@ -49,6 +49,7 @@ A storage's paths are absolute from the target's root (``/d0/t-0/000000000000000
 
 from __future__ import annotations
 
+import atexit
 import collections
 import copy
 import os
@@ -189,11 +190,16 @@ class Parser:
 
     def __init__(self, root: str | None = None):
         self.pending: dict[int, str] = {}
-        # with a root, a call naming no path under it is skipped unparsed (most of a JVM's calls:
-        # its jars, its anonymous memory), unless it is one whose effect hangs on an address or
-        # the answer on fd 1
-        self.needle = None if root is None else _hex(root.rstrip("/") + "/")
-        self.root_itself = None if root is None else _hex(root.rstrip("/")) + ">"
+        self.needle = self.root_itself = None
+        if root is not None:
+            self.watch(root)
+
+    def watch(self, root: str) -> None:
+        """From now on a call naming no path under ``root`` is skipped unparsed (most of a JVM's
+        calls: its jars, its anonymous memory, other targets' roots), unless its effect hangs on
+        an address, or it is the answer on fd 1."""
+        self.needle = _hex(root.rstrip("/") + "/")
+        self.root_itself = _hex(root.rstrip("/")) + ">"
 
     def _wanted(self, text: str) -> bool:
         if self.needle is None or self.needle in text or self.root_itself in text:
@@ -799,10 +805,10 @@ class Tracer:
     """``strace`` attached to one process (all its threads), its lines read by a thread into a
     queue; :meth:`until_answer` returns the calls up to the process's next answer line on fd 1."""
 
-    def __init__(self, pid: int, root: str | None = None):
+    def __init__(self, pid: int):
         self.pid = pid
         self.lines: queue.Queue[str | None] = queue.Queue()
-        self.parser = Parser(root)
+        self.parser = Parser()
         cmd = [strace_binary(), "-f", "-qq", "-y", "-xx", "-s", str(STRING_LIMIT), "-e", "trace=" + SYSCALLS]
         self.process = subprocess.Popen(
             [*cmd, "-o", "/dev/stdout", "-p", str(pid)],
@@ -1014,14 +1020,17 @@ class IoCapture:
             self.translator.reset(kinds(self.storage))
 
     def _attach(self, pid: int) -> None:
-        if self.tracer is not None and self.tracer.pid == pid and self.tracer.alive():
-            return
-        if self.tracer is not None:
-            self.tracer.stop()
-        self.translator.fds = {}
-        self.translator.maps = {}
-        self.tracer = Tracer(pid, self.root)
-        self.translator.attached(fd_positions(pid, self.root), shared_mappings(pid, self.root))
+        """The JVM's tracer (one per JVM, shared by the targets on it); a tracer this capture has
+        not used yet tells it where the fds under its root stand and what is mapped."""
+        tracer = _TRACERS.get(pid)
+        if tracer is None or not tracer.alive():
+            tracer = _TRACERS[pid] = Tracer(pid)
+        if tracer is not self.tracer:
+            self.translator.fds = {}
+            self.translator.maps = {}
+            self.translator.attached(fd_positions(pid, self.root), shared_mappings(pid, self.root))
+            self.tracer = tracer
+        tracer.parser.watch(self.root)
 
     def begin_step(self) -> None:
         self.step = StepCapture(_copy((self.storage, self.files)))
@@ -1038,6 +1047,7 @@ class IoCapture:
         try:
             answer = send()
         except BaseException:
+            _TRACERS.pop(pid, None)
             self.tracer.stop()
             self.tracer = None
             self.reset()
@@ -1066,6 +1076,25 @@ class IoCapture:
             raise CaptureUnsupported(f"kafka I/O capture: {problem}: an effect the capture does not see")
 
     def close(self) -> None:
-        if self.tracer is not None:
-            self.tracer.stop()
-            self.tracer = None
+        self.tracer = None  # the JVM's tracer stays for the JVM's other targets
+
+
+_TRACERS: dict[int, Tracer] = {}  # JVM pid → the strace attached to it
+_JVMS: dict[str, object] = {}  # classpath → the JVM captured targets share (kafka_jvm.Jvm)
+
+
+def captured_jvm(classpath: str, start):
+    """The JVM the capturing targets of ``classpath`` share (``start(classpath)`` makes one): not
+    the process's shared JVM, whose other targets' requests a tracer would see and have to cut."""
+    jvm = _JVMS.get(classpath)
+    if jvm is None or not jvm.alive():
+        jvm = _JVMS[classpath] = start(classpath)
+    return jvm
+
+
+@atexit.register
+def _stop_tracers() -> None:
+    for tracer in _TRACERS.values():
+        tracer.stop()
+    for jvm in _JVMS.values():
+        jvm.stop()

@@ -90,7 +90,7 @@ class KafkaTarget(TargetBase):
                 self.io = kafka_io.IoCapture(self.root, self.clock)
             self._configure()
         except kafka_io.CaptureUnsupported as e:
-            self._close_private_jvm()
+            self._close_capture()
             shutil.rmtree(self.root, ignore_errors=True)
             raise Unsupported(str(e)) from None
         except KafkaRefusal as e:  # a config the model took (they must agree): never judged as a pass
@@ -106,17 +106,15 @@ class KafkaTarget(TargetBase):
         )
 
     def _start_jvm(self):
-        """The JVM: the process's shared one, or with capture one of this target's own (a tracer
-        attached to a shared JVM would see, and have to cut, every other target's requests)."""
+        """The JVM: the process's shared one, or with capture the one capturing targets share (a
+        tracer attached to the shared JVM would see, and have to cut, every other target's requests)."""
         if not self.capturing:
             return shared(self.classpath, self.release)
-        return Jvm(self.classpath or build_for(self.release))
+        return kafka_io.captured_jvm(self.classpath or build_for(self.release), Jvm)
 
-    def _close_private_jvm(self) -> None:
-        if self.capturing and getattr(self, "jvm", None) is not None:
-            if self.io is not None:
-                self.io.close()
-            self.jvm.stop()
+    def _close_capture(self) -> None:
+        if self.io is not None:
+            self.io.close()
 
     def _request(self, op: str, **fields) -> dict:
         began_ns = time.time_ns()
@@ -358,7 +356,7 @@ class KafkaTarget(TargetBase):
         except (KafkaTargetError, KafkaRefusal):
             pass
         self.running = False
-        self._close_private_jvm()
+        self._close_capture()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
