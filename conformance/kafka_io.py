@@ -63,6 +63,7 @@ import time
 
 import attrs
 
+from conformance import sim_storage
 from conformance.sim_storage import SimFile, SimStorage
 from impl.storage import IoStats
 
@@ -714,17 +715,31 @@ class Replay:
             return
         if seen is not None:
             size = f.size()
-            end = size if effect.length < 0 else min(size, effect.start + effect.length)
-            current = f._inode.data
-            for p in range(effect.start - effect.start % PAGE, min(end, len(seen)), PAGE):
-                q = min(p + PAGE, size, len(seen))
-                if bytes(current[p:q]) != seen[p:q]:
-                    op = WriteAt(effect.token, p, seen[p:q])
-                    f.write_at(p, op.data)
-                    self.applied.append(op)
+            end = min(len(seen), size if effect.length < 0 else min(size, effect.start + effect.length))
+            for p in _dirty_pages(f._inode.data, seen, effect.start - effect.start % PAGE, end):
+                op = WriteAt(effect.token, p, seen[p : min(p + PAGE, end)])
+                f.write_at(p, op.data)
+                self.applied.append(op)
         if effect.durable:
             f.fsync()
             self.applied.append(Fsync(effect.token))
+
+
+CHUNK = 64 * PAGE
+
+
+def _dirty_pages(current: bytearray, seen: bytes, start: int, end: int) -> list[int]:
+    """The pages in [start, end) where ``current`` and ``seen`` differ: compared a chunk at a time
+    (an index is 10 MiB of mostly zeros), page by page only inside a chunk that differs."""
+    if start == 0 and end == len(current) == len(seen) and current == seen:
+        return []
+    out = []
+    for c in range(start, end, CHUNK):
+        d = min(c + CHUNK, end)
+        if current[c:d] == seen[c:d]:
+            continue
+        out += [p for p in range(c, d, PAGE) if current[p : min(p + PAGE, d)] != seen[p : min(p + PAGE, d)]]
+    return out
 
 
 def operations(effects) -> int:
@@ -738,7 +753,7 @@ class StepCapture:
     still pending) and the step's operations, resolved.  ``storage_at(k)``: the storage after the
     first ``k`` operations (``k`` = :attr:`operations`: the step's end)."""
 
-    before: tuple  # (SimStorage, token → SimFile) as the step began: copied, never changed
+    before: tuple | None  # (SimStorage, token → SimFile) as the step began, copied; None: not kept
     applied: list = attrs.Factory(list)
 
     @property
@@ -749,6 +764,8 @@ class StepCapture:
         return self.operations
 
     def storage_at(self, k: int | None = None) -> SimStorage:
+        if self.before is None:
+            raise ValueError("the step was applied, not captured: KafkaTarget.capture(step) keeps its operations")
         n = self.operations
         k = n if k is None else k
         if not 0 <= k <= n:
@@ -952,18 +969,23 @@ def shared_mappings(pid: int, root: str) -> list[tuple[int, int, int, str]]:
 # --- the disk as it is ---------------------------------------------------------------------------
 
 
-def scan(root: str) -> tuple[dict[str, bytes], list[str], dict[str, int]]:
-    """Files (bytes), directories and modification times (ms) under ``root``, paths from it."""
+def scan(root: str, wanted=None) -> tuple[dict[str, bytes], list[str], dict[str, int]]:
+    """Files (bytes), directories and modification times (ms) under ``root``, paths from it;
+    with ``wanted`` (a set of paths) only those files' bytes are read (:func:`sizes` has the rest)."""
     files, dirs, mtimes = {}, [], {}
     for dirpath, dirnames, names in os.walk(root):
         rel = dirpath[len(root) :] or ""
         for d in dirnames:
             dirs.append(f"{rel}/{d}")
         for name in names:
-            full = os.path.join(dirpath, name)
-            with open(full, "rb") as f:
-                files[f"{rel}/{name}"] = f.read()
-            mtimes[f"{rel}/{name}"] = os.stat(full).st_mtime_ns // 1_000_000
+            full, path = os.path.join(dirpath, name), f"{rel}/{name}"
+            st = os.stat(full)
+            mtimes[path] = st.st_mtime_ns // 1_000_000
+            if wanted is None or path in wanted:
+                with open(full, "rb") as f:
+                    files[path] = f.read()
+            else:
+                files[path] = st.st_size
     return files, dirs, mtimes
 
 
@@ -977,19 +999,37 @@ def kinds(storage: SimStorage) -> dict[str, str]:
     return out
 
 
-def first_difference(storage: SimStorage, files: dict[str, bytes]) -> str | None:
-    """Where ``storage`` and the files on disk differ (a capture that missed an effect)."""
-    image = storage.image()
+def first_difference(storage: SimStorage, files: dict) -> str | None:
+    """Where ``storage`` and the files on disk differ (a capture that missed an effect): ``files``
+    maps a path to its bytes, or to its size where only that was read."""
+    image = _current_files(storage)
     for path in sorted(set(image) | set(files)):
         if path not in image:
             return f"{path} is on disk but not in the captured journal"
         if path not in files:
             return f"{path} is in the captured journal but not on disk"
         a, b = image[path], files[path]
-        if a != b:
+        if isinstance(b, int):
+            if len(a) != b:
+                return f"{path} is {b} bytes on disk, {len(a)} in the captured journal"
+        elif a != b:
             at = next((i for i in range(min(len(a), len(b))) if a[i] != b[i]), min(len(a), len(b)))
             return f"{path} differs from the captured journal at byte {at} (journal {len(a)} bytes, disk {len(b)})"
     return None
+
+
+def _current_files(storage: SimStorage) -> dict[str, bytearray]:
+    """Path → the content of every file now, uncopied."""
+    out = {}
+    stack = [("", storage.root)]
+    while stack:
+        prefix, d = stack.pop()
+        for name, node in d.entries.items():
+            if isinstance(node, sim_storage.Dir):
+                stack.append((f"{prefix}/{name}", node))
+            else:
+                out[f"{prefix}/{name}"] = node.data
+    return out
 
 
 # --- one target's capture ----------------------------------------------------------------------
@@ -1032,8 +1072,9 @@ class IoCapture:
             self.tracer = tracer
         tracer.parser.watch(self.root)
 
-    def begin_step(self) -> None:
-        self.step = StepCapture(_copy((self.storage, self.files)))
+    def begin_step(self, points: bool = True) -> None:
+        """A step begins; with ``points`` its storage is kept as it is now, for ``storage_at``."""
+        self.step = StepCapture(_copy((self.storage, self.files)) if points else None)
 
     def end_step(self) -> StepCapture:
         self.last, self.step = self.step, None
@@ -1059,9 +1100,11 @@ class IoCapture:
         """After the request (and the target's modification-time stamps): replay and check."""
         self.translator.crash_point()
         effects = self.translator.take()
-        files, _dirs, mtimes = scan(self.root)
         paths = self.translator.final_paths()
-        observed = {t: files[p] for t, p in paths.items() if p in files}
+        touched = {e.token for e in effects if isinstance(e, (Create, WriteAt, Truncate, _Grow, MapSync))}
+        wanted = {paths[t] for t in touched if t in paths} | {e.dst for e in effects if isinstance(e, Rename)}
+        files, _dirs, mtimes = scan(self.root, wanted)
+        observed = {t: files[p] for t, p in paths.items() if isinstance(files.get(p), bytes)}
         replay = Replay(self.storage, self.files)
         for e in effects:
             replay.apply(e, observed)

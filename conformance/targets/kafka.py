@@ -197,10 +197,12 @@ class KafkaTarget(TargetBase):
 
     # --- Kafka's own I/O (conformance.kafka_io) ----------------------------------------------
 
-    def apply(self, step: sc.Step) -> dict:
+    def apply(self, step: sc.Step, points: bool = False) -> dict:
+        """With capture, the step's operations are replayed onto the storage, and with ``points``
+        (:meth:`capture`) the storage as the step began is kept for ``storage_at``."""
         if self.io is None:
             return super().apply(step)
-        self.io.begin_step()
+        self.io.begin_step(points)
         try:
             return step.on(self)
         finally:
@@ -214,7 +216,7 @@ class KafkaTarget(TargetBase):
         target's: crash images may be taken from it, never changed."""
         if self.io is None:
             raise KafkaTargetError("kafka target: capture is off (KafkaTarget(capture=True) or KLC_KAFKA_CAPTURE=1)")
-        result = self.apply(step)
+        result = self.apply(step, points=True)
         return result, self.io.storage
 
     def halt(self) -> None:
