@@ -35,16 +35,20 @@ was missed: ``unsupported``, naming the file and the first byte that differs).
 The API the runner calls (``conformance.targets.kafka.KafkaTarget``)::
 
     target = KafkaTarget(scenario, release="2.8.2", capture=True)   # or KLC_KAFKA_CAPTURE=1
-    result, storage = target.capture(step)     # apply the step, Kafka's I/O captured
-    storage                                    # SimStorage: every op pending since the last durable point
-    target.last_capture.operations             # n: the operations of Kafka's own inside the step
-    target.last_capture.storage_at(k)          # SimStorage as after the first k of them (0 <= k <= n)
-    image = crash_images.crash_image(target.last_capture.storage_at(k), fault)   # any family
-    target.restore(image.files_relative(), ...)  -> see :func:`image_for_restore`
+    result, storage = target.capture(step)   # apply the step, Kafka's I/O captured
+    # storage: a SimStorage holding every operation pending since the last durable point
+    n = target.last_capture.operations       # Kafka's own operations inside the step
+    at_k = target.last_capture.storage_at(k) # the storage after the first k of them (0 <= k <= n)
+    image = crash_images.crash_image(at_k, fault)          # any family, power loss or process
+    target.restore(*image_for_restore(image))              # Kafka's loader loads it at the next open
 
+``target.apply(step)`` with capture on carries the journal forward without keeping the step's
+storage as it began (``storage_at`` then refuses): cheaper, for the steps no crash falls inside.
+``target.restore`` makes everything on disk durable again (a crash image is what the disk holds).
 A storage's paths are absolute from the target's root (``/d0/t-0/00000000000000000000.log``);
-:func:`image_for_restore` gives ``(files, directories, mtimes)`` relative to it, as
-``Target.restore`` takes them.  Capture costs nothing when off: no tracer, no copy, no check.
+:func:`image_for_restore` gives them relative to it, as ``Target.restore`` takes them.  The
+storage is the target's own: crash images may be taken from it, never changed.  Capture off costs
+nothing: no tracer, no copy, no check.
 """
 
 from __future__ import annotations
