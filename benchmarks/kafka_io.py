@@ -25,7 +25,8 @@ from conformance.regressions import CORPORA
 from conformance.targets import kafka_jvm
 from conformance.targets.kafka import KafkaTarget, Unsupported
 
-WITNESS = "roll-on-segment-bytes.json"  # the scenario the journal is compared with a raw trace on
+WITNESS = "roll-on-segment-bytes.json"
+ROUNDS = 3  # the scenario the journal is compared with a raw trace on
 
 
 def _steps(scenario: sc.Scenario) -> list[sc.Step]:
@@ -65,16 +66,20 @@ def throughput(release: str | None) -> None:
     scenarios = [sc.Scenario.load(p) for p in sorted(glob.glob(os.path.join(CORPORA, "log", "*.json")))]
     ops: collections.Counter = collections.Counter()
     timings = {}
-    _run(scenarios[0], release, False)  # the shared JVM started and warm
+    for capture in (False, True):  # both JVMs started and warm
+        _run(scenarios[0], release, capture)
     modes = {"capture off": (False, False), "capture on, apply": (True, False), "capture on, capture()": (True, True)}
-    for mode, (capture, points) in modes.items():
-        steps = secs = 0.0
-        for s in scenarios:
-            n, t = _run(s, release, capture, ops if mode == "capture on, apply" else None, points)
-            steps, secs = steps + n, secs + t
-        timings[mode] = (steps, secs)
+    for rounds in range(ROUNDS):  # the best of ROUNDS rounds, modes interleaved (a shared machine)
+        for mode, (capture, points) in modes.items():
+            steps = secs = 0.0
+            for s in scenarios:
+                counted = ops if mode == "capture on, apply" and rounds == 0 else None
+                n, t = _run(s, release, capture, counted, points)
+                steps, secs = steps + n, secs + t
+            if mode not in timings or secs < timings[mode][1]:
+                timings[mode] = (steps, secs)
     off_n, off_s = timings["capture off"]
-    print(f"kafka{':' + release if release else ''}: {len(scenarios)} scenarios of corpora/log")
+    print(f"kafka{':' + release if release else ''}: {len(scenarios)} scenarios of corpora/log, best of {ROUNDS} rounds")
     for mode, (n, secs) in timings.items():
         print(f"  {mode:22} {n:.0f} steps, {secs:.2f} s, {n / secs:.1f} steps/s ({secs / n / (off_s / off_n):.1f}x the time per step)")
     kinds = ", ".join(f"{k} {v / ops['steps']:.2f}" for k, v in sorted(ops.items()) if k not in ("steps", "operations"))
@@ -110,6 +115,8 @@ def raw_counts(trace: str, root: str) -> collections.Counter:
                 out["fsync of a directory" if os.path.isdir(path) else "fsync of a file"] += 1
             elif call.name in ("rename", "renameat", "renameat2", "unlink", "unlinkat", "mkdir", "mkdirat", "ftruncate"):
                 out[call.name.removesuffix("at").removesuffix("at2")] += 1
+            elif call.name in ("write", "pwrite64", "writev", "pwritev", "pwritev2") and call.number() > 0:
+                out["write"] += 1
     return out
 
 
@@ -122,6 +129,7 @@ def journal_counts(ops: collections.Counter) -> collections.Counter:
             "unlink": ops["Unlink"],
             "mkdir": ops["MakeDir"],
             "ftruncate": ops["Truncate"] - ops["O_TRUNC"],
+            "write": ops["WriteAt"],  # the pages mappings changed are PageWrite, not counted here
         }
     )
 

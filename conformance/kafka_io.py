@@ -121,6 +121,11 @@ class WriteAt:
 
 
 @attrs.frozen
+class PageWrite(WriteAt):
+    """A page a mapping changed, as it reached the file (at an msync, a munmap or the crash point)."""
+
+
+@attrs.frozen
 class Truncate:
     token: int
     size: int
@@ -163,7 +168,7 @@ class MapSync:
     durable: bool
 
 
-Effect = Bind | Create | WriteAt | Truncate | Fsync | FsyncDir | Rename | Unlink | MakeDir | MapSync
+Effect = Bind | Create | WriteAt | PageWrite | Truncate | Fsync | FsyncDir | Rename | Unlink | MakeDir | MapSync
 
 
 # --- strace's lines -------------------------------------------------------------------------------
@@ -721,7 +726,7 @@ class Replay:
             size = f.size()
             end = min(len(seen), size if effect.length < 0 else min(size, effect.start + effect.length))
             for p in _dirty_pages(f._inode.data, seen, effect.start - effect.start % PAGE, end):
-                op = WriteAt(effect.token, p, seen[p : min(p + PAGE, end)])
+                op = PageWrite(effect.token, p, seen[p : min(p + PAGE, end)])
                 f.write_at(p, op.data)
                 self.applied.append(op)
         if effect.durable:
