@@ -281,10 +281,6 @@ def decode(text: str) -> bytes:
     return bytes(int(h, 16) for h in _HEX.findall(body))
 
 
-def truncated(text: str) -> bool:
-    return text.endswith('"...')
-
-
 def fd_path(arg: str) -> tuple[str, str | None]:
     """``31<\\x2f...>`` → ("31", "/..."): the fd and the path -y decoded (None for none)."""
     if "<" not in arg:
@@ -377,8 +373,10 @@ class Translator:
         self.kinds = dict(existing)
         self.tokens = {}
         self.fds = {}
+        self.positions = {}
         self.maps = {}
         self.mapped = set()
+        self.effects = []
 
     # --- fds
 
@@ -1093,17 +1091,23 @@ class IoCapture:
         """``send()`` under the tracer; its effects replayed onto the storage.  A JVM that dies
         leaves the storage unknown (re-read from disk at the next request) and the error raised."""
         self._attach(pid)
-        self.tracer.drain(self.translator.feed)
         try:
+            self.tracer.drain(self.translator.feed)
             answer = send()
+            self.tracer.until_answer(self.translator.feed)
         except BaseException:
-            _TRACERS.pop(pid, None)
+            self._detach(pid)
+            raise
+        return answer
+
+    def _detach(self, pid: int) -> None:
+        """The request failed: its trace cannot be trusted; the tracer goes, the disk is re-read."""
+        _TRACERS.pop(pid, None)
+        if self.tracer is not None:
             self.tracer.stop()
             self.tracer = None
-            self.reset()
-            raise
-        self.tracer.until_answer(self.translator.feed)
-        return answer
+        self.translator.take()
+        self.reset()
 
     def settle(self) -> None:
         """After the request (and the target's modification-time stamps): replay and check."""
@@ -1115,8 +1119,12 @@ class IoCapture:
         files, _dirs, mtimes = scan(self.root, wanted)
         observed = {t: files[p] for t, p in paths.items() if isinstance(files.get(p), bytes)}
         replay = Replay(self.storage, self.files)
-        for e in effects:
-            replay.apply(e, observed)
+        try:
+            for e in effects:
+                replay.apply(e, observed)
+        except OSError as e:  # the journal and its storage disagree on a name: never a guess
+            self.reset()
+            raise CaptureUnsupported(f"kafka I/O capture: replaying {type(e).__name__} {e}") from None
         if self.step is not None:
             self.step.applied.extend(replay.applied)
         for path, ms in mtimes.items():
