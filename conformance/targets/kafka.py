@@ -11,6 +11,10 @@ files (held by a live process, not log state), and on Kafka 2.x producer-state s
 (``.snapshot``), which the model writes as 4.x does (docs/producer-state.md).  An offset
 checkpoint's entries are compared in sorted order on every target (Kafka writes its HashMap's
 order: ``conforms.comparable_files``).
+
+With capture on (``capture=True``, ``KLC_KAFKA_CAPTURE=1``) every request's file-system effects are
+traced and replayed onto a simulated storage, so crash images can be made from Kafka's own journal
+(:mod:`conformance.kafka_io`, :meth:`KafkaTarget.capture`).
 """
 
 from __future__ import annotations
@@ -51,8 +55,8 @@ class KafkaTarget(TargetBase):
     ):
         """``release``: the Kafka release to run (None: the pinned one, kafka_jvm.PINNED); a release
         no adapter runs is :class:`Unsupported`.  ``capture`` (default: ``KLC_KAFKA_CAPTURE=1`` in
-        the environment): Kafka's own I/O is traced on a JVM of this target's own and replayed onto
-        a simulated storage (:mod:`conformance.kafka_io`; :meth:`capture`)."""
+        the environment): Kafka's own I/O is traced on the JVM capturing targets share and replayed
+        onto a simulated storage (:mod:`conformance.kafka_io`; :meth:`capture`)."""
         super().__init__(scenario)
         if scenario.failure_policy != "kafka":
             raise Unsupported(
@@ -124,7 +128,9 @@ class KafkaTarget(TargetBase):
         else:
             try:
                 answer = self.io.request(self.jvm.process.pid, lambda: self.jvm.request(message))
-            except kafka_io.CaptureError as e:
+            except kafka_io.CaptureUnsupported as e:  # no ptrace permission: never judged
+                raise Unsupported(str(e)) from None
+            except kafka_io.CaptureError as e:  # the tracer failed: a harness error
                 raise KafkaTargetError(f"kafka target: {e}{self.jvm._tail()}") from None
         self._stamp(began_ns)  # a refused request may have written files too
         if self.io is not None:
