@@ -25,7 +25,7 @@ import tempfile
 import time
 
 
-from conformance import kafka_io, releases
+from conformance import crash_images, kafka_io, releases
 from conformance import scenario as sc
 from conformance.scenario import Unsupported
 from conformance.targets import TargetBase, partition_state
@@ -224,6 +224,15 @@ class KafkaTarget(TargetBase):
             raise KafkaTargetError("kafka target: capture is off (KafkaTarget(capture=True) or KLC_KAFKA_CAPTURE=1)")
         result = self.apply(step, points=True)
         return result, self.io.storage
+
+    def image_at(self, k: int | None, fault) -> tuple[dict, list, dict]:
+        """The disk a crash at operation ``k`` of the last captured step leaves under ``fault``
+        (a :class:`conformance.crash_images.Fault`; ``k`` None: the step's end), as :meth:`restore`
+        takes it — for every target of the scenario."""
+        if self.last_capture is None:
+            raise KafkaTargetError("kafka target: no step was captured (KafkaTarget.capture)")
+        image = crash_images.crash_image(self.last_capture.storage_at(k), fault)
+        return kafka_io.image_for_restore(image)
 
     def halt(self) -> None:
         if self.running:
