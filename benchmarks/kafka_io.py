@@ -188,10 +188,10 @@ def start_cost(release: str | None) -> None:
     print(f"  a target's construction: {times[False]:.2f} s on the shared JVM, {times[True]:.2f} s with capture (a JVM of its own, traced)")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--release", default=None)
-    args = parser.parse_args()
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.kafka_io", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--release", default=None, help="a Kafka release with an adapter (default: the pinned one)")
+    args = parser.parse_args(argv)
     equality(args.release)
     throughput(args.release)
     start_cost(args.release)
