@@ -41,7 +41,7 @@ The API the runner calls (``conformance.targets.kafka.KafkaTarget``)::
     at_k = target.last_capture.storage_at(k) # the storage after the first k of them (0 <= k <= n)
     image = crash_images.crash_image(at_k, fault)          # any family, power loss or process
     target.restore(*image_for_restore(image))              # Kafka's loader loads it at the next open
-    files, dirs, mtimes = target.image_at(k, fault)        # the two lines above in one
+    files, dirs, mtimes = target.image_at(k, fault)        # for every target; k None: now, between steps
 
 ``target.apply(step)`` with capture on carries the journal forward without keeping the step's
 storage as it began (``storage_at`` then refuses): cheaper, for the steps no crash falls inside.

@@ -88,6 +88,8 @@ def test_a_captured_roll_ends_as_the_disk_and_begins_as_the_step_before_ended():
         assert crash_image(step.storage_at(0), Fault("process")).files == before
         files, _dirs, _mtimes = target.image_at(0, Fault("process"))  # as restore takes it
         assert files == {p.lstrip("/"): d for p, d in before.items()}
+        now = target.image_at(None, Fault("process"))[0]  # between steps: the disk
+        assert now == {p.lstrip("/"): d for p, d in kafka_io.scan(target.root)[0].items()}
         target.apply(APPEND)  # apply: the journal carried forward, the step's start not kept
         assert target.last_capture.operations > 0
         with pytest.raises(ValueError, match="applied, not captured"):

@@ -226,13 +226,18 @@ class KafkaTarget(TargetBase):
         return result, self.io.storage
 
     def image_at(self, k: int | None, fault) -> tuple[dict, list, dict]:
-        """The disk a crash at operation ``k`` of the last captured step leaves under ``fault``
-        (a :class:`conformance.crash_images.Fault`; ``k`` None: the step's end), as :meth:`restore`
-        takes it — for every target of the scenario."""
-        if self.last_capture is None:
+        """The disk a crash leaves under ``fault`` (a :class:`conformance.crash_images.Fault`) at
+        operation ``k`` of the last step :meth:`capture` ran, or with ``k`` None now, between
+        steps — as :meth:`restore` takes it, for every target of the scenario."""
+        if self.io is None:
+            raise KafkaTargetError("kafka target: capture is off (KafkaTarget(capture=True) or KLC_KAFKA_CAPTURE=1)")
+        if k is None:
+            storage = self.io.storage
+        elif self.last_capture is None:
             raise KafkaTargetError("kafka target: no step was captured (KafkaTarget.capture)")
-        image = crash_images.crash_image(self.last_capture.storage_at(k), fault)
-        return kafka_io.image_for_restore(image)
+        else:
+            storage = self.last_capture.storage_at(k)
+        return kafka_io.image_for_restore(crash_images.crash_image(storage, fault))
 
     def halt(self) -> None:
         if self.running:
