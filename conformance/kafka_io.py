@@ -4,8 +4,9 @@ root, in the vocabulary of the simulated backend (:mod:`conformance.sim_storage`
 *Kafka's* writes, fsyncs and renames — not impl's (ALICE, OSDI '14: trace an application's system
 calls, replay every legal persistence of them).
 
-How it is captured.  ``strace -f -y -xx`` is attached to the running JVM (``ptrace``; every thread,
-and threads started later) and writes one line per system call of :data:`SYSCALLS` into a pipe this
+How it is captured.  ``strace -f -y -xx`` is attached (``ptrace``; every thread, and threads
+started later) to the JVM the capturing targets of a classpath share (:func:`captured_jvm`: not the
+process's shared JVM, whose other targets' requests it would see), and writes one line per system call of :data:`SYSCALLS` into a pipe this
 process reads.  Why strace and not an agent on the JDK's file layer: it sees what reaches the kernel
 whatever Java class made it (``FileChannelImpl``, ``RandomAccessFile``, ``Files``, ``File``,
 ``MappedByteBuffer``) on every Kafka generation alike, including the ``msync`` and ``munmap`` of the
@@ -29,8 +30,9 @@ path) is :class:`UnknownEffect`, and the kafka target answers ``unsupported`` na
 
 :class:`Replay` applies the effects to a :class:`~conformance.sim_storage.SimStorage` through its own
 methods (``open``, ``write_at``, ``truncate``, ``fsync``, ``rename``, ``unlink``, ``make_dirs``,
-``fsync_dir``); after each request the storage must hold exactly the files on disk (else an effect
-was missed: ``unsupported``, naming the file and the first byte that differs).
+``fsync_dir``); after each request the storage must hold the files on disk — byte for byte those
+the request touched or mapped, by size the rest — else an effect was missed: ``unsupported``,
+naming the file and the first byte that differs.
 
 The API the runner calls (``conformance.targets.kafka.KafkaTarget``)::
 
