@@ -828,6 +828,22 @@ def strace_binary() -> str:
     return found
 
 
+def capture_problem() -> str | None:
+    """Why capture cannot run on this machine (None: it can): no strace, or ptrace refused (a
+    container without the permission)."""
+    try:
+        tool = strace_binary()
+    except CaptureUnsupported as e:
+        return str(e)
+    try:
+        done = subprocess.run([tool, "-qq", "-o", os.devnull, "true"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"kafka I/O capture: strace does not run here ({e})"
+    if done.returncode != 0:
+        return f"kafka I/O capture: strace cannot trace here: {done.stderr.strip()[:200]}"
+    return None
+
+
 class Tracer:
     """``strace`` attached to one process (all its threads), its lines read by a thread into a
     queue; :meth:`until_answer` returns the calls up to the process's next answer line on fd 1."""
