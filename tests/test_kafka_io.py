@@ -215,3 +215,10 @@ def test_the_parser_skips_calls_that_name_nothing_under_the_root():
     assert parser.feed("7 munmap(0x7f0000000000, 8192) = 0").name == "munmap"  # an address: kept
     assert parser.feed(f"7 write({fd(2, '/dev/pts/0')}, {s('log')}, 3) = 3") is None
     assert parser.feed(f"7 write(1<{x('pipe:[1]')}>, {s('{}')}, 2) = 2").name == "write"
+
+
+def test_an_image_is_handed_to_restore_relative_to_the_root():
+    storage = replayed(lines_for_new_segment())
+    files, dirs, mtimes = kafka_io.image_for_restore(crash_image(storage, Fault("process")))
+    assert set(files) == {"d0/t-0/00000000000000000000.log", "d0/recovery-point-offset-checkpoint"}
+    assert dirs == ["d0", "d0/t-0"] and set(mtimes) == set(files)
