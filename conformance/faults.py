@@ -41,6 +41,7 @@ from conformance.scenario import (
     NO_TIMESTAMP,
     ScenarioError,
     Step,
+    Unsupported,
     _bool,
     _during,
     _int,
@@ -55,6 +56,7 @@ from model import compression
 from model.file_records import iterate_file
 
 IO_ERRORS = ("EIO", "ENOSPC")
+JOURNALS = ("impl", "kafka")  # whose operations a crash image is cut from
 
 
 @attrs.frozen
@@ -90,6 +92,7 @@ class FaultOutcome:
     damage: tuple[str, ...] = ()  # what the crash image did to producer-state files
     path: str = ""  # the damaged file (corrupted)
     injected: tuple[str, list] | None = None  # partition and batches (injected)
+    journal_of: str | None = None  # the target whose own journal the image was cut from, if not impl's
 
     @property
     def stopped(self) -> bool:
@@ -115,6 +118,84 @@ class FaultStep(Step):
         raise NotImplementedError
 
 
+class ImplJournal:
+    """The image source of a fault on impl's journal: impl on the simulated backend, whose
+    ``at_op``-th storage operation raises instead of happening (DESIGN.md "Storage faults")."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def pending(self) -> int:
+        """Operations not yet durable now (the crash image's size)."""
+        return len(journal(self.target.raw_storage))
+
+    def disk(self) -> dict[str, bytes]:
+        """The files as a process crash now leaves them (every operation persists)."""
+        return self.target.image()[0]
+
+    def run(self, fault: Interrupting, during) -> tuple[dict, str | None]:
+        """``during`` cut at the fault's ``at_op``-th operation: (its result, an ``isolated``
+        witness if the failure escaped as it must not)."""
+        target = self.target
+        target.arm(fault.at_op, fault.failure())
+        try:
+            result = {**target.apply(during), "completed": True}
+        except PowerLoss as e:
+            return {
+                "crashed_at": fault.at_op,
+                "operation": e.args[0],
+                "path": e.args[1].removeprefix(target.root + "/"),
+            }, None
+        except Exception as e:
+            cause = getattr(fault, "error", "a crash")
+            return {}, f"raised {where(e)} when operation {fault.at_op} of {describe(during)} failed with {cause}"
+        finally:
+            target.arm(None)
+        return result, fault.escaped(result)
+
+    def image(self, fault: Fault) -> tuple[dict, list, dict]:
+        return self.target.image(fault)
+
+
+class KafkaJournal:
+    """The image source of a fault on Kafka's own journal: the kafka target with its I/O captured
+    (:mod:`conformance.kafka_io`).  Kafka runs ``during`` whole, traced; the crash image is cut at
+    its ``at_op``-th operation (past its last: after the step)."""
+
+    def __init__(self, target):
+        self.target = target
+        self.cut: int | None = None  # the operation the crash falls at, once ``during`` ran
+
+    def pending(self) -> int:
+        io, capture = self.target.io, self.target.last_capture
+        storage = io.storage if self.cut is None else capture.storage_at(self.cut)
+        return len(journal(storage))
+
+    def disk(self) -> dict[str, bytes]:
+        return self.target.image_at(None, Fault("process"))[0]
+
+    def run(self, fault: Interrupting, during) -> tuple[dict, str | None]:
+        self.target.capture(during)
+        n = self.target.last_capture.operations
+        self.cut = min(fault.at_op, n)
+        return {"crashed_at": self.cut, "operations": n, **({"completed": True} if self.cut == n else {})}, None
+
+    def image(self, fault: Fault) -> tuple[dict, list, dict]:
+        """The crash image, less the files only Kafka's process keeps (the data dir's ``.lock``,
+        which every start takes anew): every target restarts from it."""
+        files, dirs, mtimes = self.target.image_at(self.cut, fault)
+        kept = {p: b for p, b in files.items() if not p.endswith(self.target.NOT_COMPARED)}
+        return kept, dirs, {p: ms for p, ms in mtimes.items() if p in kept}
+
+
+def kafka_journal(targets) -> KafkaJournal:
+    """The kafka target whose own I/O is captured, as an image source; Unsupported without one."""
+    for t in targets:
+        if getattr(t, "io", None) is not None:
+            return KafkaJournal(t)
+    raise Unsupported("a crash on Kafka's own journal needs the kafka target with its I/O captured (strace)")
+
+
 class Interrupting(FaultStep):
     """A fault that may stop ``during`` at its ``at_op``-th storage operation (a crash, an I/O
     error): the image source runs ``during`` until then, the model runs it whole."""
@@ -125,6 +206,10 @@ class Interrupting(FaultStep):
 
     def fault_image(self) -> Fault:
         return Fault("process")
+
+    def image_source(self, ctx: FaultContext):
+        """Whose journal the crash image comes from: impl's on the simulated backend."""
+        return ImplJournal(ctx.source)
 
     def effective_during(self, source):
         """``during`` as a broker in the source's state can be interrupted in it: a stopped broker
@@ -138,24 +223,27 @@ class Interrupting(FaultStep):
         return during
 
     def strike(self, ctx: FaultContext) -> FaultOutcome:
-        source, during = ctx.source, self.effective_during(ctx.source)
+        source = self.image_source(ctx)
+        during = self.effective_during(source.target)
         out = FaultOutcome({t.name: {} for t in ctx.targets}, kind="crashed", stops_broker=True, during=during)
-        out.settled = len(journal(source.raw_storage)) == 0
+        out.journal_of = source.target.name if isinstance(source, KafkaJournal) else None
+        out.settled = source.pending() == 0
         fault = self.fault_image()
         loading = during is not None and during.loads
         # a process crash inside a load is judged on its image too: every operation persists, so
         # what differs from the image before the open is what the load did
-        before = source.image()[0] if loading and fault.family == "process" else None
+        before = source.disk() if loading and fault.family == "process" else None
         if during is not None:
-            self._run_interrupted(ctx, during, out)
+            self._run_interrupted(ctx, source, during, out)
             if out.stopped:
                 return out
         out.model_result = out.results.get(ctx.model.name) if ctx.model is not None else None
         # how many operations the fault chose from (the crash image's size)
-        out.results[source.name] = {**out.results[source.name], "pending": len(journal(source.raw_storage))}
-        live = source.files() if ctx.report_damage else None
+        name = source.target.name
+        out.results[name] = {**out.results[name], "pending": source.pending()}
+        live = source.target.files() if ctx.report_damage else None
         out.image = source.image(fault)
-        out.clock_ms = source.clock.now  # time passed for every target, also where a tick was cut short
+        out.clock_ms = source.target.clock.now  # time passed for every target, also where a tick was cut short
         if live is not None:
             out.damage = producer_state_damage(live, out.image[0])
         if before is not None and out.reference is not None:  # (a power loss may also lose older operations)
@@ -165,13 +253,13 @@ class Interrupting(FaultStep):
                 out.violations.append((IDEMPOTENT_RECOVERY, skipped, (crash_recovery.__name__ + ".recovery_skipped",), False))
         return out
 
-    def _run_interrupted(self, ctx: FaultContext, during, out: FaultOutcome) -> None:
+    def _run_interrupted(self, ctx: FaultContext, source, during, out: FaultOutcome) -> None:
         """``during`` on the image source, cut at its ``at_op``-th operation, and on the model
         uninterrupted (its load, if ``during`` was one, is the reference)."""
         problem = None
         for t in ctx.targets:
-            if t is ctx.source:
-                out.results[t.name], problem = self._interrupted(t, during)
+            if t is source.target:
+                out.results[t.name], problem = source.run(self, during)
             elif t is ctx.model:
                 try:
                     out.results[t.name] = t.apply(during)
@@ -182,26 +270,7 @@ class Interrupting(FaultStep):
                 if during.loads and t.running:
                     out.reference = Reference.of(t)
         if problem:
-            out.violations.append((ISOLATED, f"{ctx.source.name}: {problem}", (f"{__name__}._interrupted",), True))
-
-    def _interrupted(self, target, during) -> tuple[dict, str | None]:
-        """``during`` on the image source with its ``at_op``-th storage operation failing: (its
-        result, an ``isolated`` witness if the failure escaped as it must not)."""
-        target.arm(self.at_op, self.failure())
-        try:
-            result = {**target.apply(during), "completed": True}
-        except PowerLoss as e:
-            return {
-                "crashed_at": self.at_op,
-                "operation": e.args[0],
-                "path": e.args[1].removeprefix(target.root + "/"),
-            }, None
-        except Exception as e:
-            cause = getattr(self, "error", "a crash")
-            return {}, f"raised {where(e)} when operation {self.at_op} of {describe(during)} failed with {cause}"
-        finally:
-            target.arm(None)
-        return result, self.escaped(result)
+            out.violations.append((ISOLATED, f"{source.target.name}: {problem}", (f"{__name__}._interrupted",), True))
 
     def escaped(self, result: dict) -> str | None:
         """An ``isolated`` witness in the result of a ``during`` that ran to its end, or None."""
@@ -213,22 +282,39 @@ class Crash(Interrupting):
     """Power loss (spec §9.3; DESIGN.md "Storage faults").  With ``during``, that step runs until
     its ``at_op``-th storage operation (counted from 0), which never happens; without, the crash
     comes between steps.  ``fault`` picks what of the not-yet-durable operations reached the disk
-    (:class:`conformance.crash_images.Fault`).  Every target stops and is left the same image."""
+    (:class:`conformance.crash_images.Fault`).  Every target stops and is left the same image.
+
+    ``journal`` says whose operations the image is cut from: ``impl`` (impl on the simulated
+    backend, the default) or ``kafka`` — Kafka's own writes, fsyncs and renames, captured from the
+    kafka target's JVM (:mod:`conformance.kafka_io`): then Kafka runs ``during`` whole and the
+    image keeps what its first ``at_op`` operations made durable under ``fault``."""
 
     op = "crash"
     fault: Any = None  # crash_images.Fault
     during: Any = None  # Step | None
     at_op: int = 0
+    journal: str = "impl"
 
     @classmethod
     def fields_from_json(cls, d, where):
+        source = _str(d, "journal", where, "impl")
+        if source not in JOURNALS:
+            raise ScenarioError(f"{where}: 'journal' must be one of {', '.join(JOURNALS)}")
         return {
             **_during(d, where, required=False),
             "fault": _fault_of(d.get("fault", {"family": "process"}), f"{where}.fault"),
+            "journal": source,
         }
 
     def fault_image(self) -> Fault:
         return self.fault if self.fault is not None else Fault("process")
+
+    def image_source(self, ctx):
+        return kafka_journal(ctx.targets) if self.journal == "kafka" else ImplJournal(ctx.source)
+
+    @property
+    def on_kafka_journal(self) -> bool:  # type: ignore[override]
+        return self.journal == "kafka"
 
 
 @attrs.frozen

@@ -67,15 +67,16 @@ def looking_past(predicate, judge_on: bool = False):
         _LOOK_PAST.reset(token)
 
 
-def make_target(kind: str, scenario: sc.Scenario, backend: str = "sim") -> Target:
+def make_target(kind: str, scenario: sc.Scenario, backend: str = "sim", capture: bool = False) -> Target:
     """A target by name: ``model``, ``impl`` (on ``backend``), ``kafka`` (Kafka's own jars, the
-    pinned release) or ``kafka:VERSION`` (that release, by its generation's adapter)."""
+    pinned release) or ``kafka:VERSION`` (that release, by its generation's adapter); ``capture``:
+    Kafka's own I/O captured, for crashes cut from its journal."""
     if kind == "model":
         return ModelTarget(scenario)
     if kind == "impl":
         return ImplTarget(scenario, backend)
     if kind == "kafka" or kind.startswith("kafka:"):
-        return KafkaTarget(scenario, release=kind.partition(":")[2] or None)
+        return KafkaTarget(scenario, release=kind.partition(":")[2] or None, **({"capture": True} if capture else {}))
     raise ValueError(f"unknown target {kind!r} (model, impl, kafka or kafka:VERSION)")
 
 
@@ -83,14 +84,18 @@ class Session:
     """Targets started on a scenario's header; :meth:`step` runs one step and returns the new
     violations.  ``steps`` is the scenario so far (what a failing state machine prints)."""
 
-    def __init__(self, scenario: sc.Scenario, targets=("model", "impl"), backend: str = "sim", faults=None):
+    def __init__(
+        self, scenario: sc.Scenario, targets=("model", "impl"), backend: str = "sim", faults=None, capture=None
+    ):
         self.header = attrs.evolve(scenario, steps=())
         self.targets = []
         self.verdict = Verdict(scenario, list(targets))
         self.broken = False
+        if capture is None:  # Kafka's own I/O captured where a crash is cut from its journal
+            capture = any(s.on_kafka_journal for s in scenario.steps)
         try:
             for t in targets:
-                self.targets.append(make_target(t, scenario, backend))
+                self.targets.append(make_target(t, scenario, backend, capture))
         except Unsupported as e:
             self.verdict.unsupported = f"before any step: {e}"
             self.broken = True
@@ -293,7 +298,12 @@ class Session:
         context = FaultContext(
             self.source, self.model, tuple(self.targets), self.header.data_dirs, self.report_damage
         )
-        outcome = self.last_fault = step.strike(context)
+        try:
+            outcome = self.last_fault = step.strike(context)
+        except Unsupported as e:  # not judged: reported, never passed (DESIGN.md "Targets")
+            self.verdict.unsupported = f"step {index} ({describe(step)}): {e}"
+            self.broken = True
+            return
         for prop in outcome.checked:
             self.verdict.count(prop)
         for prop, witness, frames, stop in outcome.violations:

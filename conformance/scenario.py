@@ -124,6 +124,8 @@ class Step:
     interruptible: ClassVar[bool] = False
     # it fsyncs every data dir (writing its checkpoints): every partition's directory entry is durable
     anchors_data_dirs: ClassVar[bool] = False
+    # a fault cut from Kafka's own journal: the kafka target must capture its I/O (conformance.kafka_io)
+    on_kafka_journal: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

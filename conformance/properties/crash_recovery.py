@@ -121,6 +121,9 @@ class RecoveryTracker:
         self.injected_batches: dict[str, list] = {}  # must all be there at the next completed open
         self.legacy: set[str] = set()  # partitions an inject_legacy_segment step created
         self.last: tuple[dict, dict] = ({}, {})  # batches and segment bases at the last observe
+        # the target whose own journal the last crash image was cut from (None: impl's on the
+        # simulated backend): what that target's writes did not make durable, no target can have
+        self.journal_of: str | None = None
 
     def injected(self, key: str, batches: list) -> None:
         """A legacy segment written onto the disk (``inject_legacy_segment``): its messages are
@@ -233,6 +236,7 @@ class RecoveryTracker:
             # open): otherwise the crash may also have lost what preceded the load
             # (corpora/crash/idempotent-recovery-after-a-crash-inside-the-loader.json)
             self.crashed(outcome.reference if outcome.settled else None, loading)
+            self.journal_of = outcome.journal_of
         elif outcome.kind == "corrupted":
             self.corrupted(outcome.path)
         elif outcome.kind == "injected":
@@ -252,7 +256,7 @@ class RecoveryTracker:
 
     def judge(self, targets):
         """The crash properties on every running target; then nothing is pending any more."""
-        running = [t for t in targets if t.running]
+        running = sorted((t for t in targets if t.running), key=lambda t: t.name != self.journal_of)
         model = next((t for t in running if t.name == "model"), None)
         all_deleted = partitions_that_took(model, ALL_DELETED) if model is not None else set()
         try:
@@ -266,6 +270,7 @@ class RecoveryTracker:
                     yield IDEMPOTENT_RECOVERY, self._not_idempotent(t)
         finally:
             self.faulted = False
+            self.journal_of = None
             self.reference = None
             self.open_crashed = False
             self.injected_batches = {}
@@ -289,7 +294,8 @@ class RecoveryTracker:
                 b = missing[0]
                 on_disk = b in self.injected_batches.get(key, ())
                 why = "on disk when the broker started" if on_disk else "flushed before the crash"
-                return f"{t.name}: offsets {b[0]}..{b[1]} of {key}, {why}, are missing after recovery"
+                cut = f" (the crash image was cut from {self.journal_of}'s own journal)" if self.journal_of else ""
+                return f"{t.name}: offsets {b[0]}..{b[1]} of {key}, {why}, are missing after recovery{cut}"
         return None
 
     def _unavailable(self, t) -> str | None:

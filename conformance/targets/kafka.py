@@ -45,6 +45,7 @@ class KafkaRefusal(Exception):
 
 class KafkaTarget(TargetBase):
     trusts_its_index_files = True  # Kafka's own (kafkas_own: index-trusted-after-a-fault)
+    NOT_COMPARED = NOT_COMPARED  # files only Kafka's process keeps (its data dirs' .lock)
 
     @staticmethod
     def refusals():
