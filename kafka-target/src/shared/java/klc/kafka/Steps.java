@@ -16,7 +16,8 @@ final class Steps {
 
     private Steps() { }
 
-    static ObjectNode apply(Broker broker, String op, JsonNode r) throws Exception {
+    /** One op on any generation: {@code L} is its log class, which the partition ops take. */
+    static <L> ObjectNode apply(Generation<?, L> broker, String op, JsonNode r) throws Exception {
         if (r.has("now_ms")) {
             broker.clockAt(number(r, "now_ms")); // the scenario's clock, moved only by tick steps
         }
@@ -36,10 +37,11 @@ final class Steps {
             case "create": return broker.create(text(r, "topic"), (int) number(r, "partition"), (int) number(r, "dir"));
             case "retention": return broker.retention();
             case "checkpoint": return broker.checkpoint();
+            case "alter_config": return broker.alterConfig(text(r, "topic"), object(r, "config"));
             case "clean": throw new Unsupported("a log-cleaner round: this target does not run Kafka's LogCleaner yet");
             default: break;
         }
-        var log = broker.log(text(r, "topic"), (int) number(r, "partition")); // the generation's log class
+        L log = broker.log(text(r, "topic"), (int) number(r, "partition"));
         switch (op) {
             case "append":
                 return broker.append(log, HexFormat.of().parseHex(text(r, "data")), r.path("leader").asBoolean(true),
@@ -64,7 +66,7 @@ final class Steps {
     }
 
     /** Kafka's load; with {@code halt_at}, the process dies at the chosen point of it. */
-    private static ObjectNode open(Broker broker, JsonNode r) throws Exception {
+    private static ObjectNode open(Generation<?, ?> broker, JsonNode r) throws Exception {
         JsonNode haltAt = r.path("halt_at");
         if (haltAt.isMissingNode() || haltAt.isNull()) {
             return counted(broker);
@@ -80,7 +82,7 @@ final class Steps {
     /** The load's answer with the index objects it built, per file ({@code indexes_built}): up to
      *  2.2 every segment's offset and time index is built and checked at load, from 2.3 only those
      *  something reads, the active segments' after a clean shutdown (KAFKA-7283). */
-    private static ObjectNode counted(Broker broker) throws Exception {
+    private static ObjectNode counted(Generation<?, ?> broker) throws Exception {
         IndexBuilds.start();
         Map<String, Integer> built;
         ObjectNode answer;
@@ -100,6 +102,14 @@ final class Steps {
             throw new BadRequest("field " + field + " must be an integer, got " + v);
         }
         return v.asLong();
+    }
+
+    private static JsonNode object(JsonNode r, String field) {
+        JsonNode v = r.get(field);
+        if (v == null || !v.isObject()) {
+            throw new BadRequest("field " + field + " must be an object, got " + v);
+        }
+        return v;
     }
 
     private static String text(JsonNode r, String field) {
