@@ -83,21 +83,17 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
 
     /** A ZooKeeper broker halts only when no live dir is left. */
     @Override
-    protected String takeOfflineDirs() {
-        for (File dir : dataDirs) {
-            if (!queuedOffline(dir.getAbsolutePath())) {
-                continue;
-            }
-            if (manager.liveLogDirs().size() == 1) {
-                return "log dir " + dir.getName() + " failed, the last live one: the broker halts";
-            }
-            manager.handleLogDirFailure(dir.getAbsolutePath());
+    protected String haltsOn(File dataDir) {
+        if (manager.liveLogDirs().size() == 1) {
+            return "log dir " + dataDir.getName() + " failed, the last live one: the broker halts";
         }
         return null;
     }
 
-    /** Whether the load queued the dir on the log-dir failure channel. */
-    protected abstract boolean queuedOffline(String dataDir);
+    @Override
+    protected void handleLogDirFailure(String dataDir) {
+        manager.handleLogDirFailure(dataDir);
+    }
 
     /** LogManager.shutdown: from 3.7 it takes the broker epoch it writes into the marker (KIP-966). */
     @Override

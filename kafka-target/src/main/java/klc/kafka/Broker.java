@@ -99,21 +99,24 @@ final class Broker extends Generation<Logs, UnifiedLog> {
         return manager.isLogDirOnline(dataDir.getAbsolutePath());
     }
 
+    @Override
+    protected boolean queuedOffline(String dataDir) {
+        return failures.hasOfflineLogDir(dataDir);
+    }
+
     /** The first data dir holds the metadata log (KRaft's default {@code metadata.log.dir}), whose
      *  failure halts the broker, as does losing the last live dir. */
     @Override
-    protected String takeOfflineDirs() {
-        for (File dir : dataDirs) {
-            String path = dir.getAbsolutePath();
-            if (!failures.hasOfflineLogDir(path)) {
-                continue;
-            }
-            if (dir.equals(dataDirs.get(0)) || manager.liveLogDirCount() == 1) {
-                return "log dir " + dir.getName() + " failed: the broker halts";
-            }
-            manager.handleLogDirFailure(path);
+    protected String haltsOn(File dataDir) {
+        if (dataDir.equals(dataDirs.get(0)) || manager.liveLogDirCount() == 1) {
+            return "log dir " + dataDir.getName() + " failed: the broker halts";
         }
         return null;
+    }
+
+    @Override
+    protected void handleLogDirFailure(String dataDir) {
+        manager.handleLogDirFailure(dataDir);
     }
 
     @Override

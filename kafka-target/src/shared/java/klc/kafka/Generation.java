@@ -99,6 +99,24 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         return out;
     }
 
+    /** What ReplicaManager's log-dir failure handler does with the dirs the load queued offline:
+     *  each stops serving its logs ({@code LogManager.handleLogDirFailure}), unless losing it halts
+     *  the broker. Returns why the broker halted, or null. */
+    private String takeOfflineDirs() {
+        for (File dir : dataDirs) {
+            String path = dir.getAbsolutePath();
+            if (!queuedOffline(path)) {
+                continue;
+            }
+            String halts = haltsOn(dir);
+            if (halts != null) {
+                return halts;
+            }
+            handleLogDirFailure(path);
+        }
+        return null;
+    }
+
     /** LogManager.shutdown; what it throws is swallowed, as the broker's shutdown swallows it
      *  (CoreUtils.swallow): after a log dir failure the dir's lock is destroyed twice, and the
      *  second release throws once the checkpoints and markers of the live dirs are written. */
@@ -316,10 +334,13 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
      *  constructor too where it loads, up to 2.7). What it throws before the load is a refusal. */
     protected abstract Startup.Step startManager() throws Exception;
 
-    /** What ReplicaManager's log-dir failure handler does with the dirs the load queued offline:
-     *  each stops serving its logs ({@code LogManager.handleLogDirFailure}). Returns why the broker
-     *  halted, or null. */
-    protected abstract String takeOfflineDirs();
+    /** Whether the load queued the data dir on the log-dir failure channel. */
+    protected abstract boolean queuedOffline(String dataDir);
+
+    /** Why losing the data dir halts the broker, or null: it goes offline alone. */
+    protected abstract String haltsOn(File dataDir);
+
+    protected abstract void handleLogDirFailure(String dataDir);
 
     protected abstract void stopManager() throws Exception;
 

@@ -5,8 +5,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.function.Predicate;
 
-/** The protocol's ops, each read from its request and handed to the broker. */
+/** The protocol's ops, each read from its request and handed to the broker: one dispatch for
+ *  every generation, written against {@link Generation} and compiled with each. */
 final class Steps {
     static final class BadRequest extends RuntimeException {
         BadRequest(String message) {
@@ -97,26 +99,23 @@ final class Steps {
     }
 
     private static long number(JsonNode r, String field) {
-        JsonNode v = r.get(field);
-        if (v == null || !v.canConvertToLong()) {
-            throw new BadRequest("field " + field + " must be an integer, got " + v);
-        }
-        return v.asLong();
+        return field(r, field, JsonNode::canConvertToLong, "an integer").asLong();
     }
 
     private static JsonNode object(JsonNode r, String field) {
-        JsonNode v = r.get(field);
-        if (v == null || !v.isObject()) {
-            throw new BadRequest("field " + field + " must be an object, got " + v);
-        }
-        return v;
+        return field(r, field, JsonNode::isObject, "an object");
     }
 
     private static String text(JsonNode r, String field) {
+        return field(r, field, JsonNode::isTextual, "a string").asText();
+    }
+
+    /** The request's field, which must be present and of the kind {@code ok} accepts. */
+    private static JsonNode field(JsonNode r, String field, Predicate<JsonNode> ok, String kind) {
         JsonNode v = r.get(field);
-        if (v == null || !v.isTextual()) {
-            throw new BadRequest("field " + field + " must be a string, got " + v);
+        if (v == null || !ok.test(v)) {
+            throw new BadRequest("field " + field + " must be " + kind + ", got " + v);
         }
-        return v.asText();
+        return v;
     }
 }
