@@ -49,9 +49,16 @@ final class Logs {
                 PRODUCER_ID_EXPIRATION_CHECK_MS, new LogDirFailureChannel(1), cleanShutdown, Optional.empty());
     }
 
-    /** What LogManager.shutdown does to each log: flush everything, the active segment included,
-     *  then close (which writes the final time-index entry and trims the indexes). */
-    static void shutdown(UnifiedLog log) {
+    /** What the release's LogManager.shutdown does to each log: from 4.4 it first prepares the
+     *  active segment for the close (UnifiedLog.prepareActiveSegmentForClose: the final time-index
+     *  entry, the indexes trimmed), up to 4.3 LogSegment.close writes that entry; then it flushes
+     *  everything, the active segment included, and closes. */
+    static void shutdown(UnifiedLog log) throws ReflectiveOperationException {
+        try {
+            UnifiedLog.class.getMethod("prepareActiveSegmentForClose").invoke(log);
+        } catch (NoSuchMethodException before44) {
+            // LogSegment.close writes the final entry
+        }
         log.flush(true);
         log.close();
     }
