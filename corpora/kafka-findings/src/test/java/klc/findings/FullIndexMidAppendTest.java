@@ -35,8 +35,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
  * a time index smaller than segment.bytes / 341 (e.g. log.index.size.max.bytes=1 MiB with the
  * default 1 GiB segments: 87381 time-index entries fill after about 350 MB). Here
  * segment.index.bytes=4096 (341 entries, the last kept for the roll) keeps the log at 1.7 MB; the arithmetic is the same.
- * Extends what UnifiedLogTest's roll-on-full-index tests check for leader appends to a follower
- * append of several batches.
+ * Kafka's roll tests (UnifiedLogTest.testSizeBasedLogRoll, testTimeBasedLogRollDuringAppend) append
+ * one batch per call; this one is a follower's append of several.
  */
 class FullIndexMidAppendTest {
     private static final int BATCH_VALUE_BYTES = 5000;   // one record: a batch of about 5 KB

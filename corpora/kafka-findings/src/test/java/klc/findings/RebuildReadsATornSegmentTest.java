@@ -28,8 +28,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * rebuilds producer state up to offset 8 and, with no snapshot, reads segment 0 from its start,
  * before recoverLog would have cut segment 0's torn tail. CorruptRecordException ends the load.
  *
- * <p>Extends LogLoaderTest's recovery-of-a-corrupted-tail tests (where every later segment has its
- * index) by a later segment that lost its index: the control differs from the finding only by
+ * <p>Combines what LogLoaderTest.testCorruptLog (a corrupted tail recovered) and testIndexRebuild
+ * (a deleted index rebuilt at load) check apart: the control differs from the finding only by
  * segment 8's empty .index, which turns the load order around.
  */
 class RebuildReadsATornSegmentTest {

@@ -32,8 +32,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * check (TransactionIndex.sanityCheck reads whole records only), and a read_committed fetch then
  * omits the aborted transaction whose record was cut: the consumer keeps aborted data.
  *
- * <p>Extends LogSegmentTest's and TransactionIndexTest's sanity-check tests by a file whose length
- * is not a multiple of the record size.
+ * <p>Extends TransactionIndexTest.testSanityCheck by a file whose length is not a multiple of the
+ * record size, on a log's clean load.
  */
 class TornTransactionIndexTest {
     private static final long T0 = 1_700_000_000_000L;

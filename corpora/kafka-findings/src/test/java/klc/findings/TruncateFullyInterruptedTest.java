@@ -34,7 +34,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * <p>The process death is placed between the two steps by Kafka's own code: a directory in the
  * way of the old segment's rename makes the rename fail right where a kill would stop it; the
  * broker is then restarted over the files as they are (unclean: no shutdown ran). Extends
- * UnifiedLogTest's truncateFullyAndStartAt tests by a restart after an interrupted call.
+ * LocalLogTest.testTruncateFullyAndStartAt and UnifiedLogTest.testTruncateFullyAndStart by a
+ * restart after an interrupted call.
  */
 class TruncateFullyInterruptedTest {
     private static final long T0 = 1_700_000_000_000L;
