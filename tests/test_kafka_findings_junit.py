@@ -33,6 +33,7 @@ EXPECTED = {
             "testFollowerFetchIntoATimeIndexWithFewerFreeSlotsThanBatches": FAIL,
             "testRefusedFollowerFetchLeavesNothingBehind": FAIL,
             "testRefusedFollowerFetchIsNotTheLogAfterARestart": FAIL,
+            "testFollowerFetchIntoATimeIndexWithFewerFreeSlotsThanBatchesAtBrokerScale": FAIL,
             "testFollowerFetchWithAsManyFreeSlotsAsBatchesIsAppended": PASS,
             "testFollowerFetchIntoAFullTimeIndexRollsFirst": PASS,
         },
@@ -68,6 +69,10 @@ EXPECTED = {
         },
     ),
 }
+
+# Run only with -Dfindings.broker.scale=true (nightly): the same trigger at a broker's sizes, some
+# 360 MB written; skipped otherwise.
+BROKER_SCALE = {("FullIndexMidAppendTest", "testFollowerFetchIntoATimeIndexWithFewerFreeSlotsThanBatchesAtBrokerScale")}
 
 # The releases the findings were shown on: the pinned one in the gate, the others nightly, each with
 # the Maven properties it needs (4.1 and 4.2 keep the record classes in org.apache.kafka.common.record:
@@ -120,8 +125,13 @@ def run_findings(version: str, *properties: str) -> dict[tuple[str, str], str]:
     raise MavenError(f"no Surefire report from {' '.join(cmd)}: {' | '.join(tail)}")
 
 
-def _check(outcomes: dict[tuple[str, str], str]) -> None:
-    expected = {(cls, name): want for cls, (_, tests) in EXPECTED.items() for name, want in tests.items()}
+def _expected(broker_scale: bool = False) -> dict[tuple[str, str], str]:
+    out = {(cls, name): want for cls, (_, tests) in EXPECTED.items() for name, want in tests.items()}
+    return out if broker_scale else {**out, **{key: "skipped" for key in BROKER_SCALE}}
+
+
+def _check(outcomes: dict[tuple[str, str], str], broker_scale: bool = False) -> None:
+    expected = _expected(broker_scale)
     assert set(outcomes) == set(expected), "tests reported and tests expected differ"
     wrong = {key: (outcomes[key], want) for key, want in expected.items() if outcomes[key] != want}
     assert not wrong, f"(got, expected) per test: {wrong}"
@@ -144,8 +154,10 @@ def test_the_findings_project_pins_the_kafka_targets_release():
 def test_a_finding_that_passed_or_a_missing_test_is_reported():
     """The check itself can fail: a fixed release (a finding's test passing), an error in place of
     an assertion, a test that did not run."""
-    good = {(cls, name): want for cls, (_, tests) in EXPECTED.items() for name, want in tests.items()}
+    good = _expected()
     _check(good)
+    with pytest.raises(AssertionError):  # the broker-scale test expected to run and fail
+        _check(good, broker_scale=True)
     fixed = {**good, ("RebuildReadsATornSegmentTest", "testUncleanLoadWithATornSegmentBelowASegmentWithoutIndex"): PASS}
     errored = {**good, ("TornTransactionIndexTest", "testReadCommittedWithAnIntactTxnIndex"): "error"}
     missing = {k: v for k, v in good.items() if k[0] != "TruncateFullyInterruptedTest"}
@@ -167,6 +179,13 @@ def test_a_report_is_read_per_test(tmp_path):
 @pytest.mark.no_cover  # the JVM's time, not Python's lines
 def test_the_findings_fail_and_their_controls_pass_on_the_pinned_release():
     _check(run_findings(PINNED))
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_full_index_mid_append_at_broker_scale_on_the_pinned_release():
+    """A 1 MiB time index in a 1 GiB segment (FullIndexMidAppendTest's broker-scale test)."""
+    _check(run_findings(PINNED, "-Dfindings.broker.scale=true"), broker_scale=True)
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.File;
@@ -75,9 +76,14 @@ class FullIndexMidAppendTest {
 
     /** Appends leader batches until the active segment's time index has {@code free} slots left. */
     private long fillTimeIndexLeaving(int free) throws Exception {
+        return fillTimeIndexLeaving(free, BATCH_VALUE_BYTES);
+    }
+
+    private long fillTimeIndexLeaving(int free, int valueBytes) throws Exception {
         long offset = 0;
-        while (freeTimeIndexSlots() > free && offset < 1000) {
-            log.appendAsLeader(Logs.batch(0, BATCH_VALUE_BYTES, T0 + offset), 0);
+        long limit = log.activeSegment().timeIndex().maxEntries() + 1L;
+        while (freeTimeIndexSlots() > free && offset < limit) {
+            log.appendAsLeader(Logs.batch(0, valueBytes, T0 + offset), 0);
             offset++;
         }
         assertEquals(1, log.logSegments().size(), "the fill itself must not roll");
@@ -124,6 +130,23 @@ class FullIndexMidAppendTest {
         log = Logs.open(dir, config, 0L, leo, true, scheduler, Time.SYSTEM);
         // expected: the log ends where it ended when it was shut down
         assertEquals(leo, log.logEndOffset(), "a clean restart reads the refused batches back as the log");
+    }
+
+    /**
+     * The same at broker scale (nightly: {@code -Dfindings.broker.scale=true}): a 1 MiB time index
+     * (log.index.size.max.bytes=1048576) in a default 1 GiB segment, filled by about 360 MB of
+     * 4.1 KB leader batches.
+     */
+    @Test
+    @EnabledIfSystemProperty(named = "findings.broker.scale", matches = "true")
+    void testFollowerFetchIntoATimeIndexWithFewerFreeSlotsThanBatchesAtBrokerScale() throws Exception {
+        log.close();
+        log = Logs.open(new File(tmp, "topic-1"), Logs.config(Map.of("segment.index.bytes", 1 << 20)), 0L, 0L, false,
+                scheduler, Time.SYSTEM);
+        long leo = fillTimeIndexLeaving(2, 4100);
+        assertEquals(87_380 - 2, log.activeSegment().timeIndex().entries());
+        assertDoesNotThrow(() -> log.appendAsFollower(fetch(leo), 0));
+        assertEquals(leo + FETCHED_BATCHES, log.logEndOffset());
     }
 
     @Test
