@@ -33,6 +33,7 @@ EXPECTED = {
             "testFollowerFetchIntoATimeIndexWithFewerFreeSlotsThanBatches": FAIL,
             "testRefusedFollowerFetchLeavesNothingBehind": FAIL,
             "testRefusedFollowerFetchIsNotTheLogAfterARestart": FAIL,
+            "testRetriedFollowerFetchLeavesNoSecondCopyBehind": FAIL,
             "testFollowerFetchIntoATimeIndexWithFewerFreeSlotsThanBatchesAtBrokerScale": FAIL,
             "testFollowerFetchWithAsManyFreeSlotsAsBatchesIsAppended": PASS,
             "testFollowerFetchIntoAFullTimeIndexRollsFirst": PASS,

@@ -132,6 +132,23 @@ class FullIndexMidAppendTest {
         assertEquals(leo, log.logEndOffset(), "a clean restart reads the refused batches back as the log");
     }
 
+    @Test
+    void testRetriedFollowerFetchLeavesNoSecondCopyBehind() throws Exception {
+        long leo = fillTimeIndexLeaving(2);
+        assertThrows(IllegalArgumentException.class, () -> log.appendAsFollower(fetch(leo), 0));
+        // the fetcher resumes (after a leadership change): the now full index rolls first
+        log.appendAsFollower(fetch(leo), 0);
+        assertEquals(leo + FETCHED_BATCHES, log.logEndOffset());
+        assertEquals(2, log.logSegments().size());
+        // expected: the old segment ends where the new one begins
+        var old = log.logSegments().get(0);
+        long lastInOld = -1;
+        for (var batch : old.log().batches()) {
+            lastInOld = batch.lastOffset();
+        }
+        assertEquals(leo - 1, lastInOld, "the old segment keeps a second copy of offsets from " + leo);
+    }
+
     /**
      * The same at broker scale (nightly: {@code -Dfindings.broker.scale=true}): a 1 MiB time index
      * (log.index.size.max.bytes=1048576) in a default 1 GiB segment, filled by about 360 MB of
