@@ -40,7 +40,7 @@ from hypothesis.stateful import initialize, precondition, rule
 
 from conformance import faults as fault_steps
 from conformance import scenario as sc
-from conformance.crash_images import CORRUPTIONS, FAMILIES
+from conformance.crash_images import CORRUPTIONS, FAMILIES, journal
 from conformance.fault_strategies import (
     INT32_MAX,
     LEGACY_TOPIC,
@@ -60,6 +60,9 @@ from conformance.weights import chance, choices, coin, coins
 from model.names import NameError_, filename_prefix, parse_topic_partition
 
 MAX_CRASHES = 3
+# where a power loss cut from Kafka's own journal falls inside a step: a step makes 6.7 operations
+# on average (benchmarks/kafka_io.py), a load or a retention of several segments a few dozen
+KAFKA_CRASH_POINTS = 40
 # power losses a truncation or a cleaning round draws for itself (during it, or right after a
 # truncation), beside the rules' MAX_CRASHES: the loader's crashes — where splits and swaps are
 # interrupted (§5.5, §5.9) — are not spent on them
@@ -124,6 +127,10 @@ class CrashMachine(LogMachine):
     # each case draws is cut down to ``swarm_kinds`` (all of them if nothing is left).
     max_crashes = MAX_CRASHES
     swarm_kinds: frozenset[str] = frozenset(FAULT_KINDS)
+    # Kafka's own I/O captured (a kafka target among the targets): a power loss may then be cut from
+    # Kafka's journal instead of impl's (conformance.kafka_io), where Kafka's own fsync and rename
+    # order decides what survives (KAFKA-3968)
+    capture_kafka_io = False
 
     def __init__(self):
         super().__init__()
@@ -160,7 +167,7 @@ class CrashMachine(LogMachine):
         self.clock = header.clock_start_ms
         self.swarm = frozenset(swarm) & self.swarm_kinds or self.swarm_kinds
         self.interruptible = frozenset(interruptible)
-        self.session = Session(header, self.targets, self.backend, faults=True)
+        self.session = Session(header, self.targets, self.backend, faults=True, capture=self.capture_kafka_io)
         self.session.report_damage = True  # what each crash image did to the producer-state files
         for kind in sorted(self.swarm):
             event(f"swarm: {kind}")
@@ -340,10 +347,25 @@ class CrashMachine(LogMachine):
         kinds = self.swarm_kinds if in_rule else self.swarm
         return [f for f in FAMILIES if f in kinds]
 
-    def _pending(self) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    def _kafka_journal(self, data):
+        """The kafka target whose own I/O is captured, when the power loss is drawn on its journal
+        ("crash: cut from Kafka's own journal"); None: on impl's."""
+        if not self.capture_kafka_io:
+            return None
+        kafka = next((t for t in self.session.targets if getattr(t, "io", None) is not None), None)
+        if kafka is None or not coin(data.draw, "crash: cut from Kafka's own journal", label="Kafka's journal"):
+            return None
+        return kafka
+
+    def _pending(self, kafka=None) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """How many operations are pending, which of them change a name or an extent, which of
-        those shorten a ``.log`` (a truncation's cut), and which write a producer-state file."""
-        ops, named = self.session.source.pending_operations()
+        those shorten a ``.log`` (a truncation's cut), and which write a producer-state file — on
+        impl's journal, or on ``kafka``'s own."""
+        if kafka is None:
+            ops, named = self.session.source.pending_operations()
+        else:
+            ops = journal(kafka.io.storage)
+            named = {id(node): name for name, node in kafka.io.storage.inodes()}
         marks = tuple(i for i, (_, op) in enumerate(ops) if isinstance(op, MARKED))
         logs = {k for k, name in named.items() if name.endswith(".log")}
         cuts = tuple(i for i in marks if isinstance(ops[i][1], Truncate) and id(ops[i][0]) in logs)
@@ -410,15 +432,19 @@ class CrashMachine(LogMachine):
     def _crash(self, data, inside: bool, during: sc.Step | None = None, counted=None, in_rule=False) -> None:
         """A power loss between steps or ``inside`` one (``during``, else drawn), counted against
         the rules' budget or, ``in_rule``, the truncation's or cleaning round's own."""
+        kafka = self._kafka_journal(data)
         if inside and during is None:
             during = self._interrupted_step(data)
-        at_op = self._interrupt_at(data, during, counted) if inside else 0
-        pending, marks, cuts, aims = self._pending()
+        if inside and kafka is not None:  # Kafka's operations are known only once it ran the step
+            at_op = data.draw(st.integers(0, KAFKA_CRASH_POINTS), label="at_op")
+        else:
+            at_op = self._interrupt_at(data, during, counted) if inside else 0
+        pending, marks, cuts, aims = self._pending(kafka)
         if inside:  # the step's own operations come after these: op numbers up to 20 past them
             fault = data.draw(faults(self._families(in_rule), pending + 20), label="fault")
         else:
             fault = data.draw(faults(self._families(in_rule), pending, marks, cuts, aims), label="fault")
-        step = fault_steps.Crash(fault, during, at_op)
+        step = fault_steps.Crash(fault, during, at_op, "impl" if kafka is None else "kafka")
         if in_rule:
             self.in_rule_crashes += 1
         else:
@@ -426,6 +452,8 @@ class CrashMachine(LogMachine):
         self._do(step)
         self._score("pending operations at a crash", float(pending))
         event(f"crash family: {fault.family}")
+        if kafka is not None:
+            event("crash: cut from Kafka's own journal")
         if during is not None:
             event(f"crash inside {during.op}")
         self._after_fault(step)
@@ -606,5 +634,9 @@ class CrashMachine(LogMachine):
         self._score("bytes truncated at a load", float(truncated))
 
 
-def make_crash_machine(backend: str = "sim", targets=("model", "impl")):
-    return type(f"CrashMachine_{backend}", (CrashMachine,), {"backend": backend, "targets": targets})
+def make_crash_machine(backend: str = "sim", targets=("model", "impl"), capture: bool = False):
+    """The machine class for ``targets`` on ``backend``; ``capture``: Kafka's own I/O captured, so
+    a power loss may be cut from Kafka's journal too."""
+    return type(
+        f"CrashMachine_{backend}", (CrashMachine,), {"backend": backend, "targets": targets, "capture_kafka_io": capture}
+    )

@@ -467,6 +467,37 @@ class Open(Step):
 
 
 @attrs.frozen
+class AlterConfig(Step):
+    """A topic's config altered while the broker runs (the AlterConfigs request; LogManager.updateTopicConfig):
+    every log of ``topic`` takes the scenario's config with ``config`` in force — each alteration
+    replaces the previous one — from its next operation on; segments keep what they were created
+    with (index interval and size, roll jitter).  A log created later, or loaded at the next start,
+    takes the scenario's config (docs/departures.md: a topic's config is not kept in metadata here)."""
+
+    op = "alter_config"
+    partition_level = False
+    topic: str = "t"
+    config: dict = attrs.field(factory=dict, hash=False)
+
+    @classmethod
+    def fields_from_json(cls, d, where):
+        config = d.get("config")
+        if not isinstance(config, dict) or not config:
+            raise ScenarioError(f"{where}: 'config' must be a non-empty object of topic configs")
+        try:
+            Config.of(config)
+        except ConfigError as e:
+            raise ScenarioError(f"{where}: config: {e}") from None
+        if "num.recovery.threads.per.data.dir" in config:
+            raise ScenarioError(f"{where}: config: num.recovery.threads.per.data.dir is the broker's, not a topic's")
+        return {"topic": _str(d, "topic", where, "t"), "config": dict(config)}
+
+    def call(self, manager, dirs):
+        manager.update_topic_config(self.topic, self.config)
+        return {}
+
+
+@attrs.frozen
 class Clean(Step):
     """One log-cleaner round on a compacted partition (spec §5.9, §7.9; docs/scenario-format.md):
     every inactive segment is dirty (no cleaner-offset checkpoint), grouped as Kafka groups them

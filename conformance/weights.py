@@ -80,6 +80,9 @@ TABLE = (
            " a snapshot or .txnindex the load refuses or rebuilds"),
     Weight("damage: an index's final entry zeroed", Fraction(1, 2),
            "a preallocated index's padding in its final slot: max timestamp 0, deleted early (KAFKA-10207)"),
+    Weight("crash: cut from Kafka's own journal", Fraction(1, 2),
+           "with Kafka's I/O captured, half the power losses fall in Kafka's own write, fsync and rename "
+           "order (KAFKA-3968: a segment fsynced, its directory never), half in impl's, the model's protocol"),
     Weight("damage: one field changed by one bit", Fraction(1, 2),
            "a checkpoint that still parses (epochs out of order, §6.5); a legacy base offset negative (§5.5)"),
     Weight("damage: a text checkpoint's damage", {"a bit flip": 1, "the drawn kind": 1},

@@ -91,6 +91,11 @@ class LogConfig:
             kwargs[attr] = value
         return cls(**kwargs)
 
+    def updated(self, overrides: dict) -> LogConfig:
+        """This config with ``overrides`` in force (validated as :meth:`from_dict` validates)."""
+        changed = LogConfig.from_dict(overrides)
+        return attrs.evolve(self, **{_KEYS[k][0]: getattr(changed, _KEYS[k][0]) for k in overrides})
+
     @property
     def delete_enabled(self) -> bool:
         return "delete" in self.cleanup_policy
