@@ -77,6 +77,89 @@ def build_for(version: str | None = None) -> str:
     )
 
 
+# --- a build given by its jars (--kafka-classpath, KLC_KAFKA_CLASSPATH; docs/gate.md) ----------------
+
+BUILD_VARIABLE = "KLC_KAFKA_CLASSPATH"  # the user's build, as --kafka-classpath takes it
+
+
+def adapter_release(line: tuple[int, int], release: str) -> str | None:
+    """The release whose adapter build runs a Kafka of ``line`` (None: the pinned one): 4.4's is
+    the pinned adapter, any other the release itself (``build_for`` says when there is none)."""
+    return None if line == _line(PINNED) else release
+
+
+def _is_kafkas_own(path: str) -> bool:
+    """A jar of Kafka's Maven group in the local repository: what a user's build replaces."""
+    return Path(path).is_relative_to(M2_REPOSITORY / "org" / "apache" / "kafka")
+
+
+def classpath_of(build) -> str:
+    """The JVM classpath judging ``build`` (a :class:`kafka_build.KafkaBuild`): its generation's
+    adapter jar, then exactly the build's jars, then the adapter's third-party dependencies
+    (byte-buddy, log4j) — the release's own Kafka jars are left out, never joined.  A build the
+    adapter cannot run (a generation without one, a log class or a Kafka jar it needs missing) is
+    refused in one line."""
+    from conformance.targets import kafka_build
+
+    adapter, *deps = build_for(adapter_release(build.line, build.release)).split(os.pathsep)
+    missing = kafka_build.missing_classes(build)
+    if missing:
+        raise kafka_build.BuildRefused(
+            f"{build.source}: Kafka {build.version}'s jars lack {', '.join(missing)}, which its adapter drives: a partial build?"
+        )
+    have = {kafka_build.artifact_of(j) for j in build.kafka_jars}
+    needed = sorted({kafka_build.artifact_of(d) for d in deps if _is_kafkas_own(d)} - have)
+    if needed:
+        raise kafka_build.BuildRefused(
+            f"{build.source}: no {', '.join(needed)} jar among the build's jars (Kafka {build.version}'s adapter runs on it)"
+        )
+    return os.pathsep.join([adapter, *build.jars, *[d for d in deps if not _is_kafkas_own(d)]])
+
+
+_RELEASE_BUILDS: dict[str | None, object] = {}
+
+
+def release_build(version: str | None = None):
+    """The published release ``version`` (None: the pinned one) as a :class:`kafka_build.KafkaBuild`:
+    the Kafka jars its adapter's Maven build names, so a stock run says what it judged too."""
+    from conformance.targets import kafka_build
+
+    if version not in _RELEASE_BUILDS:
+        jars = [j for j in build_for(version).split(os.pathsep)[1:] if _is_kafkas_own(j)]
+        _RELEASE_BUILDS[version] = kafka_build.inspect_jars(jars, f"Maven Central's kafka {version or PINNED}")
+    return _RELEASE_BUILDS[version]
+
+
+def user_build():
+    """The build ``KLC_KAFKA_CLASSPATH`` names (the ``--kafka-classpath`` of klc, the pytest option,
+    a campaign's workers), or None: read once per process and value."""
+    from conformance.targets import kafka_build
+
+    spec = os.environ.get(BUILD_VARIABLE) or None
+    if spec is None:
+        return None
+    if spec not in _USER_BUILDS:
+        _USER_BUILDS[spec] = kafka_build.inspect(spec)
+    return _USER_BUILDS[spec]
+
+
+_USER_BUILDS: dict[str, object] = {}
+
+
+def judged_build(release: str | None = None):
+    """What a kafka target of ``release`` judges in this process: the user's build when one is
+    given (refused when ``release`` contradicts its version), else the published release."""
+    build = user_build()
+    if build is None:
+        return release_build(release)
+    if release is not None and release != build.release:
+        raise KafkaTargetError(
+            f"kafka target: --target kafka:{release} contradicts the build's jars, which are Kafka {build.version} "
+            f"({build.source})"
+        )
+    return build
+
+
 def _line(version: str) -> tuple[int, int]:
     """A release's major and minor version."""
     major, minor = version.split(".")[:2]
