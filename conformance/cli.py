@@ -621,8 +621,10 @@ def _print_summary(report) -> None:
     "--target",
     default="impl",
     show_default=True,
-    help="impl (against the model), kafka (the model against Kafka's own log layer, docs/kafka-target.md), model, or mutant:NAME.",
+    help="impl (against the model), kafka (the model against Kafka's own log layer, docs/kafka-target.md), "
+    "kafka:VERSION (that release), model, or mutant:NAME.",
 )
+@_kafka_classpath_option
 @click.option(
     "--out",
     default="campaign-out",
@@ -653,22 +655,28 @@ def _print_summary(report) -> None:
     help="A Spark property (repeatable): spark.executor.memory=4g, spark.yarn.queue=fuzz, spark.archives=venv.tar.gz#env.",
 )
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
-def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir, examples_per_task, steps, reproduce_attempts, executor, conf, as_json) -> None:  # fmt: skip
+def campaign(budget_minutes, scenarios, master, profile, target, kafka_classpath, out, corpus_dir, examples_per_task, steps, reproduce_attempts, executor, conf, as_json) -> None:  # fmt: skip
     """A fuzzing campaign: the crash state machine as seed-addressed tasks on Spark (local mode by
     default), results appended to OUT/results (Parquet), new failures reproduced, shrunk, deduplicated
     and written to corpora/found/<signature>/, and a report in OUT/report.html.
 
-    Rerunning skips the seeds already in the table for this commit, profile and target.  Exit status:
+    Rerunning skips the seeds already in the table for this commit, profile, target and (on a kafka
+    target) the digest of the jars judged.  Exit status:
     0 no new failure (failures whose signature already has a corpus entry are counted, not new),
     1 a new signature or a harness error, 2 bad arguments, no Spark, an unreachable master, or a
     campaign Spark aborted (a task failed on every retry).
     """
     from conformance.campaign.driver import CampaignConfig, CampaignError, run_campaign  # local: Spark, Hypothesis
 
+    target, build = _judged(target, kafka_classpath, "campaign")
+    if build is not None and not as_json:
+        click.echo(_judged_line(build))
     config = CampaignConfig(
         out=out, budget_minutes=budget_minutes, scenarios=scenarios, master=master, profile=profile, target=target,
         examples_per_task=examples_per_task, steps=steps, corpus_dir=corpus_dir,
         reproduce_attempts=reproduce_attempts, executor=executor, conf=tuple(conf),
+        kafka_build=build.to_json() if build is not None else None,
+        kafka_classpath=os.environ.get(kafka_jvm.BUILD_VARIABLE, "") if build is not None else "",
     )  # fmt: skip
     try:
         if as_json:
@@ -687,7 +695,7 @@ def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir
             "skipped_seeds": result.skipped, "failed_tasks": len(failed), "seconds": result.seconds,
             "fuzz_seconds": run["fuzz_s"], "scenarios_per_s": result.scenarios_per_s, "master": run["master"],
             "executors": run["executors"], "parallelism": result.parallelism, "findings": result.findings,
-            "report": result.report,
+            "report": result.report, "kafka_build": config.kafka_build,
         }, default=str))  # fmt: skip
     else:
         click.echo(
@@ -702,6 +710,8 @@ def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir
                 f"  NEW {f['signature']}: {f['witness']}{' (flaky)' if f['flaky'] else ''} -> {f['corpus_path']}"
             )
         click.echo(f"report: {result.report}")
+        if build is not None:
+            click.echo(_judged_line(build))
     errors = [r for r in failed if r["status"] == "error"]
     sys.exit(1 if result.findings or errors else 0)
 
