@@ -323,12 +323,14 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
     "releases",
     multiple=True,
     metavar="VERSION",
-    help="A Kafka release to replay on (repeat it); default: the releases of issue 31's table.",
+    help="A Kafka release to replay on (repeat it); default: the last release of every line that shipped or "
+    "fixed a bug of the corpus, back to 1.1, and the pinned one.",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON object per cell: case, release, verdict, witness, recorded."
 )
-def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool) -> None:
+@_kafka_classpath_option
+def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool, kafka_classpath: str | None) -> None:
     """Replay the historical bugs' corpus cases (corpora/KAFKA-*, or the named CASES) on Kafka
     releases and print release x case: each cell the verdict (and the step of a failure), marked
     = where it is the verdict the case records for that release, ! where it differs.
@@ -345,11 +347,21 @@ def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool) -> 
         chosen = mx.bug_cases(cases)
     except (ValueError, ScenarioError) as e:
         raise click.BadParameter(str(e), param_hint="CASES") from None
+    build = None
+    if kafka_classpath or os.environ.get(kafka_jvm.BUILD_VARIABLE):
+        # the build's own release is the one column: its recorded verdicts are what it must get
+        target, build = _judged(f"kafka:{releases[0]}" if len(releases) == 1 else "kafka", kafka_classpath, "matrix")
+        if len(releases) > 1:
+            _harness_exit("matrix", f"--release {', '.join(releases)}: a build is one release ({build.version})")
+        releases = (target.partition(":")[2] or kafka_jvm.PINNED,)
+        if not as_json:
+            click.echo(_judged_line(build), err=True)
     releases = releases or mx.RELEASES
+    judged = {"kafka_build": build.to_json()} if build is not None else {}
 
     def progress(case, release, cell):
         if as_json:
-            click.echo(json.dumps({"case": case.name, "release": release, **attrs.asdict(cell)}))
+            click.echo(json.dumps({"case": case.name, "release": release, **attrs.asdict(cell)} | judged))
         else:
             click.echo(f"{case.name} on {release}: {mx.short(cell)}", err=True)
 
@@ -360,6 +372,8 @@ def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool) -> 
         sys.exit(2)
     if not as_json:
         click.echo("\n".join(mx.render(grid, chosen, releases)))
+        if build is not None:
+            click.echo(_judged_line(build))
     differing = [f"{n} on {r}: {c.verdict}, recorded {c.recorded}" for (n, r), c in grid.items() if not c.agrees]
     for line in differing:
         click.echo(f"klc matrix: differs from the recorded verdict: {line}", err=True)

@@ -268,7 +268,7 @@ def build(project: Path = PROJECT, version: str | None = None) -> str:
 
 
 # Built adapters by the digest of what their build reads, shared by every checkout of the machine: a
-# fresh clone (CI, a worktree) otherwise runs Maven once per release, 6-16 s each (issue #35).
+# fresh clone (CI, a worktree) otherwise runs Maven once per release, 6-16 s each.
 # KLC_BUILD_CACHE=off builds in the checkout only.
 BUILD_CACHE = Path(os.environ.get("KLC_BUILD_CACHE") or Path.home() / ".cache" / "klc" / "kafka-target")
 
