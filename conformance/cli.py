@@ -505,6 +505,7 @@ def check(budget_seconds: float, as_json: bool, target: str, kafka_classpath: st
 
 
 @main.command()
+@click.argument("cases", nargs=-1, type=click.Path(dir_okay=False, path_type=str))
 @_kafka_classpath_option
 @click.option(
     "--target",
@@ -527,9 +528,9 @@ def check(budget_seconds: float, as_json: bool, target: str, kafka_classpath: st
     type=click.Path(file_okay=False),
     help="Where gate.json and junit.xml go.",
 )
-def gate(kafka_classpath: str | None, target: str, budget_seconds: float, out: str) -> None:
-    """Gate a Kafka build: every corpus case that records a verdict for the build's release gets
-    that verdict on the build, then the crash machine searches model against the build for the
+def gate(cases: tuple[str, ...], kafka_classpath: str | None, target: str, budget_seconds: float, out: str) -> None:
+    """Gate a Kafka build: every corpus case (or the CASES named) that records a verdict for the
+    build's release gets that verdict on the build, then the crash machine searches model against the build for the
     budget.  Writes OUT/gate.json and OUT/junit.xml; the last line says the outcome (docs/gate.md).
 
     Exit status: 0 nothing unexpected, 1 something unexpected (a failing case, a machine's
@@ -541,7 +542,7 @@ def gate(kafka_classpath: str | None, target: str, budget_seconds: float, out: s
     if not kafka_classpath and not os.environ.get(kafka_jvm.BUILD_VARIABLE):
         click.echo("klc gate: no build given: judging the pinned release's own jars (--kafka-classpath names yours)")
     target, build = _judged(target, kafka_classpath, "gate")
-    report = _gate(budget_seconds, target, build, quiet=False)
+    report = _gate(budget_seconds, target, build, quiet=False, only=cases)
     os.makedirs(out, exist_ok=True)
     _write(os.path.join(out, "gate.json"), json.dumps(report.to_json(), indent=1) + "\n")
     _write(os.path.join(out, "junit.xml"), _junit(report))
@@ -551,12 +552,17 @@ def gate(kafka_classpath: str | None, target: str, budget_seconds: float, out: s
     sys.exit(_gate_status(report))
 
 
-def _gate(budget_seconds: float, target: str, build, quiet: bool):
-    from conformance.gate import run_gate  # local: Hypothesis state machines, slow for `klc dump` startup
+def _gate(budget_seconds: float, target: str, build, quiet: bool, only: tuple[str, ...] = ()):
+    from conformance.gate import chosen, run_gate  # local: Hypothesis state machines, slow for `klc dump` startup
 
+    try:
+        chosen(only)
+    except (ValueError, ScenarioError) as e:
+        raise click.BadParameter(str(e), param_hint="CASES") from None
     if build is not None and not quiet:
         click.echo(_judged_line(build))
-    report = run_gate(budget_seconds, progress=lambda line: None if quiet else click.echo(line), target=target)
+    progress = lambda line: None if quiet else click.echo(line)  # noqa: E731
+    report = run_gate(budget_seconds, progress=progress, target=target, only=only)
     report.kafka_build = build.to_json() if build is not None else None
     return report
 

@@ -15,6 +15,7 @@ judged.  :func:`junit_xml` writes the report for CI systems."""
 
 from __future__ import annotations
 
+import os
 import time
 import xml.etree.ElementTree as ET
 
@@ -118,17 +119,21 @@ def _round_settings(derandomize: bool = False) -> settings:
     )  # fmt: skip
 
 
-def run_gate(budget_seconds: float = 60.0, progress=lambda line: None, target: str = "impl") -> GateReport:
+def run_gate(
+    budget_seconds: float = 60.0, progress=lambda line: None, target: str = "impl", only: tuple[str, ...] = ()
+) -> GateReport:
     """The gate on impl (both storage backends), or on a kafka target (``kafka``, ``kafka:VERSION``;
-    the user's build when ``KLC_KAFKA_CLASSPATH`` names one)."""
+    the user's build when ``KLC_KAFKA_CLASSPATH`` names one).  ``only``: these corpus cases' files
+    instead of every case (:func:`chosen`)."""
     start = time.monotonic()
     report = GateReport(target=target)
     before = verdicts.TOTALS.copy()
     try:
+        cases = chosen(only)
         if target.startswith("kafka"):
-            _kafka_corpus(report, target, progress)
+            _kafka_corpus(report, target, progress, cases)
         else:
-            _impl_corpus(report, progress)
+            _impl_corpus(report, progress, cases)
         progress(
             f"corpora: {report.corpus_cases} replays, {len(report.violations)} violations, "
             f"{len(report.known)} known open bugs"
@@ -144,8 +149,19 @@ def run_gate(budget_seconds: float = 60.0, progress=lambda line: None, target: s
     return report
 
 
-def _impl_corpus(report: GateReport, progress) -> None:
+def chosen(paths: tuple[str, ...]) -> list:
+    """Every corpus case, or the cases of ``paths`` (ValueError naming a file that is not one)."""
     cases = regressions.cases()
+    if not paths:
+        return cases
+    by_path = {os.path.realpath(c.path): c for c in cases}
+    for p in paths:
+        if os.path.realpath(p) not in by_path:
+            raise ValueError(f"{p}: not a case of the corpus (corpora/)")
+    return [by_path[os.path.realpath(p)] for p in dict.fromkeys(paths)]
+
+
+def _impl_corpus(report: GateReport, progress, cases) -> None:
     ticker = _Ticker(progress, len(cases))
     for case in cases:
         for backend in ("sim", "os"):
@@ -162,10 +178,9 @@ def _impl_corpus(report: GateReport, progress) -> None:
         ticker.tick()
 
 
-def _kafka_corpus(report: GateReport, target: str, progress) -> None:
+def _kafka_corpus(report: GateReport, target: str, progress, cases) -> None:
     """Every case that records a verdict for ``target``, replayed on it: the recorded verdict is
     expected (a non-pass one listed as known), any other is a violation."""
-    cases = regressions.cases()
     judged = [c for c in cases if target in c.verdicts]
     report.unrecorded = len(cases) - len(judged)
     ticker = _Ticker(progress, len(judged))
