@@ -248,22 +248,28 @@ def _judged(target: str, kafka_classpath: str | None, command: str):
         if kafka_classpath:
             raise click.BadParameter("goes with --target kafka", param_hint="--kafka-classpath")
         return target, None
-    if kafka_classpath:
-        os.environ[kafka_jvm.BUILD_VARIABLE] = kafka_classpath  # the targets and every worker read it
+    from conformance.targets import kafka_build
+
     release = target.partition(":")[2] or None
+    spec = kafka_classpath or os.environ.get(kafka_jvm.BUILD_VARIABLE)
     try:
-        build = kafka_jvm.judged_build(release)
-        if kafka_jvm.user_build() is not None:
-            kafka_jvm.classpath_of(build)  # builds the adapter, refuses a partial build, before any run
-            adapter = kafka_jvm.adapter_release(build.line, build.release)
-            target = "kafka" if adapter is None else f"kafka:{adapter}"
+        if not spec:
+            return target, kafka_jvm.release_build(release)
+        build = kafka_build.inspect(spec)
+        if release is not None and release != build.release:
+            raise KafkaTargetError(
+                f"--target kafka:{release} contradicts the build's jars, which are Kafka {build.version} ({build.source})"
+            )
+        kafka_jvm.classpath_of(build)  # builds the adapter, refuses a partial build, before any run
     except kafka_jvm.NoAdapter as e:
-        if kafka_jvm.user_build() is not None:
-            _harness_exit(command, f"{kafka_jvm.user_build().describe()}: {e}")
+        if spec:
+            _harness_exit(command, f"{build.describe()}: {e}")
         return target, None  # a release without an adapter: its runs say unsupported
     except KafkaTargetError as e:
         _harness_exit(command, str(e))
-    return target, build
+    os.environ[kafka_jvm.BUILD_VARIABLE] = spec  # the targets of this process and its workers judge it
+    adapter = kafka_jvm.adapter_release(build.line, build.release)
+    return ("kafka" if adapter is None else f"kafka:{adapter}"), build
 
 
 def _harness_exit(command: str, message: str):
