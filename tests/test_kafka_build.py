@@ -196,3 +196,40 @@ def test_the_given_build_passes_the_gate(kafka_classpath, monkeypatch):
     print(build.describe())
     assert report.harness_error is None, report.harness_error
     assert report.ok, "\n".join(report.violations)
+
+
+def test_check_s_target_options_are_checked_before_anything_runs(tmp_path):
+    runner = CliRunner()
+    bogus = runner.invoke(main, ["check", "--target", "kafka:four"])
+    assert bogus.exit_code == 2 and "use impl, kafka or kafka:VERSION" in bogus.output
+    stray = runner.invoke(main, ["check", "--kafka-classpath", str(tmp_path)])
+    assert stray.exit_code == 2 and "goes with --target kafka" in stray.output
+    impl = runner.invoke(main, ["gate", "--target", "impl"])
+    assert impl.exit_code == 2 and "klc gate judges Kafka" in impl.output
+    not_a_case = runner.invoke(main, ["gate", str(tmp_path / "mine.json")])
+    assert not_a_case.exit_code == 2 and "mine.json: not a case of the corpus" in not_a_case.output
+
+
+def test_junit_xml_says_what_failed_what_was_expected_and_what_was_judged():
+    import xml.etree.ElementTree as ET
+
+    from conformance.gate import GateReport, junit_xml
+
+    report = GateReport(target="kafka", kafka_build={"version": "4.4.0", "digest": "d" * 64})
+    report.replays = [
+        {"case": "log/a.json", "path": "corpora/log/a.json", "on": "kafka", "verdict": "fail: conforms",
+         "recorded": "pass", "outcome": "unexpected", "witness": "conforms violated at step 1: x", "seconds": 1.0},
+        {"case": "log/b.json", "path": "corpora/log/b.json", "on": "kafka", "verdict": "unsupported",
+         "recorded": "unsupported", "outcome": "expected", "witness": "unsupported: clean", "seconds": 0.5},
+        {"case": "log/c.json", "path": "corpora/log/c.json", "on": "kafka", "verdict": "pass",
+         "recorded": "pass", "outcome": "pass", "witness": None, "seconds": 0.5},
+    ]  # fmt: skip
+    report.machine_cases = {"crash machine (model vs kafka)": 7}
+    report.violations = ["corpora/log/a.json on kafka: ...", "crash machine (model vs kafka): prefix violated at step 3"]
+    suite = ET.fromstring(junit_xml(report, "klc replay --target kafka --kafka-classpath 'B'"))
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped"), suite.get("errors")) == ("4", "2", "1", "0")
+    first = suite.find("testcase/failure")
+    assert "conforms violated at step 1" in first.text and "klc replay --target kafka --kafka-classpath 'B' corpora/log/a.json" in first.text
+    assert {p.get("name"): p.get("value") for p in suite.iter("property")}["kafka.version"] == "4.4.0"
+    report.harness_error = "kafka target: the JVM died"
+    assert ET.fromstring(junit_xml(report)).get("errors") == "1" and not report.ok

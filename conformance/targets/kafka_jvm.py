@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -261,7 +262,11 @@ def build(project: Path = PROJECT, version: str | None = None) -> str:
     with open(project.parent / ".kafka-target.lock", "w") as lock:  # xdist workers build once
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _built(project, version) and not _from_cache(project, version):
+            what = f"{project.name} for Kafka {version or PINNED}"
+            print(f"klc: building {what} with Maven (once per release and source change)...", file=sys.stderr, flush=True)
+            began = time.monotonic()
             _run_maven(project, version)
+            print(f"klc: built {what} in {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
             _to_cache(project, version)
     classpath = (_directory(project, version) / "classpath.txt").read_text().strip()
     return os.pathsep.join([str(_jar(project, version)), classpath])
