@@ -233,3 +233,34 @@ def test_junit_xml_says_what_failed_what_was_expected_and_what_was_judged():
     assert {p.get("name"): p.get("value") for p in suite.iter("property")}["kafka.version"] == "4.4.0"
     report.harness_error = "kafka target: the JVM died"
     assert ET.fromstring(junit_xml(report)).get("errors") == "1" and not report.ok
+
+
+def test_a_source_tree_is_read_by_its_build_outputs(tmp_path):
+    """A Kafka checkout after ``./gradlew jar``: every module's build/libs (test, source and javadoc
+    jars left out: a test jar holds copies of no main class, but would be a second build) and
+    core's dependant-libs; before the build, one line says to run it."""
+    tree = tmp_path / "kafka"
+    (tree / "clients").mkdir(parents=True)
+    (tree / "settings.gradle").write_text("rootProject.name = 'kafka'\n")
+    with pytest.raises(kafka_build.BuildRefused, match="a Kafka source tree with no built jar"):
+        kafka_build.jars_of(str(tree))
+    modules = {"kafka-clients": "clients", "kafka-storage-api": "storage/api", "kafka-storage": "storage",
+               "kafka-server-common": "server-common"}  # fmt: skip
+    pinned = kafka_jvm.release_build()
+    for jar in pinned.jars:
+        module = modules[kafka_build.artifact_of(jar)]
+        libs = tree / module / "build" / "libs"
+        libs.mkdir(parents=True, exist_ok=True)
+        (libs / os.path.basename(jar)).symlink_to(jar)
+    storage = next(j for j in pinned.jars if kafka_build.artifact_of(j) == "kafka-storage")
+    (tree / "storage" / "build" / "libs" / "kafka-storage-4.4.0-test.jar").symlink_to(storage)
+    deps = tree / "core" / "build" / "dependant-libs-2.13.16"
+    deps.mkdir(parents=True)
+    third_party = [j for j in kafka_jvm.build_for(None).split(os.pathsep)[1:] if not kafka_jvm._is_kafkas_own(j)]
+    for jar in third_party:
+        (deps / os.path.basename(jar)).symlink_to(jar)
+    build = kafka_build.inspect(str(tree))
+    assert len(build.jars) == len(pinned.jars) + len(third_party)
+    assert (build.version, build.commit) == (pinned.version, pinned.commit)
+    assert not any(j.endswith("-test.jar") for j in build.jars)
+    assert kafka_jvm.classpath_of(build).split(os.pathsep)[1 : 1 + len(build.jars)] == list(build.jars)
