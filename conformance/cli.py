@@ -739,7 +739,16 @@ def campaign(budget_minutes, scenarios, master, profile, target, kafka_classpath
         if build is not None:
             click.echo(_judged_line(build))
     errors = [r for r in failed if r["status"] == "error"]
+    if not as_json:
+        for r in errors:  # a harness error's cause on the console, not only in the table
+            click.echo(f"  ERROR seed {r['seed']}: {r.get('witness') or _last_line(r.get('error') or '')}", err=True)
     sys.exit(1 if result.findings or errors else 0)
+
+
+def _last_line(text: str) -> str:
+    """An error's own line: a traceback's last non-empty line."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:500] if lines else "(no message)"
 
 
 class _CampaignUi:

@@ -264,3 +264,14 @@ def test_a_source_tree_is_read_by_its_build_outputs(tmp_path):
     assert (build.version, build.commit) == (pinned.version, pinned.commit)
     assert not any(j.endswith("-test.jar") for j in build.jars)
     assert kafka_jvm.classpath_of(build).split(os.pathsep)[1 : 1 + len(build.jars)] == list(build.jars)
+
+
+def test_a_worker_whose_jars_are_not_the_campaign_s_build_is_a_harness_error():
+    """A task names the digest of the jars its campaign judges; a worker that would judge others
+    (another machine's libs/, a rebuilt dir) records a harness error saying so, never a verdict."""
+    from conformance.campaign.tasks import run_task
+
+    row = run_task(Task("c", 1, "all", "kafka", examples=1, steps=2, kafka_build="0" * 64))
+    assert row["status"] == "error" and row["kafka_build"] == "0" * 64
+    assert "not the campaign's build sha256:0000000000000000" in row["witness"], row["witness"]
+    assert row["scenarios"] == 0
