@@ -595,14 +595,22 @@ def _gate_status(report) -> int:
 
 def _gate_line(report) -> str:
     """One line: the outcome, and what was judged."""
-    judged = f"Kafka {report.kafka_build['version']} (jars sha256:{report.kafka_build['digest'][:16]})" if report.kafka_build else report.target
+    judged = (
+        f"Kafka {report.kafka_build['version']} (jars sha256:{report.kafka_build['digest'][:16]})"
+        if report.kafka_build
+        else report.target
+    )
     machines = sum(report.machine_cases.values())
     if report.harness_error:
         return f"GATE ERROR on {judged}: nothing judged after: {report.harness_error}"
     unexpected = len(report.violations)
-    tally = f"{report.corpus_cases} corpus cases, {machines} machine cases, {len(report.known)} known, {report.seconds} s"
+    tally = (
+        f"{report.corpus_cases} corpus cases, {machines} machine cases, {len(report.known)} known, {report.seconds} s"
+    )
     if unexpected:
-        return f"GATE FAIL on {judged}: {unexpected} unexpected ({tally}); first: {report.violations[0].splitlines()[0]}"
+        return (
+            f"GATE FAIL on {judged}: {unexpected} unexpected ({tally}); first: {report.violations[0].splitlines()[0]}"
+        )
     return f"GATE PASS on {judged}: nothing unexpected ({tally})"
 
 

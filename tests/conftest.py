@@ -57,7 +57,9 @@ def kafka_classpath(request) -> str | None:
 
 def pytest_report_header(config):
     build = config.getoption("--kafka-classpath")
-    return [f"hypothesis profile: {PROFILE}", f"shared data: {_shared()}"] + ([f"kafka build: {build}"] if build else [])
+    return [f"hypothesis profile: {PROFILE}", f"shared data: {_shared()}"] + (
+        [f"kafka build: {build}"] if build else []
+    )
 
 
 # Known long runs (the gate's slowest, ``python -m benchmarks.gate``: the state machines, the

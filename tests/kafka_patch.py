@@ -34,7 +34,9 @@ def patch_tool() -> str:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (jar.is_file() and classpath.is_file()) or jar.stat().st_mtime < max(s.stat().st_mtime for s in sources):
             for offline in (["-o"], []):
-                done = subprocess.run(["mvn", "-q", "-B", *offline, "package"], cwd=PATCH_PROJECT, capture_output=True, text=True)
+                done = subprocess.run(
+                    ["mvn", "-q", "-B", *offline, "package"], cwd=PATCH_PROJECT, capture_output=True, text=True
+                )
                 if done.returncode == 0:
                     break
             else:
@@ -46,7 +48,17 @@ def remove_call(libs: Path, jar_name: str, klass: str, method: str, call: str) -
     """Replace ``libs/jar_name`` (a link) by a copy whose ``klass.method`` no longer calls ``call``."""
     original = (libs / jar_name).resolve()
     (libs / jar_name).unlink()
-    tool = ["java", "-cp", patch_tool(), "klc.patch.RemoveCall", str(original), str(libs / jar_name), klass, method, call]
+    tool = [
+        "java",
+        "-cp",
+        patch_tool(),
+        "klc.patch.RemoveCall",
+        str(original),
+        str(libs / jar_name),
+        klass,
+        method,
+        call,
+    ]
     done = subprocess.run(tool, capture_output=True, text=True, timeout=120)
     if done.returncode != 0:
         raise RuntimeError(f"RemoveCall failed ({done.returncode}): {done.stderr.strip()}")

@@ -131,10 +131,14 @@ def test_a_release_given_as_a_build_is_judged_by_its_own_adapter(tmp_path, monke
         target.close()
     for case in cases:
         got = regressions.replay(case, f"kafka:{release}")
-        assert regressions.verdict_of(got) == regressions.verdict_of(stock[case.name]) == case.verdicts[f"kafka:{release}"]
+        assert (
+            regressions.verdict_of(got) == regressions.verdict_of(stock[case.name]) == case.verdicts[f"kafka:{release}"]
+        )
         assert str(got) == str(stock[case.name])
     assert {regressions.verdict_of(stock[c.name]) for c in cases} != {"pass"}  # one case does not pass
-    out = CliRunner().invoke(main, ["replay", "--json", "--target", "kafka", "--kafka-classpath", str(libs), cases[0].path])
+    out = CliRunner().invoke(
+        main, ["replay", "--json", "--target", "kafka", "--kafka-classpath", str(libs), cases[0].path]
+    )
     judged = json.loads(out.output.splitlines()[0])["kafka_build"]
     assert judged["version"] == release and judged["digest"] == kafka_build.inspect(str(libs)).digest
 
@@ -225,11 +229,22 @@ def test_junit_xml_says_what_failed_what_was_expected_and_what_was_judged():
          "recorded": "pass", "outcome": "pass", "witness": None, "seconds": 0.5},
     ]  # fmt: skip
     report.machine_cases = {"crash machine (model vs kafka)": 7}
-    report.violations = ["corpora/log/a.json on kafka: ...", "crash machine (model vs kafka): prefix violated at step 3"]
+    report.violations = [
+        "corpora/log/a.json on kafka: ...",
+        "crash machine (model vs kafka): prefix violated at step 3",
+    ]
     suite = ET.fromstring(junit_xml(report, "klc replay --target kafka --kafka-classpath 'B'"))
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped"), suite.get("errors")) == ("4", "2", "1", "0")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped"), suite.get("errors")) == (
+        "4",
+        "2",
+        "1",
+        "0",
+    )
     first = suite.find("testcase/failure")
-    assert "conforms violated at step 1" in first.text and "klc replay --target kafka --kafka-classpath 'B' corpora/log/a.json" in first.text
+    assert (
+        "conforms violated at step 1" in first.text
+        and "klc replay --target kafka --kafka-classpath 'B' corpora/log/a.json" in first.text
+    )
     assert {p.get("name"): p.get("value") for p in suite.iter("property")}["kafka.version"] == "4.4.0"
     report.harness_error = "kafka target: the JVM died"
     assert ET.fromstring(junit_xml(report)).get("errors") == "1" and not report.ok

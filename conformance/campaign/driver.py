@@ -471,7 +471,8 @@ def run_campaign(config: CampaignConfig, ui=None) -> CampaignResult:
     done = {
         r["seed"]
         for r in previous
-        if (r["commit"], r["profile"], r["target"], r.get("kafka_build")) == (commit, config.profile, config.target, digest)
+        if (r["commit"], r["profile"], r["target"], r.get("kafka_build"))
+        == (commit, config.profile, config.target, digest)
     }
     corpus_dir = config.corpus_dir or (corpus.DEFAULT_CORPUS if os.path.isdir(os.path.dirname(corpus.DEFAULT_CORPUS)) else os.path.join(config.out, "found"))  # fmt: skip
     executor = (
@@ -527,8 +528,15 @@ def _fuzz(executor, config: CampaignConfig, commit: str, run_id: str, seeds, row
         batch = [
             attrs.asdict(
                 Task(
-                    commit, next(seeds), config.profile, config.target, config.examples_per_task, config.steps, run_id,
-                    (config.kafka_build or {}).get("digest", ""), config.kafka_classpath,
+                    commit,
+                    next(seeds),
+                    config.profile,
+                    config.target,
+                    config.examples_per_task,
+                    config.steps,
+                    run_id,
+                    (config.kafka_build or {}).get("digest", ""),
+                    config.kafka_classpath,
                 )  # fmt: skip
             )
             for _ in range(n)

@@ -27,7 +27,14 @@ from conformance import scenario as sc
 from conformance.scenario import Unsupported
 from conformance.targets import TargetBase, partition_state
 from conformance.targets.kafka_jvm import (
-    HALT_STATUS, KafkaTargetError, NoAdapter, adapter_release, classpath_of, judged_build, shared, user_build,
+    HALT_STATUS,
+    KafkaTargetError,
+    NoAdapter,
+    adapter_release,
+    classpath_of,
+    judged_build,
+    shared,
+    user_build,
 )  # fmt: skip
 
 NOT_COMPARED = (".lock",)

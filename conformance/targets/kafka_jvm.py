@@ -263,7 +263,9 @@ def build(project: Path = PROJECT, version: str | None = None) -> str:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _built(project, version) and not _from_cache(project, version):
             what = f"{project.name} for Kafka {version or PINNED}"
-            print(f"klc: building {what} with Maven (once per release and source change)...", file=sys.stderr, flush=True)
+            print(
+                f"klc: building {what} with Maven (once per release and source change)...", file=sys.stderr, flush=True
+            )
             began = time.monotonic()
             _run_maven(project, version)
             print(f"klc: built {what} in {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
