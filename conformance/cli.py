@@ -443,6 +443,8 @@ def load(
         try:
             classpath = kafka_jvm.classpath_of(build) if kafka_jvm.user_build() is not None else None
             jvm = shared(classpath, release)
+            if build is not None and jvm.version != build.version:
+                raise KafkaTargetError(f"the JVM runs Kafka {jvm.version}, not the build's {build.version}")
             report = load_dirs_on_kafka(list(dirs), _config_items(config_items), jvm, count_batches)
         except KafkaTargetError as e:
             click.echo(f"klc load: {e}", err=True)

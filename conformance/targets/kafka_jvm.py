@@ -8,7 +8,9 @@ and log of 1.1–4.0 (its ``kafka.log.Log`` up to 3.0, ``kafka.log.UnifiedLog`` 
 per release into ``target/<version>/``; both compile the protocol classes of
 ``kafka-target/src/shared``.  :func:`build_for` picks the adapter of a release, or says there is
 none.  A project is built on first use (offline when the local repository already holds what it
-needs, online otherwise) and its jar and classpath are reused while no source changed.  One JVM
+needs, online otherwise) and its jar and classpath are reused while no source changed.  A user's
+own Kafka build (``--kafka-classpath``, :data:`BUILD_VARIABLE`) runs on the adapter of its version
+with exactly its jars in place of the release's (:func:`classpath_of`, :mod:`.kafka_build`).  One JVM
 serves every kafka target of a process (a test worker, a campaign task): starting it costs more
 than most scenarios (docs/kafka-target.md).  Every failure — no Java, no Maven, a build that
 fails, a JVM that dies or stops answering — is a :class:`KafkaTargetError` with one line saying
