@@ -458,6 +458,8 @@ def load(
     else:
         for line in format_text(report):
             click.echo(line)
+        if build is not None:
+            click.echo(_judged_line(build))
     if report["problems"] or report["startup_error"] or any(p["error"] for p in report["partitions"]):
         sys.exit(1)
 

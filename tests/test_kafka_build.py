@@ -290,3 +290,18 @@ def test_a_worker_whose_jars_are_not_the_campaign_s_build_is_a_harness_error():
     assert row["status"] == "error" and row["kafka_build"] == "0" * 64
     assert "not the campaign's build sha256:0000000000000000" in row["witness"], row["witness"]
     assert row["scenarios"] == 0
+
+
+@pytest.mark.no_cover
+def test_klc_load_judges_the_build_and_says_so(tmp_path):
+    libs = release_libs(tmp_path / "build", "2.8.2")
+    (tmp_path / "d" / "t-0").mkdir(parents=True)
+    (tmp_path / "d" / "t-0" / "00000000000000000000.log").write_bytes(b"\0" * 100)
+    text = CliRunner().invoke(main, ["load", "--target", "kafka", "--kafka-classpath", str(libs), str(tmp_path / "d")])
+    assert text.exit_code == 0, text.output
+    lines = text.output.splitlines()
+    assert lines[0] == "as Apache Kafka 2.8.2 loads it (the kafka target)"
+    assert lines[-1].startswith("judged: Kafka 2.8.2 (commit ") and str(libs) in lines[-1]
+    args = ["load", "--json", "--target", "kafka", "--kafka-classpath", str(libs), str(tmp_path / "d")]
+    report = json.loads(CliRunner().invoke(main, args).output)
+    assert report["kafka"] == "2.8.2" and report["kafka_build"]["digest"] == kafka_build.inspect(str(libs)).digest
