@@ -79,6 +79,8 @@ LONG_RUNS = (
     "test_scenarios_and_cli.py::test_klc_check",
     "test_dump_index.py::test_live_broker_indexes",
     "test_load_real_data.py::",
+    "test_kafka_build.py::test_a_release_given_as_a_build",
+    "test_kafka_build.py::test_a_build_patched",
 )
 
 
