@@ -305,3 +305,20 @@ def test_klc_load_judges_the_build_and_says_so(tmp_path):
     args = ["load", "--json", "--target", "kafka", "--kafka-classpath", str(libs), str(tmp_path / "d")]
     report = json.loads(CliRunner().invoke(main, args).output)
     assert report["kafka"] == "2.8.2" and report["kafka_build"]["digest"] == kafka_build.inspect(str(libs)).digest
+
+
+def test_a_harness_error_stops_the_gate_with_exit_2_never_a_verdict(tmp_path, monkeypatch):
+    """A JVM that dies mid-gate: the gate stops there, says so in its last line and in junit.xml
+    (an error, not a failure), and exits 2."""
+
+    def dead(case, target, backend="sim"):
+        raise kafka_jvm.KafkaTargetError("kafka target: the JVM died during 'open' (exit 137)")
+
+    monkeypatch.setattr(regressions, "replay", dead)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["gate", "--budget-seconds", "0", "--out", str(out), ROLL_CASE])
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines()[-1].startswith("GATE ERROR on Kafka 4.4.0"), result.output
+    assert "the JVM died during 'open'" in result.output.splitlines()[-1]
+    assert 'errors="1"' in (out / "junit.xml").read_text() and 'failures="0"' in (out / "junit.xml").read_text()
+    assert json.loads((out / "gate.json").read_text())["ok"] is False
