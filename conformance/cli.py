@@ -267,9 +267,24 @@ def _judged(target: str, kafka_classpath: str | None, command: str):
         return target, None  # a release without an adapter: its runs say unsupported
     except KafkaTargetError as e:
         _harness_exit(command, str(e))
-    os.environ[kafka_jvm.BUILD_VARIABLE] = spec  # the targets of this process and its workers judge it
+    _set_for_this_command(kafka_jvm.BUILD_VARIABLE, spec)  # the targets of this process and its workers judge it
     adapter = kafka_jvm.adapter_release(build.line, build.release)
     return ("kafka" if adapter is None else f"kafka:{adapter}"), build
+
+
+def _set_for_this_command(name: str, value: str) -> None:
+    """An environment variable for the rest of this command, restored when it ends (a caller that
+    runs klc in its own process, a test's CliRunner, keeps its environment)."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+
+    def restore() -> None:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+    click.get_current_context().call_on_close(restore)
 
 
 def _harness_exit(command: str, message: str):

@@ -30,10 +30,13 @@ MARKER_DELETE = "org/apache/kafka/storage/internals/checkpoint/CleanShutdownFile
 
 
 @pytest.fixture(autouse=True)
-def no_build_leaks(monkeypatch):
-    """klc sets KLC_KAFKA_CLASSPATH for its own process; a test's CliRunner must not leave it to
-    the worker's next kafka test."""
-    monkeypatch.delenv(kafka_jvm.BUILD_VARIABLE, raising=False)
+def no_build_leaks():
+    """No build given from outside: each test names its own (klc restores the variable it sets)."""
+    saved = os.environ.pop(kafka_jvm.BUILD_VARIABLE, None)
+    yield
+    os.environ.pop(kafka_jvm.BUILD_VARIABLE, None)
+    if saved is not None:
+        os.environ[kafka_jvm.BUILD_VARIABLE] = saved
 
 
 def _replay(*args: str):
@@ -95,6 +98,20 @@ def test_a_target_the_jars_contradict_is_refused(tmp_path):
     result = CliRunner().invoke(main, ["replay", "--target", "kafka:2.8.2", "--kafka-classpath", str(libs), ROLL_CASE])
     assert result.exit_code == 2, result.output
     assert "--target kafka:2.8.2 contradicts the build's jars, which are Kafka 4.4.0" in result.output
+
+
+def test_klc_leaves_its_caller_s_environment_as_it_was(tmp_path):
+    """The build a command judges is set for its own targets and workers only: a CliRunner (or any
+    in-process caller) finds KLC_KAFKA_CLASSPATH as it was, and its next kafka target runs the release."""
+    libs = release_libs(tmp_path, None)
+    result = _replay("--kafka-classpath", str(libs), ROLL_CASE)
+    assert result.exit_code == 0, result.output
+    assert kafka_jvm.BUILD_VARIABLE not in os.environ
+    target = KafkaTarget(regressions.cases()[0].scenario)
+    try:
+        assert target.build is None and kafka_jvm._is_kafkas_own(target.jvm.classpath.split(os.pathsep)[1])
+    finally:
+        target.close()
 
 
 def test_a_build_s_identity_is_its_jars():
