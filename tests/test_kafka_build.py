@@ -31,12 +31,17 @@ MARKER_DELETE = "org/apache/kafka/storage/internals/checkpoint/CleanShutdownFile
 
 @pytest.fixture(autouse=True)
 def no_build_leaks():
-    """No build given from outside: each test names its own (klc restores the variable it sets)."""
+    """No build given from outside: each test names its own (klc restores the variable it sets), and
+    the JVMs of its builds are stopped after it."""
     saved = os.environ.pop(kafka_jvm.BUILD_VARIABLE, None)
+    started = set(kafka_jvm._SHARED)
     yield
     os.environ.pop(kafka_jvm.BUILD_VARIABLE, None)
     if saved is not None:
         os.environ[kafka_jvm.BUILD_VARIABLE] = saved
+    for classpath in set(kafka_jvm._SHARED) - started:  # a test build's JVM serves no later test
+        if not any(kafka_jvm._is_kafkas_own(p) for p in classpath.split(os.pathsep)):
+            kafka_jvm._SHARED.pop(classpath).stop()
 
 
 def _replay(*args: str):
