@@ -87,6 +87,9 @@ def test_two_versions_or_two_copies_of_a_class_are_refused(tmp_path):
     storage = next(j for j in pinned.jars if os.path.basename(j).startswith("kafka-storage-4"))
     twin = tmp_path / "kafka-storage-copy-4.4.0.jar"
     twin.write_bytes(Path(storage).read_bytes())
+    assert kafka_build.inspect_jars([*pinned.jars, str(twin)], "same bytes").jars == pinned.jars
+    with zipfile.ZipFile(twin, "a") as z:  # another build of the same version: other bytes
+        z.writestr("META-INF/rebuilt", "yes")
     with pytest.raises(kafka_build.BuildRefused, match=r"two copies of org\.apache\.kafka\..* one build at a time"):
         kafka_build.inspect_jars([*pinned.jars, str(twin)], "twice")
 
@@ -293,6 +296,7 @@ def test_a_source_tree_is_read_by_its_build_outputs(tmp_path):
     (tree / "storage" / "build" / "libs" / "kafka-storage-4.4.0-test.jar").symlink_to(storage)
     deps = tree / "core" / "build" / "dependant-libs-2.13.16"
     deps.mkdir(parents=True)
+    (deps / os.path.basename(storage)).symlink_to(storage)  # copyDependantLibs copies the modules' jars too
     third_party = [j for j in kafka_jvm.build_for(None).split(os.pathsep)[1:] if not kafka_jvm._is_kafkas_own(j)]
     for jar in third_party:
         (deps / os.path.basename(jar)).symlink_to(jar)

@@ -32,7 +32,7 @@ UNIFIED_LOG_SCALA = "kafka/log/UnifiedLog.class"
 LOG_SCALA = "kafka/log/Log.class"
 LOG_CLASSES = (LOG_MANAGER_JAVA, LOG_MANAGER_SCALA, UNIFIED_LOG_JAVA, UNIFIED_LOG_SCALA, LOG_SCALA)
 KAFKA_PACKAGES = ("kafka/", "org/apache/kafka/")
-SOURCE_TREE_EXTRAS = ("-test.jar", "-sources.jar", "-javadoc.jar", "-test-sources.jar")
+SOURCE_TREE_EXTRAS = ("-test.jar", "-sources.jar", "-javadoc.jar", "-test-sources.jar", "-test-fixtures.jar")
 
 
 class BuildRefused(KafkaTargetError):
@@ -120,14 +120,16 @@ def _is_source_tree(path: str) -> bool:
 def _source_tree_jars(root: str) -> list[str]:
     """A Kafka checkout's build outputs: ``*/build/libs`` and ``*/*/build/libs`` (storage/api,
     server-common, ...) without test, source and javadoc jars, and core's ``dependant-libs*``
-    (the third-party jars the broker runs with)."""
+    (the jars the broker runs with: third-party ones, and copies of the modules' own, which the
+    modules' jars stand for)."""
     built = glob.glob(os.path.join(root, "*", "build", "libs", "*.jar"))
     built += glob.glob(os.path.join(root, "*", "*", "build", "libs", "*.jar"))
     built = sorted(j for j in built if not j.endswith(SOURCE_TREE_EXTRAS))
     if not built:
         raise BuildRefused(f"{root}: a Kafka source tree with no built jar (run ./gradlew jar there first)")
+    names = {os.path.basename(j) for j in built}
     deps = sorted(glob.glob(os.path.join(root, "core", "build", "dependant-libs*", "*.jar")))
-    return built + deps
+    return built + [d for d in deps if os.path.basename(d) not in names]
 
 
 _JAR_FACTS: dict[tuple[str, int, int], tuple[str, str | None, frozenset[str]]] = {}
@@ -170,6 +172,15 @@ def inspect(spec: str, source: str | None = None) -> KafkaBuild:
 
 
 def inspect_jars(jars: list[str], source: str) -> KafkaBuild:
+    """The build of ``jars``; a jar with the same bytes as an earlier one is the same jar (the JVM
+    loads the first) and is left out, so only different copies of a class are refused."""
+    seen: set[str] = set()
+    unique = []
+    for jar in jars:
+        if _facts(jar)[0] not in seen:
+            seen.add(_facts(jar)[0])
+            unique.append(jar)
+    jars = unique
     facts = {j: _facts(j) for j in jars}
     versions: dict[str, list[str]] = {}
     commits = set()
