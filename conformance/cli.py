@@ -256,7 +256,7 @@ def _judged(target: str, kafka_classpath: str | None, command: str):
         if not spec:
             return target, kafka_jvm.release_build(release)
         build = kafka_build.inspect(spec)
-        if release is not None and release != build.release:
+        if kafka_jvm.contradicts(release, build):
             raise KafkaTargetError(
                 f"--target kafka:{release} contradicts the build's jars, which are Kafka {build.version} ({build.source})"
             )
@@ -268,7 +268,7 @@ def _judged(target: str, kafka_classpath: str | None, command: str):
     except KafkaTargetError as e:
         _harness_exit(command, str(e))
     _set_for_this_command(kafka_jvm.BUILD_VARIABLE, spec)  # the targets of this process and its workers judge it
-    adapter = kafka_jvm.adapter_release(build.line, build.release)
+    adapter = kafka_jvm.adapter_release(build)
     return ("kafka" if adapter is None else f"kafka:{adapter}"), build
 
 

@@ -220,7 +220,7 @@ def test_the_given_build_passes_the_gate(kafka_classpath, monkeypatch):
         pytest.skip("no build given (pytest --kafka-classpath PATH; tox -e kafka -- --kafka-classpath PATH)")
     build = kafka_build.inspect(kafka_classpath)
     monkeypatch.setenv(kafka_jvm.BUILD_VARIABLE, kafka_classpath)
-    adapter = kafka_jvm.adapter_release(build.line, build.release)
+    adapter = kafka_jvm.adapter_release(build)
     report = run_gate(60.0, print, "kafka" if adapter is None else f"kafka:{adapter}")
     print(build.describe())
     assert report.harness_error is None, report.harness_error
@@ -348,3 +348,19 @@ def test_a_harness_error_stops_the_gate_with_exit_2_never_a_verdict(tmp_path, mo
     assert "the JVM died during 'open'" in result.output.splitlines()[-1]
     assert 'errors="1"' in (out / "junit.xml").read_text() and 'failures="0"' in (out / "junit.xml").read_text()
     assert json.loads((out / "gate.json").read_text())["ok"] is False
+
+
+def test_an_unpublished_version_is_run_by_its_line_s_adapter():
+    """A source build's -SNAPSHOT: the 4.4 line by the pinned adapter, an older line by its last
+    release's; a --target of another release still contradicts it."""
+
+    def build(version):
+        return kafka_build.KafkaBuild("tree", (), version, "abc", "0" * 64, ())
+
+    assert kafka_jvm.adapter_release(build("4.4.1-SNAPSHOT")) is None
+    assert kafka_jvm.adapter_release(build("4.3.2-SNAPSHOT")) == "4.3.1"
+    assert kafka_jvm.adapter_release(build("4.3.1")) == "4.3.1"
+    assert not kafka_jvm.contradicts("4.3.1", build("4.3.2-SNAPSHOT"))
+    assert kafka_jvm.contradicts("4.2.1", build("4.3.2-SNAPSHOT"))
+    assert kafka_jvm.contradicts("4.4.0", build("4.4.1")) and not kafka_jvm.contradicts(None, build("4.4.1"))
+    assert not kafka_jvm.contradicts("4.4.0", build("4.4.1-SNAPSHOT"))

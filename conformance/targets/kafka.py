@@ -67,7 +67,7 @@ class KafkaTarget(TargetBase):
         self.build = None  # what is judged (kafka_build.KafkaBuild): a given classpath is the caller's
         if classpath is None and user_build() is not None:  # the user's jars, in place of the release's
             self.build = judged_build(release)
-            release = release or adapter_release(self.build.line, self.build.release)
+            release = release or adapter_release(self.build)
             classpath = classpath_of(self.build)
         self.classpath = classpath
         self.release = release

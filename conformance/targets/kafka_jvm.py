@@ -85,10 +85,32 @@ def build_for(version: str | None = None) -> str:
 BUILD_VARIABLE = "KLC_KAFKA_CLASSPATH"  # the user's build, as --kafka-classpath takes it
 
 
-def adapter_release(line: tuple[int, int], release: str) -> str | None:
-    """The release whose adapter build runs a Kafka of ``line`` (None: the pinned one): 4.4's is
-    the pinned adapter, any other the release itself (``build_for`` says when there is none)."""
-    return None if line == _line(PINNED) else release
+# the release whose adapter runs a build of an unpublished version (a -SNAPSHOT of its line): the
+# line's last release the adapters were built and run for (docs/kafka-target.md)
+LINE_RELEASES = {
+    (1, 1): "1.1.1", (2, 0): "2.0.1", (2, 1): "2.1.1", (2, 2): "2.2.2", (2, 3): "2.3.1", (2, 4): "2.4.1",
+    (2, 7): "2.7.2", (2, 8): "2.8.2", (3, 0): "3.0.0", (3, 1): "3.1.2", (3, 4): "3.4.1", (3, 6): "3.6.2",
+    (3, 7): "3.7.2", (3, 9): "3.9.1", (4, 0): "4.0.0", (4, 1): "4.1.1", (4, 2): "4.2.1", (4, 3): "4.3.1",
+}  # fmt: skip
+
+
+def adapter_release(build) -> str | None:
+    """The release whose adapter build runs ``build`` (a :class:`kafka_build.KafkaBuild`; None: the
+    pinned one): 4.4's is the pinned adapter, a published release its own, an unpublished version
+    (``4.3.2-SNAPSHOT``) its line's last release the adapters ran (:data:`LINE_RELEASES`)."""
+    if build.line == _line(PINNED):
+        return None
+    if RELEASE.fullmatch(build.version):
+        return build.release
+    return LINE_RELEASES.get(build.line, build.release)
+
+
+def contradicts(release: str | None, build) -> bool:
+    """``--target kafka:release`` names another Kafka than ``build``'s jars: another version, unless
+    the build is an unpublished one that release's adapter runs (a -SNAPSHOT of its line)."""
+    if release is None or release == build.release:
+        return False
+    return RELEASE.fullmatch(build.version) is not None or release != (adapter_release(build) or PINNED)
 
 
 def _is_kafkas_own(path: str) -> bool:
@@ -104,7 +126,7 @@ def classpath_of(build) -> str:
     refused in one line."""
     from conformance.targets import kafka_build
 
-    adapter, *deps = build_for(adapter_release(build.line, build.release)).split(os.pathsep)
+    adapter, *deps = build_for(adapter_release(build)).split(os.pathsep)
     missing = kafka_build.missing_classes(build)
     if missing:
         raise kafka_build.BuildRefused(
@@ -155,7 +177,7 @@ def judged_build(release: str | None = None):
     build = user_build()
     if build is None:
         return release_build(release)
-    if release is not None and release != build.release:
+    if contradicts(release, build):
         raise KafkaTargetError(
             f"kafka target: --target kafka:{release} contradicts the build's jars, which are Kafka {build.version} "
             f"({build.source})"
