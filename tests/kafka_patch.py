@@ -30,7 +30,8 @@ def patch_tool() -> str:
     jar = PATCH_PROJECT / "target" / "kafka-patch-1.jar"
     classpath = PATCH_PROJECT / "target" / "classpath.txt"
     sources = [PATCH_PROJECT / "pom.xml", *(PATCH_PROJECT / "src").rglob("*.java")]
-    with open(PATCH_PROJECT.parent / ".kafka-patch.lock", "w") as lock:  # xdist workers build once
+    (PATCH_PROJECT / "target").mkdir(exist_ok=True)
+    with open(PATCH_PROJECT / "target" / ".build.lock", "w") as lock:  # xdist workers build once
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (jar.is_file() and classpath.is_file()) or jar.stat().st_mtime < max(s.stat().st_mtime for s in sources):
             for offline in (["-o"], []):
