@@ -38,8 +38,9 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
+from conformance import faults as fault_steps
 from conformance import scenario as sc
-from conformance.crash_images import CORRUPTIONS, FAMILIES, journal
+from conformance.crash_images import CORRUPTIONS, FAMILIES
 from conformance.fault_strategies import (
     INT32_MAX,
     LEGACY_TOPIC,
@@ -66,10 +67,7 @@ IN_RULE_CRASHES = 1
 # the operations a crash or an I/O error may interrupt while the broker runs (the loader when it is
 # down); each case enables a random subset, so some cases interrupt only cleaning rounds or only
 # truncations, where a rename order matters (swarm testing again)
-INTERRUPTIBLE = (
-    "append", "roll", "truncate", "truncate_fully", "delete_records", "flush",
-    "retention", "checkpoint", "shutdown", "tick", "clean",
-)  # fmt: skip
+INTERRUPTIBLE = tuple(op for op, cls in sc.STEPS.items() if cls.interruptible)
 FAULT_KINDS = FAMILIES + ("fail_io", "corrupt")
 # (segments, settled) before the first drawn step: an empty partition, or a log of one to four rolled
 # segments (the weights table's "history")
@@ -77,7 +75,7 @@ HISTORIES = choices("history")
 # steps a stopped broker refuses (the targets answer NotRunning): all but a tick, an open and what
 # the runner does to the disk; an ``open`` is inserted before them while the broker is down
 NEEDS_BROKER = frozenset(
-    op for op, cls in sc.STEPS.items() if cls.runs_as not in ("fault", "disk") and cls not in (sc.Tick, sc.Open)
+    op for op, cls in sc.STEPS.items() if cls.runs_as not in ("fault", "disk") and not cls.runs_when_down
 )
 # what a restarted broker's replicas do first (CrashMachine.open)
 AFTER_OPEN = choices("after open")
@@ -163,7 +161,7 @@ class CrashMachine(LogMachine):
         self.swarm = frozenset(swarm) & self.swarm_kinds or self.swarm_kinds
         self.interruptible = frozenset(interruptible)
         self.session = Session(header, self.targets, self.backend, faults=True)
-        self.session.fault_outcomes = []  # what each crash image did to the producer-state files
+        self.session.report_damage = True  # what each crash image did to the producer-state files
         for kind in sorted(self.swarm):
             event(f"swarm: {kind}")
         self._do(sc.Create("t", 0, 0))
@@ -264,7 +262,7 @@ class CrashMachine(LogMachine):
         self._stages(data, tp, self.TRUNCATION)
 
     def _truncation_interrupted(self, tp, data) -> bool:
-        step = sc.Truncate(tp[0], tp[1], self._offset(data, tp, self.leo.get(tp, 0) + 1))
+        step = sc.Truncate(tp[0], tp[1], self.draw_offset(data, tp, self.leo.get(tp, 0) + 1))
         if not self.running:  # a stopped broker's truncation would be refused, the fault after it
             self._open()
         self._crash(data, inside=True, during=step, in_rule=True)
@@ -345,10 +343,8 @@ class CrashMachine(LogMachine):
     def _pending(self) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """How many operations are pending, which of them change a name or an extent, which of
         those shorten a ``.log`` (a truncation's cut), and which write a producer-state file."""
-        storage = self.session.source.raw_storage
-        ops = journal(storage)
+        ops, named = self.session.source.pending_operations()
         marks = tuple(i for i, (_, op) in enumerate(ops) if isinstance(op, MARKED))
-        named = {id(node): name for name, node in storage.inodes()}
         logs = {k for k, name in named.items() if name.endswith(".log")}
         cuts = tuple(i for i in marks if isinstance(ops[i][1], Truncate) and id(ops[i][0]) in logs)
         aims = tuple(
@@ -358,55 +354,33 @@ class CrashMachine(LogMachine):
         return len(ops), marks, cuts, aims
 
     def _dry_run(self, step: sc.Step) -> list[str] | None:
-        """The storage operations ``step`` would make now, by name, in order: the scenario so far
-        replayed on a fresh impl (simulated, deterministic), then ``step`` run on it.  None when
-        the replay does not get there (a refusal, an exception: the caller draws blind)."""
-        replay = Session(self.session.header, ("impl",), "sim", faults=True)
+        """The storage operations ``step`` would make now, by name, in order: ``step`` run on a fork
+        of the image source (simulated, deterministic).  None when it does not get there (an
+        exception: the caller draws blind)."""
         try:
-            for done in self.session.steps:
-                replay.step(done)
-            target = replay.source
-            if replay.broken or target is None:
-                return None
-            storage = target.storage
-            storage.arm(None)
-            storage.counted = []
-            try:
-                target.apply(step)
-            finally:
-                counted, storage.counted = storage.counted, None
-            return counted
-        except Exception:  # noqa: BLE001 — the real run reports it
+            fork = self.session.fork_source()
+        except (TypeError, ValueError):  # state a fork cannot copy: the caller draws blind
             return None
+        fork.storage.arm(None)
+        fork.storage.counted = []
+        try:
+            fork.apply(step)
+        except Exception:  # noqa: BLE001 — the real run reports it
+            pass
         finally:
-            replay.close()
+            fork.close()
+        return fork.storage.counted
 
     def _interrupted_step(self, data) -> sc.Step:
-        """A step to interrupt: any state-changing operation while running, the loader when not."""
+        """A step to interrupt: any state-changing operation while running, the loader when not;
+        the step class draws its own arguments (``Step.drawn``)."""
         if not self.running:
             return sc.Open()
         tps = sorted(self.created)
         topic, partition = data.draw(st.sampled_from(tps), label="partition")
-        leo = self.leo.get((topic, partition), 0)
         kinds = self.interruptible - ({"clean"} if (topic, partition) in self.transactional else set())
         kind = data.draw(st.sampled_from(sorted(kinds) or ["tick"]), label="interrupted")
-        if kind == "append":
-            batches = tuple(sc.BatchSpec(self._records(data)) for _ in range(data.draw(st.integers(1, 3))))
-            return sc.Append(topic, partition, batches, True, self.epochs.get((topic, partition), 0))
-        if kind == "roll":
-            return sc.Roll(topic, partition)
-        if kind in ("truncate", "delete_records"):
-            offset = self._offset(data, (topic, partition), leo + 1)
-            return (sc.Truncate if kind == "truncate" else sc.DeleteRecords)(topic, partition, offset)
-        if kind == "truncate_fully":
-            return sc.TruncateFully(topic, partition, data.draw(st.integers(0, leo + 50), label="offset"))
-        if kind == "flush":
-            return sc.Flush(topic, partition, None)
-        if kind == "clean":  # not on a log with transactions (UNSUPPORTED: the cleaner's handling)
-            return sc.Clean(topic, partition)
-        if kind == "tick":
-            return sc.Tick(data.draw(st.sampled_from([1000, DAY])))
-        return {"retention": sc.Retention, "checkpoint": sc.Checkpoint, "shutdown": sc.Shutdown}[kind]()
+        return sc.STEPS[kind].drawn(self, data, topic, partition)
 
     def _interrupt_at(self, data, during: sc.Step, counted: list[str] | None = None) -> int:
         """The operation of ``during`` to interrupt, drawn from a dry run of it (``counted``, if the
@@ -420,13 +394,12 @@ class CrashMachine(LogMachine):
 
     def _after_fault(self, step: sc.Step) -> None:
         self.running = False
-        outcomes = self.session.fault_outcomes or [()]
-        for what in outcomes[-1]:
+        outcome = self.session.last_fault
+        for what in outcome.damage if outcome is not None else ():
             event(f"crash image: {what}")
-        outcomes.clear()
-        if self.session.broken or not self.session.verdict.results:
+        if self.session.broken or outcome is None:
             return  # a known Kafka bug was reached: nothing more is judged
-        result = self.session.verdict.results[-1].get(self.session.source.name, {})
+        result = outcome.results.get(self.session.source.name, {})
         if "crashed_at" in result:
             event(f"{step.op}: interrupted at {result['operation']}")
             # deep crash points: the rename phases of a split or a cleaning round lie past op 40
@@ -445,7 +418,7 @@ class CrashMachine(LogMachine):
             fault = data.draw(faults(self._families(in_rule), pending + 20), label="fault")
         else:
             fault = data.draw(faults(self._families(in_rule), pending, marks, cuts, aims), label="fault")
-        step = sc.Crash(fault, during, at_op)
+        step = fault_steps.Crash(fault, during, at_op)
         if in_rule:
             self.in_rule_crashes += 1
         else:
@@ -470,10 +443,10 @@ class CrashMachine(LogMachine):
         self._crash(data, inside=True)
 
     @precondition(lambda self: self.io_errors < 1 and "fail_io" in self.swarm)
-    @rule(data=st.data(), error=st.sampled_from(sc.IO_ERRORS))
+    @rule(data=st.data(), error=st.sampled_from(fault_steps.IO_ERRORS))
     def fail_io(self, data, error):
         during = self._interrupted_step(data)
-        step = sc.FailIo(during, self._interrupt_at(data, during), error)
+        step = fault_steps.FailIo(during, self._interrupt_at(data, during), error)
         self.io_errors += 1
         self._do(step)
         self._after_fault(step)
@@ -507,7 +480,7 @@ class CrashMachine(LogMachine):
             kind, length, offset, seed = "bitflip", 1, *data.draw(field_changes(path, nonempty[path], text))
         else:
             kind, length, offset, seed = damage(data, path, nonempty, kind, text)
-        self._do(sc.Corrupt(path, offset, length, kind, seed))
+        self._do(fault_steps.Corrupt(path, offset, length, kind, seed))
         self.index_damaged |= index
         try:
             topic, partition, _ = parse_topic_partition(path.split("/")[1])

@@ -12,7 +12,7 @@ import attrs
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
-# LogConfig's INT settings: none can reach 2 GiB, so neither can a segment file (issue 32)
+# LogConfig's INT settings: none can reach 2 GiB, so neither can a segment file
 INT_KEYS = frozenset(
     {"segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
      "num.recovery.threads.per.data.dir"}
