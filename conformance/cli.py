@@ -17,7 +17,8 @@ from conformance.dump_index import INDEX_SUFFIXES, dump_index_file
 from conformance.dump_state import STATE_FILES, dump_state_file
 from conformance.mutants import MutantError, mutant_stack
 from conformance.scenario import Scenario, ScenarioError
-from conformance.targets.kafka_jvm import RELEASE, KafkaTargetError, build, shared
+from conformance.targets import kafka_jvm
+from conformance.targets.kafka_jvm import RELEASE, KafkaTargetError, shared
 from impl.config import ConfigError, LogConfig
 
 
@@ -168,6 +169,18 @@ def _dumper(path: str, as_records: bool):
     )
 
 
+KAFKA_CLASSPATH_HELP = (
+    "With --target kafka: judge your own Kafka build, in place of the release's jars (never beside "
+    "them): jars, a libs/ directory or glob ('kafka/libs/*'), or a Kafka source tree built with "
+    "./gradlew jar.  Its version picks the adapter; a classpath that is not one Kafka is refused.  "
+    "Default: $KLC_KAFKA_CLASSPATH."
+)
+
+
+def _kafka_classpath_option(command):
+    return click.option("--kafka-classpath", metavar="PATH", help=KAFKA_CLASSPATH_HELP)(command)
+
+
 @main.command()
 @click.argument("scenarios", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=str))
 @click.option(
@@ -183,12 +196,7 @@ def _dumper(path: str, as_records: bool):
 @click.option(
     "--mutant", metavar="NAME", help="Run impl with this mutant (tests/mutants) in place of the module it edits."
 )
-@click.option(
-    "--kafka-classpath",
-    metavar="PATH",
-    help="With --target kafka: judge these jars (your own Kafka build) instead of the pinned release; "
-    "they go before the pinned ones on the JVM's classpath.",
-)
+@_kafka_classpath_option
 def replay(
     scenarios: tuple[str, ...],
     target: str,
@@ -203,18 +211,15 @@ def replay(
     kafka target could not run, 3 nothing violated but not judged to the end (a target could not express
     a step, or the scenario reached a known Kafka bug: corpora/kafka-findings).
     """
+    target, build = _judged(target, kafka_classpath, "replay")
     targets = {"both": ("model", "impl")}.get(target, ("model", target) if target.startswith("kafka") else (target,))
-    if kafka_classpath:
-        if not target.startswith("kafka"):
-            raise click.BadParameter("goes with --target kafka", param_hint="--kafka-classpath")
-        os.environ["KLC_KAFKA_CLASSPATH"] = _kafka_classpath(kafka_classpath)
     stack = contextlib.ExitStack()
     try:
         stack.enter_context(mutant_stack(mutant))
     except MutantError as e:
         raise click.BadParameter(str(e), param_hint="--mutant") from None
     with stack:
-        _replay(scenarios, targets, backend, as_json)
+        _replay(scenarios, targets, backend, as_json, build)
 
 
 def _target_option(value: str) -> str:
@@ -233,19 +238,65 @@ def _load_target(value: str) -> str:
     raise click.BadParameter(f"{value!r}: use impl, kafka or kafka:VERSION (e.g. kafka:2.8.2)")
 
 
-def _kafka_classpath(user: str) -> str:
-    """The user's jars first, then the target's own build (its adapter and the pinned release)."""
-    missing = [p for p in user.split(os.pathsep) if p and not os.path.exists(p.rstrip("*"))]
-    if missing:
-        raise click.BadParameter(f"{missing[0]}: no such file or directory", param_hint="--kafka-classpath")
+def _judged(target: str, kafka_classpath: str | None, command: str):
+    """The target to run and what it judges (a kafka_build.KafkaBuild; None for impl and the model).
+
+    ``--kafka-classpath`` (or KLC_KAFKA_CLASSPATH) names the user's build: it replaces the release's
+    jars, its version picks the adapter (``kafka`` for the pinned line, else ``kafka:VERSION``) and a
+    ``--target kafka:VERSION`` of another version is refused.  Every refusal is one line, exit 2."""
+    if not target.startswith("kafka"):
+        if kafka_classpath:
+            raise click.BadParameter("goes with --target kafka", param_hint="--kafka-classpath")
+        return target, None
+    from conformance.targets import kafka_build
+
+    release = target.partition(":")[2] or None
+    spec = kafka_classpath or os.environ.get(kafka_jvm.BUILD_VARIABLE)
     try:
-        return os.pathsep.join([user, build()])
+        if not spec:
+            return target, kafka_jvm.release_build(release)
+        build = kafka_build.inspect(spec)
+        if kafka_jvm.contradicts(release, build):
+            raise KafkaTargetError(
+                f"--target kafka:{release} contradicts the build's jars, which are Kafka {build.version} ({build.source})"
+            )
+        kafka_jvm.classpath_of(build)  # builds the adapter, refuses a partial build, before any run
+    except kafka_jvm.NoAdapter as e:
+        if spec:
+            _harness_exit(command, f"{build.describe()}: {e}")
+        return target, None  # a release without an adapter: its runs say unsupported
     except KafkaTargetError as e:
-        click.echo(f"klc: {e}", err=True)
-        sys.exit(2)
+        _harness_exit(command, str(e))
+    _set_for_this_command(kafka_jvm.BUILD_VARIABLE, spec)  # the targets of this process and its workers judge it
+    adapter = kafka_jvm.adapter_release(build)
+    return ("kafka" if adapter is None else f"kafka:{adapter}"), build
 
 
-def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, as_json: bool) -> None:
+def _set_for_this_command(name: str, value: str) -> None:
+    """An environment variable for the rest of this command, restored when it ends (a caller that
+    runs klc in its own process, a test's CliRunner, keeps its environment)."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+
+    def restore() -> None:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+    click.get_current_context().call_on_close(restore)
+
+
+def _harness_exit(command: str, message: str):
+    click.echo(f"klc {command}: {message}", err=True)
+    sys.exit(2)
+
+
+def _judged_line(build) -> str:
+    return f"judged: {build.describe()}"
+
+
+def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, as_json: bool, build=None) -> None:
     from conformance.runner import run  # local: every property and target, +0.1 s on `klc dump` startup
 
     worst = 0
@@ -264,7 +315,8 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
             click.echo(f"klc replay: {path}: {e}", err=True)
             sys.exit(2)
         if as_json:
-            click.echo(json.dumps({"scenario": path} | verdict.to_json()))
+            judged = {"kafka_build": build.to_json()} if build is not None else {}
+            click.echo(json.dumps({"scenario": path} | verdict.to_json() | judged))
         elif verdict.unsupported:
             click.echo(f"UNSUPPORTED {path}: {verdict.unsupported}")
         elif verdict.known:
@@ -280,6 +332,8 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
             worst = 2 if worst == 2 else 1
         elif (verdict.unsupported or verdict.known) and worst == 0:
             worst = 3
+    if build is not None and not as_json:
+        click.echo(_judged_line(build))
     sys.exit(worst)
 
 
@@ -290,12 +344,14 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
     "releases",
     multiple=True,
     metavar="VERSION",
-    help="A Kafka release to replay on (repeat it); default: the releases of issue 31's table.",
+    help="A Kafka release to replay on (repeat it); default: the last release of every line that shipped or "
+    "fixed a bug of the corpus, back to 1.1, and the pinned one.",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON object per cell: case, release, verdict, witness, recorded."
 )
-def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool) -> None:
+@_kafka_classpath_option
+def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool, kafka_classpath: str | None) -> None:
     """Replay the historical bugs' corpus cases (corpora/KAFKA-*, or the named CASES) on Kafka
     releases and print release x case: each cell the verdict (and the step of a failure), marked
     = where it is the verdict the case records for that release, ! where it differs.
@@ -312,11 +368,21 @@ def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool) -> 
         chosen = mx.bug_cases(cases)
     except (ValueError, ScenarioError) as e:
         raise click.BadParameter(str(e), param_hint="CASES") from None
+    build = None
+    if kafka_classpath or os.environ.get(kafka_jvm.BUILD_VARIABLE):
+        # the build's own release is the one column: its recorded verdicts are what it must get
+        target, build = _judged(f"kafka:{releases[0]}" if len(releases) == 1 else "kafka", kafka_classpath, "matrix")
+        if len(releases) > 1:
+            _harness_exit("matrix", f"--release {', '.join(releases)}: a build is one release ({build.version})")
+        releases = (target.partition(":")[2] or kafka_jvm.PINNED,)
+        if not as_json:
+            click.echo(_judged_line(build), err=True)
     releases = releases or mx.RELEASES
+    judged = {"kafka_build": build.to_json()} if build is not None else {}
 
     def progress(case, release, cell):
         if as_json:
-            click.echo(json.dumps({"case": case.name, "release": release, **attrs.asdict(cell)}))
+            click.echo(json.dumps({"case": case.name, "release": release, **attrs.asdict(cell)} | judged))
         else:
             click.echo(f"{case.name} on {release}: {mx.short(cell)}", err=True)
 
@@ -327,6 +393,8 @@ def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool) -> 
         sys.exit(2)
     if not as_json:
         click.echo("\n".join(mx.render(grid, chosen, releases)))
+        if build is not None:
+            click.echo(_judged_line(build))
     differing = [f"{n} on {r}: {c.verdict}, recorded {c.recorded}" for (n, r), c in grid.items() if not c.agrees]
     for line in differing:
         click.echo(f"klc matrix: differs from the recorded verdict: {line}", err=True)
@@ -363,7 +431,7 @@ def _config_option(values: tuple[str, ...]):
     help="kafka: what Apache Kafka's own loader (the pinned release, or --kafka-classpath) does on restart; "
     "kafka:VERSION: that release's (docs/kafka-target.md lists the releases with an adapter).",
 )
-@click.option("--kafka-classpath", metavar="PATH", help="With --target kafka: your own Kafka build's jars.")
+@_kafka_classpath_option
 @click.option("--count-batches", is_flag=True, help="Also count every segment's batches (a CRC scan of all the data).")
 def load(
     dirs: tuple[str, ...],
@@ -384,21 +452,20 @@ def load(
     from conformance.load_report import format_text, load_dirs, load_dirs_on_kafka  # local: impl log stack, slow
 
     config = _config_option(config_items)
+    target, build = _judged(target, kafka_classpath, "load")
     if target.startswith("kafka"):
         release = target.partition(":")[2] or None
-        if release and kafka_classpath:
-            raise click.BadParameter(
-                "goes with --target kafka (the jars are the release)", param_hint="--kafka-classpath"
-            )
         try:
-            classpath = _kafka_classpath(kafka_classpath) if kafka_classpath else None
+            classpath = kafka_jvm.classpath_of(build) if kafka_jvm.user_build() is not None else None
             jvm = shared(classpath, release)
+            if build is not None and jvm.version != build.version:
+                raise KafkaTargetError(f"the JVM runs Kafka {jvm.version}, not the build's {build.version}")
             report = load_dirs_on_kafka(list(dirs), _config_items(config_items), jvm, count_batches)
         except KafkaTargetError as e:
             click.echo(f"klc load: {e}", err=True)
             sys.exit(2)
-    elif kafka_classpath:
-        raise click.BadParameter("goes with --target kafka", param_hint="--kafka-classpath")
+        if build is not None:
+            report["kafka_build"] = build.to_json()
     else:
         report = load_dirs(list(dirs), config, count_batches)
     if as_json:
@@ -406,8 +473,22 @@ def load(
     else:
         for line in format_text(report):
             click.echo(line)
+        if build is not None:
+            click.echo(_judged_line(build))
     if report["problems"] or report["startup_error"] or any(p["error"] for p in report["partitions"]):
         sys.exit(1)
+
+
+CHECK_TARGET_HELP = (
+    "impl: the implementation on both storage backends; kafka: Apache Kafka's own log layer (the pinned "
+    "release, or the build --kafka-classpath names); kafka:VERSION: that release."
+)
+
+
+def _check_target(value: str) -> str:
+    if value == "impl" or value == "kafka" or (value.startswith("kafka:") and RELEASE.fullmatch(value[6:])):
+        return value
+    raise click.BadParameter(f"{value!r}: use impl, kafka or kafka:VERSION (e.g. kafka:4.3.1)")
 
 
 @main.command()
@@ -419,28 +500,160 @@ def load(
     help="Time for the state machines, counted after the corpora; each runs at least one round (0: corpora only).",
 )
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
-def check(budget_seconds: float, as_json: bool) -> None:
+@click.option(
+    "--target",
+    default="impl",
+    show_default=True,
+    callback=lambda ctx, param, value: _check_target(value),
+    help=CHECK_TARGET_HELP,
+)
+@_kafka_classpath_option
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Also write the result as JUnit XML here.")
+def check(budget_seconds: float, as_json: bool, target: str, kafka_classpath: str | None, junit_path) -> None:
     """The conformance gate: replay the corpora, run the state machines within the budget, print a
-    per-property summary.  Exit status 1 on any violation."""
-    from conformance.gate import run_gate  # local: Hypothesis state machines, slow for `klc dump` startup
+    per-property summary.  On a kafka target the corpus cases that record a verdict for it must get
+    that verdict, and the crash machine runs the model against Kafka (docs/gate.md).
 
-    report = run_gate(budget_seconds, progress=lambda line: None if as_json else click.echo(line))
+    Exit status: 0 nothing unexpected (known Kafka bugs and recorded unsupported steps are listed),
+    1 a violation or a verdict other than the recorded one, 2 the kafka target could not run (a
+    refused classpath, a dead JVM: a harness error, nothing judged after it).
+    """
+    target, build = _judged(target, kafka_classpath, "check")
+    report = _gate(budget_seconds, target, build, quiet=as_json)
+    if junit_path:
+        _write(junit_path, _junit(report))
     if as_json:
         click.echo(json.dumps(report.to_json()))
     else:
-        click.echo(f"checked ({report.seconds} s):")
-        for prop, n in sorted(report.checked.items()):
-            click.echo(f"  {prop:15} {n:8} checks")
-        for name, n in report.machine_cases.items():
-            click.echo(f"  {name}: {n} cases")
+        _print_summary(report)
+    sys.exit(_gate_status(report))
+
+
+@main.command()
+@click.argument("cases", nargs=-1, type=click.Path(dir_okay=False, path_type=str))
+@_kafka_classpath_option
+@click.option(
+    "--target",
+    default="kafka",
+    show_default=True,
+    callback=lambda ctx, param, value: _check_target(value),
+    help="kafka (the build's own version picks the adapter) or kafka:VERSION (must be the build's).",
+)
+@click.option(
+    "--budget-seconds",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="Time for the crash machine against Kafka, after the corpus (0: the corpus only).",
+)
+@click.option(
+    "--out",
+    default="gate-out",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Where gate.json and junit.xml go.",
+)
+def gate(cases: tuple[str, ...], kafka_classpath: str | None, target: str, budget_seconds: float, out: str) -> None:
+    """Gate a Kafka build: every corpus case (or the CASES named) that records a verdict for the
+    build's release gets that verdict on the build, then the crash machine searches model against the build for the
+    budget.  Writes OUT/gate.json and OUT/junit.xml; the last line says the outcome (docs/gate.md).
+
+    Exit status: 0 nothing unexpected, 1 something unexpected (a failing case, a machine's
+    violation: junit.xml has the witness and the command that reproduces it), 2 the build was refused
+    or could not run (one line says why).
+    """
+    if target == "impl":
+        raise click.BadParameter("klc gate judges Kafka: kafka or kafka:VERSION", param_hint="--target")
+    if not kafka_classpath and not os.environ.get(kafka_jvm.BUILD_VARIABLE):
+        click.echo("klc gate: no build given: judging the pinned release's own jars (--kafka-classpath names yours)")
+    target, build = _judged(target, kafka_classpath, "gate")
+    report = _gate(budget_seconds, target, build, quiet=False, only=cases)
+    os.makedirs(out, exist_ok=True)
+    _write(os.path.join(out, "gate.json"), json.dumps(report.to_json(), indent=1) + "\n")
+    _write(os.path.join(out, "junit.xml"), _junit(report))
+    _print_summary(report)
+    click.echo(f"results: {os.path.join(out, 'gate.json')}, {os.path.join(out, 'junit.xml')}")
+    click.echo(_gate_line(report))
+    sys.exit(_gate_status(report))
+
+
+def _gate(budget_seconds: float, target: str, build, quiet: bool, only: tuple[str, ...] = ()):
+    from conformance.gate import chosen, run_gate  # local: Hypothesis state machines, slow for `klc dump` startup
+
+    try:
+        chosen(only)
+    except (ValueError, ScenarioError) as e:
+        raise click.BadParameter(str(e), param_hint="CASES") from None
+    if build is not None and not quiet:
+        click.echo(_judged_line(build))
+    progress = lambda line: None if quiet else click.echo(line)  # noqa: E731
+    report = run_gate(budget_seconds, progress=progress, target=target, only=only)
+    report.kafka_build = build.to_json() if build is not None else None
+    return report
+
+
+def _junit(report) -> str:
+    from conformance.gate import junit_xml
+
+    spec = os.environ.get(kafka_jvm.BUILD_VARIABLE) if report.target.startswith("kafka") else None
+    command = f"klc replay --target {report.target}" + (f" --kafka-classpath '{spec}'" if spec else "")
+    return junit_xml(report, command)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        _harness_exit("check", f"{path}: {e.strerror}")
+
+
+def _gate_status(report) -> int:
+    return 2 if report.harness_error else 0 if report.ok else 1
+
+
+def _gate_line(report) -> str:
+    """One line: the outcome, and what was judged."""
+    judged = (
+        f"Kafka {report.kafka_build['version']} (jars sha256:{report.kafka_build['digest'][:16]})"
+        if report.kafka_build
+        else report.target
+    )
+    machines = sum(report.machine_cases.values())
+    if report.harness_error:
+        return f"GATE ERROR on {judged}: nothing judged after: {report.harness_error}"
+    unexpected = len(report.violations)
+    tally = (
+        f"{report.corpus_cases} corpus cases, {machines} machine cases, {len(report.known)} known, {report.seconds} s"
+    )
+    if unexpected:
+        return (
+            f"GATE FAIL on {judged}: {unexpected} unexpected ({tally}); first: {report.violations[0].splitlines()[0]}"
+        )
+    return f"GATE PASS on {judged}: nothing unexpected ({tally})"
+
+
+def _print_summary(report) -> None:
+    if report.kafka_build:
+        click.echo(f"judged: Kafka {report.kafka_build['version']} (commit {report.kafka_build['commit']}, "
+                   f"jars sha256:{report.kafka_build['digest'][:16]}, {report.kafka_build['jars']} jars)")  # fmt: skip
+    click.echo(f"checked ({report.seconds} s):")
+    for prop, n in sorted(report.checked.items()):
+        click.echo(f"  {prop:15} {n:8} checks")
+    if report.unrecorded:
+        click.echo(f"  {report.unrecorded} corpus cases record no verdict for {report.target}: not run on it")
+    for name, n in report.machine_cases.items():
+        click.echo(f"  {name}: {n} cases")
+    if report.harness_error:
+        click.echo(f"ERROR: the target could not run, nothing judged after it: {report.harness_error}")
+    else:
         click.echo("PASS: no property violated" if report.ok else "FAIL:")
-        for v in report.violations:
+    for v in report.violations:
+        click.echo(f"  {v}")
+    if report.known:
+        click.echo("known (failing as recorded: open found/ bugs, Kafka's own bugs, recorded unsupported steps):")
+        for v in report.known:
             click.echo(f"  {v}")
-        if report.known:
-            click.echo("known open bugs (corpora/found, failing as recorded):")
-            for v in report.known:
-                click.echo(f"  {v}")
-    sys.exit(0 if report.ok else 1)
 
 
 @main.command()
@@ -461,8 +674,10 @@ def check(budget_seconds: float, as_json: bool) -> None:
     "--target",
     default="impl",
     show_default=True,
-    help="impl (against the model), kafka (the model against Kafka's own log layer, docs/kafka-target.md), model, or mutant:NAME.",
+    help="impl (against the model), kafka (the model against Kafka's own log layer, docs/kafka-target.md), "
+    "kafka:VERSION (that release), model, or mutant:NAME.",
 )
+@_kafka_classpath_option
 @click.option(
     "--out",
     default="campaign-out",
@@ -493,22 +708,28 @@ def check(budget_seconds: float, as_json: bool) -> None:
     help="A Spark property (repeatable): spark.executor.memory=4g, spark.yarn.queue=fuzz, spark.archives=venv.tar.gz#env.",
 )
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
-def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir, examples_per_task, steps, reproduce_attempts, executor, conf, as_json) -> None:  # fmt: skip
+def campaign(budget_minutes, scenarios, master, profile, target, kafka_classpath, out, corpus_dir, examples_per_task, steps, reproduce_attempts, executor, conf, as_json) -> None:  # fmt: skip
     """A fuzzing campaign: the crash state machine as seed-addressed tasks on Spark (local mode by
     default), results appended to OUT/results (Parquet), new failures reproduced, shrunk, deduplicated
     and written to corpora/found/<signature>/, and a report in OUT/report.html.
 
-    Rerunning skips the seeds already in the table for this commit, profile and target.  Exit status:
+    Rerunning skips the seeds already in the table for this commit, profile, target and (on a kafka
+    target) the digest of the jars judged.  Exit status:
     0 no new failure (failures whose signature already has a corpus entry are counted, not new),
     1 a new signature or a harness error, 2 bad arguments, no Spark, an unreachable master, or a
     campaign Spark aborted (a task failed on every retry).
     """
     from conformance.campaign.driver import CampaignConfig, CampaignError, run_campaign  # local: Spark, Hypothesis
 
+    target, build = _judged(target, kafka_classpath, "campaign")
+    if build is not None and not as_json:
+        click.echo(_judged_line(build))
     config = CampaignConfig(
         out=out, budget_minutes=budget_minutes, scenarios=scenarios, master=master, profile=profile, target=target,
         examples_per_task=examples_per_task, steps=steps, corpus_dir=corpus_dir,
         reproduce_attempts=reproduce_attempts, executor=executor, conf=tuple(conf),
+        kafka_build=build.to_json() if build is not None else None,
+        kafka_classpath=os.environ.get(kafka_jvm.BUILD_VARIABLE, "") if build is not None else "",
     )  # fmt: skip
     try:
         if as_json:
@@ -527,7 +748,7 @@ def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir
             "skipped_seeds": result.skipped, "failed_tasks": len(failed), "seconds": result.seconds,
             "fuzz_seconds": run["fuzz_s"], "scenarios_per_s": result.scenarios_per_s, "master": run["master"],
             "executors": run["executors"], "parallelism": result.parallelism, "findings": result.findings,
-            "report": result.report,
+            "report": result.report, "kafka_build": config.kafka_build,
         }, default=str))  # fmt: skip
     else:
         click.echo(
@@ -542,8 +763,19 @@ def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir
                 f"  NEW {f['signature']}: {f['witness']}{' (flaky)' if f['flaky'] else ''} -> {f['corpus_path']}"
             )
         click.echo(f"report: {result.report}")
+        if build is not None:
+            click.echo(_judged_line(build))
     errors = [r for r in failed if r["status"] == "error"]
+    if not as_json:
+        for r in errors:  # a harness error's cause on the console, not only in the table
+            click.echo(f"  ERROR seed {r['seed']}: {r.get('witness') or _last_line(r.get('error') or '')}", err=True)
     sys.exit(1 if result.findings or errors else 0)
+
+
+def _last_line(text: str) -> str:
+    """An error's own line: a traceback's last non-empty line."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:500] if lines else "(no message)"
 
 
 class _CampaignUi:

@@ -34,8 +34,32 @@ def shared_dir() -> Path:
     return path
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--kafka-classpath",
+        metavar="PATH",
+        default=None,
+        help="A Kafka build to gate (docs/gate.md): jars, a libs/ dir or glob, or a built source tree; "
+        "tests/test_kafka_build.py runs the corpus and the crash machine against it.",
+    )
+
+
+def pytest_configure(config):
+    if os.environ.get("KLC_REQUIRE_KAFKA_CLASSPATH") and not config.getoption("--kafka-classpath"):
+        raise pytest.UsageError("tox -e kafka gates a Kafka build: tox -e kafka -- --kafka-classpath PATH")
+
+
+@pytest.fixture(scope="session")
+def kafka_classpath(request) -> str | None:
+    """The build ``--kafka-classpath`` names, or None."""
+    return request.config.getoption("--kafka-classpath")
+
+
 def pytest_report_header(config):
-    return [f"hypothesis profile: {PROFILE}", f"shared data: {_shared()}"]
+    build = config.getoption("--kafka-classpath")
+    return [f"hypothesis profile: {PROFILE}", f"shared data: {_shared()}"] + (
+        [f"kafka build: {build}"] if build else []
+    )
 
 
 # Known long runs (the gate's slowest, ``python -m benchmarks.gate``: the state machines, the
@@ -57,6 +81,8 @@ LONG_RUNS = (
     "test_load_real_data.py::",
     "test_kafka_findings_junit.py::test_the_findings_fail",
     "test_kafka_io_releases.py::",
+    "test_kafka_build.py::test_a_release_given_as_a_build",
+    "test_kafka_build.py::test_a_build_patched",
 )
 
 

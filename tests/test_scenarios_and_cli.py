@@ -110,8 +110,15 @@ def test_klc_check_runs_the_corpora_and_reports_per_property():
     summary = json.loads(result.output)
     assert summary["ok"] and summary["corpus_cases"] == 2 * len(regressions.cases())
     assert summary["corpus_cases"] > 2 * len(corpus_scenarios() + corpus_scenarios(CRASH_CORPUS))
-    # Kafka's bugs the model follows are reached on model and impl too; a departure passes there
-    open_bugs = [c for c in regressions.cases() if c.status == "open" or c.verdicts.get("impl", "").startswith("known")]
+    # Kafka's bugs the model follows are reached on model and impl too; a departure passes there; a
+    # step impl cannot run (a crash cut from Kafka's own journal) is listed as recorded, not passed
+    open_bugs = [
+        c
+        for c in regressions.cases()
+        if c.status == "open"
+        or c.verdicts.get("impl", "").startswith("known")
+        or c.verdicts.get("impl") == "unsupported"
+    ]
     assert open_bugs and len(summary["known"]) == 2 * len(open_bugs)
     assert {"conforms", "index-agrees", "clean-restart", "durable"} <= set(summary["checked"])
 

@@ -4,7 +4,7 @@ Stages, as in ClusterFuzz:
 
 1. **fuzz** — waves of :class:`~conformance.campaign.tasks.Task` (seed-addressed, stateless) run on
    the executors; each wave's rows are appended to the results table (:mod:`.table`) at once, and seeds
-   already in the table for this commit, profile and target are skipped (resumable);
+   already in the table for this commit, profile, target and Kafka build are skipped (resumable);
 2. **reproduce** — each new signature's scenario is replayed N times (a signature that does not come
    back every time is marked flaky);
 3. **shrink** — its task is rerun with Hypothesis's shrinker on;
@@ -66,6 +66,8 @@ class CampaignConfig:
     executor: str = "spark"  # or "processes"
     workers: int | None = None  # processes executor: how many (default: every core)
     commit: str | None = None  # None: the checkout's
+    kafka_build: dict | None = None  # a kafka target's jars (kafka_build.KafkaBuild.to_json): keys the seeds
+    kafka_classpath: str = ""  # the user's build the workers judge ("": the release's own jars)
     conf: tuple[str, ...] = ()  # --conf KEY=VALUE, passed to Spark
 
 
@@ -465,10 +467,12 @@ def run_campaign(config: CampaignConfig, ui=None) -> CampaignResult:
         previous = table.read(results)
     except table.TableError as e:
         raise CampaignError(str(e)) from None
+    digest = (config.kafka_build or {}).get("digest")
     done = {
         r["seed"]
         for r in previous
-        if (r["commit"], r["profile"], r["target"]) == (commit, config.profile, config.target)
+        if (r["commit"], r["profile"], r["target"], r.get("kafka_build"))
+        == (commit, config.profile, config.target, digest)
     }
     corpus_dir = config.corpus_dir or (corpus.DEFAULT_CORPUS if os.path.isdir(os.path.dirname(corpus.DEFAULT_CORPUS)) else os.path.join(config.out, "found"))  # fmt: skip
     executor = (
@@ -478,6 +482,7 @@ def run_campaign(config: CampaignConfig, ui=None) -> CampaignResult:
         "run_id": run_id, "commit": commit, "profile": config.profile, "target": config.target,
         "master": executor.master, "executor": config.executor, "conf": parse_conf(config.conf),
         "examples_per_task": config.examples_per_task, "status": "fuzzing", "waves": [],
+        "kafka_build": config.kafka_build,
     }  # fmt: skip
     rows: list[dict] = []
     report = os.path.join(config.out, "report.html")
@@ -522,7 +527,17 @@ def _fuzz(executor, config: CampaignConfig, commit: str, run_id: str, seeds, row
             break
         batch = [
             attrs.asdict(
-                Task(commit, next(seeds), config.profile, config.target, config.examples_per_task, config.steps, run_id)
+                Task(
+                    commit,
+                    next(seeds),
+                    config.profile,
+                    config.target,
+                    config.examples_per_task,
+                    config.steps,
+                    run_id,
+                    (config.kafka_build or {}).get("digest", ""),
+                    config.kafka_classpath,
+                )  # fmt: skip
             )
             for _ in range(n)
         ]

@@ -368,6 +368,10 @@ def _summary_section(rows: Sequence[dict], findings: Sequence[dict], run: dict |
         items.append(("run", (html.escape(", ".join(runs)), "")))
     if commits:
         items.append(("commit", (html.escape(", ".join(commits)), "")))
+    build = run.get("kafka_build") if isinstance(run.get("kafka_build"), dict) else None
+    if build:  # what a kafka target judged: the build's version, commit and jars
+        judged = f"Kafka {build.get('version')} (commit {build.get('commit')}, jars sha256:{_text(build.get('digest'))[:16]}, {build.get('source')})"
+        items.append(("kafka build", (html.escape(judged), "")))
     main = _table(["", "value"], [(html.escape(k), v) for k, v in items], "summary")
     groups = [_group_table(rows, "target", "target"), _group_table(rows, "profile", "fault profile")]
     return f'<h2 id="summary">Summary</h2>{main}{"".join(groups)}'

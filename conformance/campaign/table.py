@@ -1,6 +1,7 @@
 """The campaign results table: Parquet files under ``<out>/results/``, one per wave of tasks, appended
 and never rewritten (a crash loses at most the wave in flight; rerunning skips the seeds already
-there).  Columns: :data:`conformance.campaign.tasks.COLUMNS`.  Spark, pandas or pyarrow read the
+there).  Columns: :data:`conformance.campaign.tasks.COLUMNS` (``kafka_build``, the digest of a
+kafka target's jars, is null in a table written before it was kept).  Spark, pandas or pyarrow read the
 folder as one table (``spark.read.parquet("<out>/results")``).
 """
 
@@ -22,7 +23,7 @@ SCHEMA = pa.schema(
         ("witness", pa.string()), ("steps", pa.string()), ("n_steps", pa.int64()), ("scenarios", pa.int64()),
         ("duration_s", pa.float64()), ("started_at", pa.float64()), ("finished_at", pa.float64()),
         ("branches", _STRINGS), ("fault_families", _STRINGS), ("db_key", pa.string()), ("choices", _STRINGS),
-        ("error", pa.string()),
+        ("error", pa.string()), ("kafka_build", pa.string()),
     ]
 )  # fmt: skip
 assert tuple(SCHEMA.names) == COLUMNS
@@ -59,6 +60,8 @@ def read(folder: str) -> list[dict]:
             table = pq.read_table(path)
         except (pa.ArrowInvalid, OSError) as e:
             raise TableError(f"{path}: not a readable Parquet results file ({e})") from None
+        if "kafka_build" not in table.column_names:  # written before builds were keyed: none named
+            table = table.append_column("kafka_build", pa.nulls(table.num_rows, pa.string()))
         missing = set(COLUMNS) - set(table.column_names)
         if missing:
             raise TableError(f"{path}: not a campaign results file (no column {', '.join(sorted(missing))})")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import re
 import sys
@@ -54,7 +55,7 @@ FAULT_PROFILES: dict[str, tuple[str, ...]] = {
 COLUMNS = (
     "run_id", "commit", "seed", "profile", "target", "examples", "max_steps", "fault_kinds", "max_crashes", "status", "property",
     "signature", "witness", "steps", "n_steps", "scenarios", "duration_s", "started_at", "finished_at",
-    "branches", "fault_families", "db_key", "choices", "error",
+    "branches", "fault_families", "db_key", "choices", "error", "kafka_build",
 )  # fmt: skip
 
 
@@ -79,6 +80,8 @@ class Task:
     examples: int = 20  # Hypothesis examples (= scenarios) per task
     steps: int = 40  # stateful steps per example at most
     run_id: str = ""
+    kafka_build: str = ""  # a kafka target's jars, by digest (kafka_build.KafkaBuild): part of the key
+    kafka_classpath: str = ""  # the user's build (KLC_KAFKA_CLASSPATH) a worker judges; "": the release's
 
     def __attrs_post_init__(self):
         if self.profile not in FAULT_PROFILES:
@@ -87,8 +90,9 @@ class Task:
 
     @property
     def key(self) -> tuple:
-        """What makes a task the same task (resuming skips keys already in the table)."""
-        return (self.commit, self.seed, self.profile, self.target)
+        """What makes a task the same task (resuming skips keys already in the table): on a kafka
+        target the build's digest too, so a rerun on another build runs every seed again."""
+        return (self.commit, self.seed, self.profile, self.target, self.kafka_build or None)
 
     def rates(self) -> Rates:
         """This task's own fault rates, drawn from its seed (so the same task draws the same)."""
@@ -150,6 +154,24 @@ def counts_as_scenario(raised: BaseException | None, final_replay: bool) -> bool
     return not final_replay and not isinstance(raised, (StopTest, UnsatisfiedAssumption))
 
 
+def _judge_the_tasks_build(task: Task) -> None:
+    """A worker judges the build its task names: the user's classpath is set for its kafka targets,
+    and jars of another digest there (another machine, a rebuilt dir) are a harness error."""
+    if not task.target.startswith("kafka"):
+        return
+    from conformance.targets import kafka_jvm
+
+    if task.kafka_classpath:
+        os.environ[kafka_jvm.BUILD_VARIABLE] = task.kafka_classpath
+    if task.kafka_build:
+        here = kafka_jvm.judged_build(task.target.partition(":")[2] or None)
+        if here.digest != task.kafka_build:
+            raise kafka_jvm.KafkaTargetError(
+                f"kafka target: this worker's jars are {here.describe()}, not the campaign's build "
+                f"sha256:{task.kafka_build[:16]}"
+            )
+
+
 def _settings(task: Task, shrinking: bool, database) -> settings:
     return settings(
         max_examples=task.examples,
@@ -173,6 +195,7 @@ def _run(
     _, mutant = parse_target(task.target)
     error = None
     try:
+        _judge_the_tasks_build(task)
         with mutant_stack(mutant):
             run_state_machine_as_test(seed(task.seed)(machine), settings=_settings(task, shrinking, database))
     except Exception as e:  # noqa: BLE001 — every failure (a violation, Hypothesis's own errors) is a row
@@ -189,7 +212,7 @@ def run_task(task: Task) -> dict:
     row = dict.fromkeys(COLUMNS)
     row |= {
         "run_id": task.run_id, "commit": task.commit, "seed": task.seed, "profile": task.profile,
-        "target": task.target, "examples": task.examples, "max_steps": task.steps, "fault_kinds": list(rates.kinds), "max_crashes": rates.max_crashes,
+        "target": task.target, "kafka_build": task.kafka_build or None, "examples": task.examples, "max_steps": task.steps, "fault_kinds": list(rates.kinds), "max_crashes": rates.max_crashes,
         "status": "pass", "n_steps": 0, "scenarios": observed.get("scenarios", 0),
         "branches": sorted(observed.get("branches", ())), "fault_families": [], "choices": [],
     }  # fmt: skip
@@ -289,7 +312,10 @@ def reproduce(row: dict, attempts: int = 3) -> dict:
 
 def shrink(row: dict) -> dict:
     """Rerun a failing row's task with the shrinker on: the minimal scenario, its signature, witness."""
-    task = Task(row["commit"], row["seed"], row["profile"], row["target"], row["examples"], row["max_steps"])
+    task = Task(
+        row["commit"], row["seed"], row["profile"], row["target"], row["examples"], row["max_steps"],
+        kafka_build=row.get("kafka_build") or "", kafka_classpath=os.environ.get("KLC_KAFKA_CLASSPATH", ""),
+    )  # fmt: skip
     observed, error, _db = _run(task, shrinking=True, want=row["signature"])
     failure = observed.get("failure")
     if error is not None and failure is not None and getattr(failure, "violation", None) is not None:

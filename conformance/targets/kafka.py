@@ -29,7 +29,18 @@ from conformance import crash_images, kafka_io, releases
 from conformance import scenario as sc
 from conformance.scenario import Unsupported
 from conformance.targets import TargetBase, partition_state
-from conformance.targets.kafka_jvm import HALT_STATUS, Jvm, KafkaTargetError, NoAdapter, build_for, shared
+from conformance.targets.kafka_jvm import (
+    HALT_STATUS,
+    Jvm,
+    KafkaTargetError,
+    NoAdapter,
+    adapter_release,
+    build_for,
+    classpath_of,
+    judged_build,
+    shared,
+    user_build,
+)
 
 NOT_COMPARED = (".lock",)
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
@@ -63,7 +74,12 @@ class KafkaTarget(TargetBase):
             raise Unsupported(
                 f"failure_policy {scenario.failure_policy!r}: Kafka's startup fails on a failed partition load"
             )
-        self.classpath = classpath or os.environ.get("KLC_KAFKA_CLASSPATH") or None
+        self.build = None  # what is judged (kafka_build.KafkaBuild): a given classpath is the caller's
+        if classpath is None and user_build() is not None:  # the user's jars, in place of the release's
+            self.build = judged_build(release)
+            release = release or adapter_release(self.build)
+            classpath = classpath_of(self.build)
+        self.classpath = classpath
         self.release = release
         if capture is None:
             capture = os.environ.get("KLC_KAFKA_CAPTURE", "") not in ("", "0")
@@ -78,7 +94,14 @@ class KafkaTarget(TargetBase):
         try:
             self.jvm = self._start_jvm()
         except NoAdapter as e:
+            if self.build is not None:  # a build no adapter runs: nothing can judge it
+                raise KafkaTargetError(f"kafka target: {self.build.describe()}: {e}") from None
             raise Unsupported(str(e)) from None
+        if self.build is not None and self.jvm.version != self.build.version:
+            raise KafkaTargetError(
+                f"kafka target: the JVM runs Kafka {self.jvm.version}, not the build's {self.build.version}: "
+                "its classpath mixes in other Kafka jars"
+            )
         self.name = "kafka" if release is None else f"kafka:{release}"
         self.differences = releases.differences(release)
         self.compares_producer_state = releases.PRODUCERS_NOT_SHOWN not in self.differences

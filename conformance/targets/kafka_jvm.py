@@ -8,7 +8,9 @@ and log of 1.1–4.0 (its ``kafka.log.Log`` up to 3.0, ``kafka.log.UnifiedLog`` 
 per release into ``target/<version>/``; both compile the protocol classes of
 ``kafka-target/src/shared``.  :func:`build_for` picks the adapter of a release, or says there is
 none.  A project is built on first use (offline when the local repository already holds what it
-needs, online otherwise) and its jar and classpath are reused while no source changed.  One JVM
+needs, online otherwise) and its jar and classpath are reused while no source changed.  A user's
+own Kafka build (``--kafka-classpath``, :data:`BUILD_VARIABLE`) runs on the adapter of its version
+with exactly its jars in place of the release's (:func:`classpath_of`, :mod:`.kafka_build`).  One JVM
 serves every kafka target of a process (a test worker, a campaign task): starting it costs more
 than most scenarios (docs/kafka-target.md).  Every failure — no Java, no Maven, a build that
 fails, a JVM that dies or stops answering — is a :class:`KafkaTargetError` with one line saying
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -75,6 +78,111 @@ def build_for(version: str | None = None) -> str:
         f"kafka {version}: no adapter for {generation.get(int(m[1]), 'this generation')} "
         f"(adapters: 1.1–4.3 and {PINNED}; docs/kafka-target.md)"
     )
+
+
+# --- a build given by its jars (--kafka-classpath, KLC_KAFKA_CLASSPATH; docs/gate.md) ----------------
+
+BUILD_VARIABLE = "KLC_KAFKA_CLASSPATH"  # the user's build, as --kafka-classpath takes it
+
+
+# the release whose adapter runs a build of an unpublished version (a -SNAPSHOT of its line): the
+# line's last release the adapters were built and run for (docs/kafka-target.md)
+LINE_RELEASES = {
+    (1, 1): "1.1.1", (2, 0): "2.0.1", (2, 1): "2.1.1", (2, 2): "2.2.2", (2, 3): "2.3.1", (2, 4): "2.4.1",
+    (2, 7): "2.7.2", (2, 8): "2.8.2", (3, 0): "3.0.0", (3, 1): "3.1.2", (3, 4): "3.4.1", (3, 6): "3.6.2",
+    (3, 7): "3.7.2", (3, 9): "3.9.1", (4, 0): "4.0.0", (4, 1): "4.1.1", (4, 2): "4.2.1", (4, 3): "4.3.1",
+}  # fmt: skip
+
+
+def adapter_release(build) -> str | None:
+    """The release whose adapter build runs ``build`` (a :class:`kafka_build.KafkaBuild`; None: the
+    pinned one): 4.4's is the pinned adapter, a published release its own, an unpublished version
+    (``4.3.2-SNAPSHOT``) its line's last release the adapters ran (:data:`LINE_RELEASES`)."""
+    if build.line == _line(PINNED):
+        return None
+    if RELEASE.fullmatch(build.version):
+        return build.release
+    return LINE_RELEASES.get(build.line, build.release)
+
+
+def contradicts(release: str | None, build) -> bool:
+    """``--target kafka:release`` names another Kafka than ``build``'s jars: another version, unless
+    the build is an unpublished one that release's adapter runs (a -SNAPSHOT of its line)."""
+    if release is None or release == build.release:
+        return False
+    return RELEASE.fullmatch(build.version) is not None or release != (adapter_release(build) or PINNED)
+
+
+def _is_kafkas_own(path: str) -> bool:
+    """A jar of Kafka's Maven group in the local repository: what a user's build replaces."""
+    return Path(path).is_relative_to(M2_REPOSITORY / "org" / "apache" / "kafka")
+
+
+def classpath_of(build) -> str:
+    """The JVM classpath judging ``build`` (a :class:`kafka_build.KafkaBuild`): its generation's
+    adapter jar, then exactly the build's jars, then the adapter's third-party dependencies
+    (byte-buddy, log4j) — the release's own Kafka jars are left out, never joined.  A build the
+    adapter cannot run (a generation without one, a log class or a Kafka jar it needs missing) is
+    refused in one line."""
+    from conformance.targets import kafka_build
+
+    adapter, *deps = build_for(adapter_release(build)).split(os.pathsep)
+    missing = kafka_build.missing_classes(build)
+    if missing:
+        raise kafka_build.BuildRefused(
+            f"{build.source}: Kafka {build.version}'s jars lack {', '.join(missing)}, which its adapter drives: a partial build?"
+        )
+    have = {kafka_build.artifact_of(j) for j in build.kafka_jars}
+    needed = sorted({kafka_build.artifact_of(d) for d in deps if _is_kafkas_own(d)} - have)
+    if needed:
+        raise kafka_build.BuildRefused(
+            f"{build.source}: no {', '.join(needed)} jar among the build's jars (Kafka {build.version}'s adapter runs on it)"
+        )
+    return os.pathsep.join([adapter, *build.jars, *[d for d in deps if not _is_kafkas_own(d)]])
+
+
+_RELEASE_BUILDS: dict[str | None, object] = {}
+
+
+def release_build(version: str | None = None):
+    """The published release ``version`` (None: the pinned one) as a :class:`kafka_build.KafkaBuild`:
+    the Kafka jars its adapter's Maven build names, so a stock run says what it judged too."""
+    from conformance.targets import kafka_build
+
+    if version not in _RELEASE_BUILDS:
+        jars = [j for j in build_for(version).split(os.pathsep)[1:] if _is_kafkas_own(j)]
+        _RELEASE_BUILDS[version] = kafka_build.inspect_jars(jars, f"Maven Central's kafka {version or PINNED}")
+    return _RELEASE_BUILDS[version]
+
+
+def user_build():
+    """The build ``KLC_KAFKA_CLASSPATH`` names (the ``--kafka-classpath`` of klc, the pytest option,
+    a campaign's workers), or None: read once per process and value."""
+    from conformance.targets import kafka_build
+
+    spec = os.environ.get(BUILD_VARIABLE) or None
+    if spec is None:
+        return None
+    if spec not in _USER_BUILDS:
+        _USER_BUILDS[spec] = kafka_build.inspect(spec)
+    return _USER_BUILDS[spec]
+
+
+_USER_BUILDS: dict[str, object] = {}
+
+
+def judged_build(release: str | None = None):
+    """What a kafka target of ``release`` judges in this process: the user's build when one is
+    given (refused when ``release`` contradicts its version), else the published release."""
+    build = user_build()
+    if build is None:
+        return release_build(release)
+    if contradicts(release, build):
+        raise KafkaTargetError(
+            f"kafka target: --target kafka:{release} contradicts the build's jars, which are Kafka {build.version} "
+            f"({build.source})"
+        )
+    return build
 
 
 def _line(version: str) -> tuple[int, int]:
@@ -178,14 +286,20 @@ def build(project: Path = PROJECT, version: str | None = None) -> str:
     with open(project.parent / ".kafka-target.lock", "w") as lock:  # xdist workers build once
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not _built(project, version) and not _from_cache(project, version):
+            what = f"{project.name} for Kafka {version or PINNED}"
+            print(
+                f"klc: building {what} with Maven (once per release and source change)...", file=sys.stderr, flush=True
+            )
+            began = time.monotonic()
             _run_maven(project, version)
+            print(f"klc: built {what} in {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
             _to_cache(project, version)
     classpath = (_directory(project, version) / "classpath.txt").read_text().strip()
     return os.pathsep.join([str(_jar(project, version)), classpath])
 
 
 # Built adapters by the digest of what their build reads, shared by every checkout of the machine: a
-# fresh clone (CI, a worktree) otherwise runs Maven once per release, 6-16 s each (issue #35).
+# fresh clone (CI, a worktree) otherwise runs Maven once per release, 6-16 s each.
 # KLC_BUILD_CACHE=off builds in the checkout only.
 BUILD_CACHE = Path(os.environ.get("KLC_BUILD_CACHE") or Path.home() / ".cache" / "klc" / "kafka-target")
 
