@@ -32,6 +32,9 @@ class Allowance:
     # kafka target itself, tests/test_kafkas_own.py), else why it is not shown there
     on_kafka: str = "no pinned case"
     shown_with: tuple[str, ...] = ()  # rows also switched off to show it (they exempt Kafka too)
+    # the model and impl never do otherwise: the row is needed on the kafka target alone, where
+    # tests/test_kafkas_own.py shows it (on_kafka SHOWN)
+    kafka_only: bool = False
 
 
 SHOWN = "shown"
@@ -245,6 +248,16 @@ TABLE = (
         "§7.3; KAFKA-7283",
         "corpora/crash/clean-load-reads-more-behind-a-corrupted-index.json",
         "not applicable: the load's byte counts are impl's",
+    ),
+    Allowance(
+        "first-unstable-offset-placed-at-load", CLEAN_RESTART,
+        "a log with an open transaction: the load places its first unstable offset by reading the segment "
+        "that holds it (UnifiedLog.maybeIncrementFirstUnstableOffset, convertToOffsetMetadataOrThrow), which "
+        "builds that segment's offset index even when it is inactive and the shutdown was clean",
+        "§7.3; KAFKA-7283 (what waits for first use), KIP-98 (the first unstable offset)",
+        "corpora/log/open-transaction-in-an-inactive-segment-at-a-clean-restart.json",
+        SHOWN,
+        kafka_only=True,
     ),
 )  # fmt: skip
 

@@ -55,12 +55,29 @@ def _recovered(target, obs: Observation) -> str | None:
             f"{target.name} read {stats['log_bytes_read']} log bytes while loading after a graceful shutdown; "
             f"only the {stats['tail_bytes']} bytes after the active segments' last index entries are needed"
         )
-    if stats["inactive_indexes_opened"]:
+    opened = [p for p in stats["inactive_indexes_opened"] if p not in _first_unstable_segments(obs)]
+    if opened:
         return (
-            f"{target.name} opened {', '.join(stats['inactive_indexes_opened'])} while loading after a "
+            f"{target.name} opened {', '.join(opened)} while loading after a "
             "graceful shutdown; an inactive segment's index waits for first use (KAFKA-7283)"
         )
     return None
+
+
+def _first_unstable_segments(obs: Observation) -> set[str]:
+    """The offset-index files of the segments holding an open transaction's first offset, by the
+    model's state (Kafka's own ``first-unstable-offset-placed-at-load``); none without the model."""
+    model = next((t for t in obs.targets if t.name == "model"), None)
+    if model is None or not model.running or not kafkas_own.applies("first-unstable-offset-placed-at-load"):
+        return set()
+    out = set()
+    for key, p in model.state()["partitions"].items():
+        bases = [s[0] for s in p["segments"]]
+        for first in (e[7] for e in p.get("producers", ()) if e[7] >= 0):
+            holding = max((b for b in bases if b <= first), default=None)
+            if holding is not None:
+                out.add(f"{key}/{holding:020d}.index")
+    return out
 
 
 def trimmed_index_problem(path: str, data: bytes, zero_slots: bool = True) -> str | None:
