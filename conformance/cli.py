@@ -6,7 +6,9 @@ import contextlib
 import functools
 import json
 import os
+import signal
 import sys
+import threading
 
 import attrs
 import click
@@ -17,11 +19,46 @@ from conformance.dump_index import INDEX_SUFFIXES, dump_index_file
 from conformance.dump_state import STATE_FILES, dump_state_file
 from conformance.mutants import MutantError, mutant_stack
 from conformance.scenario import Scenario, ScenarioError
+from conformance.targets import HarnessError
 from conformance.targets.kafka_jvm import RELEASE, KafkaTargetError, build, shared
 from impl.config import ConfigError, LogConfig
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Python raises KeyboardInterrupt for SIGINT."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _interrupt(signum: int, _frame) -> None:
+    raise Interrupted(signum)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # ended as SIGINT ends a command: cleanup, then exit
+
+
+class _Klc(click.Group):
+    """klc's commands.  SIGTERM and SIGHUP end a command as SIGINT does: unwinding it, so that what
+    it cleans up in ``finally`` is cleaned up (``klc load``'s private copy, a kafka target's root and
+    JVM, a campaign's run record written as interrupted), then exit status 128 + the signal."""
+
+    def invoke(self, ctx):
+        main_thread = threading.current_thread() is threading.main_thread()  # where handlers may be set
+        before = {s: signal.signal(s, _interrupt) for s in STOP_SIGNALS} if main_thread else {}
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            signum = getattr(e, "signum", signal.SIGINT)
+            click.echo(f"klc: stopped by {signal.Signals(signum).name}", err=True)
+            sys.exit(128 + signum)
+        finally:
+            for s, handler in before.items():
+                signal.signal(s, handler)
+
+
+@click.group(cls=_Klc, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kafka-log-conformance")
 def main() -> None:
     """Reference model, implementation and conformance suite for Kafka's on-disk log layer."""
@@ -260,8 +297,8 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
             continue
         try:
             verdict = run(scenario, targets, backend)
-        except KafkaTargetError as e:
-            click.echo(f"klc replay: {path}: {e}", err=True)
+        except HarnessError as e:  # a dead or hung JVM: nothing was judged, no verdict is printed
+            click.echo(f"klc replay: {path}: HARNESS ERROR, not a verdict: {e}", err=True)
             sys.exit(2)
         if as_json:
             click.echo(json.dumps({"scenario": path} | verdict.to_json()))

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 
 import attrs
@@ -26,7 +25,7 @@ from conformance import releases
 from conformance import scenario as sc
 from conformance.scenario import Unsupported
 from conformance.targets import TargetBase, partition_state
-from conformance.targets.kafka_jvm import HALT_STATUS, KafkaTargetError, NoAdapter, shared
+from conformance.targets.kafka_jvm import HALT_STATUS, KafkaTargetError, NoAdapter, scratch_dir, shared
 
 NOT_COMPARED = (".lock",)
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
@@ -65,7 +64,7 @@ class KafkaTarget(TargetBase):
         self.differences = releases.differences(release)
         self.compares_producer_state = releases.PRODUCERS_NOT_SHOWN not in self.differences
         self.version = self.jvm.version
-        self.root = tempfile.mkdtemp(prefix="klc-kafka-")
+        self.root = scratch_dir("klc-kafka-")  # removed at exit if a harness error leaves it
         for d in self.dir_names:
             os.makedirs(os.path.join(self.root, d))
         self.manager = None

@@ -26,11 +26,14 @@ import os
 import queue
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 from pathlib import Path
+
+from conformance.targets import HarnessError
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 PROJECT = CHECKOUT / "kafka-target"  # kafka-storage's UnifiedLog: 4.1 on, the pinned release
@@ -50,7 +53,7 @@ BUILD_TIMEOUT_S = 900
 JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djdk.attach.allowAttachSelf=true")
 
 
-class KafkaTargetError(RuntimeError):
+class KafkaTargetError(HarnessError):
     """The kafka target could not be built, started, or it stopped answering: a harness error,
     never a verdict about Kafka."""
 
@@ -259,7 +262,13 @@ def _run_maven(project: Path, version: str | None = None) -> None:
 
 
 class Jvm:
-    """One running kafka-target process: :meth:`request` sends a JSON line and returns the answer."""
+    """One running kafka-target process: :meth:`request` sends a JSON line and returns the answer.
+
+    A JVM that exits, or gives no answer within :data:`ANSWER_TIMEOUT_S` (then it is killed: a hung
+    JVM reads no ``quit`` either), is a :class:`KafkaTargetError` naming the request, how the
+    process ended and the tail of its stderr.  A request interrupted on our side (SIGINT, or SIGTERM
+    and SIGHUP, which ``klc`` turns into the same interruption) kills the JVM too: its answer would
+    otherwise be read as the answer to the next request."""
 
     def __init__(self, classpath: str):
         java = shutil.which("java")
@@ -278,7 +287,8 @@ class Jvm:
         self.answers: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, args=(self.process.stdout, self.answers.put), daemon=True).start()
         keep = self.stderr.append if not os.environ.get("KLC_KAFKA_DEBUG") else _kept_and_echoed(self.stderr)
-        threading.Thread(target=self._pump, args=(self.process.stderr, keep), daemon=True).start()
+        self.stderr_pump = threading.Thread(target=self._pump, args=(self.process.stderr, keep), daemon=True)
+        self.stderr_pump.start()
         self.version = self.request({"op": "hello"})["ok"]["kafka"]
 
     @staticmethod
@@ -293,24 +303,12 @@ class Jvm:
 
     def request(self, message: dict) -> dict:
         if not self.alive():
-            raise KafkaTargetError(f"kafka target: the JVM has exited ({self.process.returncode}){self._tail()}")
+            raise KafkaTargetError(f"kafka target: the JVM has exited ({self._ended()}){self._tail()}")
         try:
-            self.process.stdin.write(json.dumps(message) + "\n")
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError) as e:
-            raise KafkaTargetError(f"kafka target: the JVM stopped reading requests ({e}){self._tail()}") from None
-        try:
-            line = self.answers.get(timeout=ANSWER_TIMEOUT_S)
-        except queue.Empty:
-            self.kill()  # it is hung: it would not read a quit either
-            raise KafkaTargetError(
-                f"kafka target: no answer to {message.get('op')!r} within {ANSWER_TIMEOUT_S:.0f} s; the JVM was stopped{self._tail()}"
-            ) from None
-        if line is None:
-            self.process.wait(timeout=10)
-            raise KafkaTargetError(
-                f"kafka target: the JVM died during {message.get('op')!r} (exit {self.process.returncode}){self._tail()}"
-            )
+            line = self._exchange(message)
+        except BaseException:  # interrupted: the JVM would answer this request to the next one
+            self.kill()
+            raise
         try:
             answer = json.loads(line)
         except ValueError:
@@ -319,9 +317,52 @@ class Jvm:
             raise KafkaTargetError(f"kafka target: {answer['harness']}")
         return answer
 
+    def _exchange(self, message: dict) -> str:
+        """Send one request, wait for its answer line; a JVM that dies or hangs meanwhile is a
+        :class:`KafkaTargetError`."""
+        op = message.get("op")
+        try:
+            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            self._reap()
+            raise KafkaTargetError(f"kafka target: the JVM stopped reading requests ({e}; {self._ended()}){self._tail()}") from None
+        try:
+            line = self.answers.get(timeout=ANSWER_TIMEOUT_S)
+        except queue.Empty:
+            self.kill()  # it is hung: it would not read a quit either
+            raise KafkaTargetError(
+                f"kafka target: no answer to {op!r} within {ANSWER_TIMEOUT_S:.0f} s "
+                f"(KLC_KAFKA_TIMEOUT); the JVM was killed{self._tail()}"
+            ) from None
+        if line is None:
+            self._reap()
+            raise KafkaTargetError(f"kafka target: the JVM died during {op!r} ({self._ended()}){self._tail()}")
+        return line
+
+    def _reap(self) -> None:
+        """Wait for a JVM whose output ended, and for the last of its stderr (what it said as it died)."""
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.stderr_pump.join(timeout=5)
+
+    def _ended(self) -> str:
+        """How the process ended: its exit status, or the signal that killed it."""
+        code = self.process.returncode
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit status {code}"
+
     def _tail(self) -> str:
         lines = [s for s in self.stderr if s.strip()][-5:]
-        return ("; stderr: " + " | ".join(lines)) if lines else ""
+        return ("; its stderr ends: " + " | ".join(lines)) if lines else "; it wrote nothing on stderr"
 
     def stop(self) -> None:
         if self.alive():
@@ -335,6 +376,7 @@ class Jvm:
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
+        self.stderr_pump.join(timeout=5)
 
 
 _SHARED: dict[str, Jvm] = {}
@@ -350,10 +392,27 @@ def shared(classpath: str | None = None, version: str | None = None) -> Jvm:
     return jvm
 
 
+_SCRATCH: set[str] = set()
+
+
+def scratch_dir(prefix: str) -> str:
+    """A new temp dir for a JVM's files (a kafka target's root), removed when this process exits
+    if its owner did not remove it: a harness error or an interruption (SIGINT, SIGTERM, SIGHUP)
+    while a target was still being set up leaves no ``klc-kafka-*`` behind."""
+    for gone in [d for d in _SCRATCH if not os.path.isdir(d)]:  # removed by their owners
+        _SCRATCH.discard(gone)
+    path = tempfile.mkdtemp(prefix=prefix)
+    _SCRATCH.add(path)
+    return path
+
+
 @atexit.register
 def _stop_all() -> None:
+    """At exit: every JVM stopped (killed when it does not quit), then what they left removed."""
     for jvm in _SHARED.values():
         jvm.stop()
+    for path in _SCRATCH:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _kept_and_echoed(kept: collections.deque):

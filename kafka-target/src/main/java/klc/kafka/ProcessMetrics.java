@@ -1,0 +1,43 @@
+package klc.kafka;
+
+import org.apache.kafka.server.metrics.KafkaYammerMetrics;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.Map;
+
+/**
+ * Kafka's metrics registry is one per process (a static: {@code KafkaYammerMetrics.defaultRegistry()},
+ * also exported over JMX), and its gauges hold what they measure: each UnifiedLog's (its
+ * segments, and with them every segment's file channel and index mappings) and the LogManager's
+ * per data dir (the manager, and with it every log). A broker whose process dies loses them with
+ * the process; a LogManager this JVM lets go of (a halt, a shutdown) would stay reachable through
+ * them, and its descriptors and mappings with it: a 2,000-partition dir loaded again and again in
+ * one JVM ran out of mappings (vm.max_map_count) after about 7 loads, the load then failing as an
+ * I/O error of the log dir. Forgetting every metric when the broker goes is what a new process
+ * starts with; the abandoned objects are then garbage, and the JDK's cleaners close their channels
+ * and unmap their indexes without writing anything (a crash's files stay as they were).
+ */
+final class ProcessMetrics {
+    private ProcessMetrics() { }
+
+    /** Remove every metric of the registry (and its JMX bean). The registry's classes (Yammer's
+     *  metrics-core) are on the runtime classpath only: reached by reflection. */
+    static void forget() {
+        try {
+            Object registry = KafkaYammerMetrics.class.getMethod("defaultRegistry").invoke(null);
+            Map<?, ?> metrics = (Map<?, ?>) registry.getClass().getMethod("allMetrics").invoke(registry);
+            Method remove = null;
+            for (Method m : registry.getClass().getMethods()) {
+                if (m.getName().equals("removeMetric") && m.getParameterCount() == 1) {
+                    remove = m;
+                }
+            }
+            for (Object name : new ArrayList<>(metrics.keySet())) {
+                remove.invoke(registry, name);
+            }
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot clear Kafka's metrics registry", e);
+        }
+    }
+}
