@@ -558,12 +558,14 @@ def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir
         sys.exit(2)
     failed = result.failures
     run = result.run
+    errors = [r for r in failed if r["status"] == "error"]
     if as_json:
         click.echo(json.dumps({
             "run_id": result.run_id, "tasks": len(result.rows), "scenarios": result.scenarios,
             "skipped_seeds": result.skipped, "failed_tasks": len(failed), "seconds": result.seconds,
             "fuzz_seconds": run["fuzz_s"], "scenarios_per_s": result.scenarios_per_s, "master": run["master"],
             "executors": run["executors"], "parallelism": result.parallelism, "findings": result.findings,
+            "harness_errors": [{k: r[k] for k in ("seed", "signature", "witness")} for r in errors],
             "report": result.report,
         }, default=str))  # fmt: skip
     else:
@@ -578,9 +580,28 @@ def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir
             click.echo(
                 f"  NEW {f['signature']}: {f['witness']}{' (flaky)' if f['flaky'] else ''} -> {f['corpus_path']}"
             )
+        for line in harness_error_lines(errors):
+            click.echo(line)
         click.echo(f"report: {result.report}")
-    errors = [r for r in failed if r["status"] == "error"]
-    sys.exit(1 if result.findings or errors else 0)
+    # a harness error is no verdict: those seeds were not judged (exit 2, as replay's)
+    sys.exit(2 if errors else 1 if result.findings else 0)
+
+
+def harness_error_lines(errors: list[dict], shown: int = 5) -> list[str]:
+    """The console's lines for a campaign's harness errors: one per signature, with its cause
+    (the witness: how the JVM ended, its stderr's tail), the seeds it hit, and where the traceback is."""
+    by_signature: dict[str, list[dict]] = {}
+    for r in errors:
+        by_signature.setdefault(r["signature"], []).append(r)
+    lines = []
+    for signature, rows in list(by_signature.items())[:shown]:
+        seeds = ", ".join(str(r["seed"]) for r in rows[:10]) + (", ..." if len(rows) > 10 else "")
+        lines.append(f"  HARNESS ERROR (not judged, not a finding) in {len(rows)} task(s), seed(s) {seeds}: {rows[0]['witness']}")
+    if len(by_signature) > shown:
+        lines.append(f"  ... and {len(by_signature) - shown} more kind(s) of harness error")
+    if errors:
+        lines.append("  (the results table's error column has each traceback; the seeds run again when the campaign is rerun)")
+    return lines
 
 
 class _CampaignUi:

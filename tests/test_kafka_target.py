@@ -4,9 +4,14 @@ verdicts on Kafka are checked by tests/test_regressions.py."""
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -16,9 +21,10 @@ from conformance import scenario as sc
 from conformance.cli import main
 from conformance.regressions import CORPORA
 from conformance.runner import run
-from conformance.targets import kafka_jvm
+from conformance.targets import HarnessError, kafka_jvm
 from conformance.targets.kafka import KafkaTarget, Unsupported
 
+REPO = Path(__file__).resolve().parent.parent
 ROLL_CASE = os.path.join(CORPORA, "log", "roll-on-segment-bytes.json")
 
 
@@ -316,3 +322,78 @@ def test_a_fresh_checkout_takes_the_build_another_checkout_made(tmp_path, monkey
     monkeypatch.setattr(kafka_jvm, "BUILD_CACHE", kafka_jvm.Path("off"))
     kafka_jvm.build(_adapter_checkout(tmp_path / "five"))
     assert builds[-1] == tmp_path / "five" / "kafka-target" and not (tmp_path / "off").exists()
+
+
+# --- a dead or hung JVM mid-scenario: a harness error, exit 2, never a verdict ------------------------
+
+TXN_CASE = os.path.join(CORPORA, "log", "transactions-markers-and-the-last-stable-offset.json")
+
+
+def _klc(*args: str, env: dict) -> subprocess.Popen:
+    """``klc`` from this checkout, in a process group of its own."""
+    cmd = [sys.executable, "-c", "from conformance.cli import main; main()", *args]
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)} | env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def _java_child(pid: int) -> int | None:
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(stat.replace("/stat", "/cmdline"), "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and b"klc.kafka.Main" in cmdline:
+            return int(stat.split("/")[2])
+    return None
+
+
+def _once_steps_ran(tmp: str, proc: subprocess.Popen) -> int:
+    """The JVM's pid, once the scenario's create step has made its partition's first segment."""
+    deadline = time.monotonic() + 300
+    while not glob.glob(os.path.join(tmp, "klc-kafka-*", "d0", "*", "*.log")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the scenario never got to its first step"
+        time.sleep(0.02)
+    return _java_child(proc.pid)
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGSTOP"])
+def test_a_jvm_killed_or_hung_mid_replay_is_a_harness_error_not_a_verdict(tmp_path, how):
+    """The JVM killed by PID mid-scenario, or stopped (SIGSTOP) for KLC_KAFKA_TIMEOUT=10 s: exit 2, one
+    harness-error line naming how the JVM ended and its stderr — no FAIL, no conforms violation —
+    and no klc-kafka-* dir left."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    replay = _klc("replay", "--target", "kafka", TXN_CASE, env={"TMPDIR": str(tmp), "KLC_KAFKA_TIMEOUT": "10"})
+    try:
+        os.kill(_once_steps_ran(str(tmp), replay), getattr(signal, how))
+        stdout, stderr = replay.communicate(timeout=120)
+    finally:
+        if replay.poll() is None:
+            os.killpg(replay.pid, signal.SIGKILL)
+    assert replay.returncode == 2, (stdout, stderr)
+    assert "FAIL" not in stdout and "violated" not in stdout + stderr, (stdout, stderr)
+    (line,) = [s for s in stderr.splitlines() if s.strip()]
+    assert line.startswith(f"klc replay: {TXN_CASE}: HARNESS ERROR, not a verdict: kafka target: "), line
+    ended = "died during '" if how == "SIGKILL" else "no answer to '"
+    assert ended in line and ("killed by SIGKILL" if how == "SIGKILL" else "within 10 s") in line, line
+    assert "its stderr ends: " in line or "it wrote nothing on stderr" in line, line
+    assert list(tmp.iterdir()) == []
+
+
+def test_the_runner_lets_a_harness_error_through(monkeypatch):
+    """A target whose JVM dies: the runner raises the harness error, never a conforms violation."""
+    target = KafkaTarget(_scenario([]))
+    target.close()
+
+    def dead(self, step):
+        raise kafka_jvm.KafkaTargetError("kafka target: the JVM died during 'append' (killed by SIGKILL)")
+
+    monkeypatch.setattr(KafkaTarget, "_call", dead)
+    with pytest.raises(HarnessError, match="the JVM died during 'append'"):
+        run(_scenario([{"op": "create"}, _append("a")]), ("model", "kafka"))

@@ -47,6 +47,7 @@ PINNED = "4.4.0"  # kafka-target/pom.xml's kafka.version (tests/test_kafka_targe
 RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 HALT_STATUS = 70  # the exit status of a JVM halted by an open's halt_at (LoadCrash.java)
 ANSWER_TIMEOUT_S = float(os.environ.get("KLC_KAFKA_TIMEOUT", "120"))
+STARTUP_TIMEOUT_S = 120  # the first answer, at least: a JVM's start on a busy machine is no hang
 BUILD_TIMEOUT_S = 900
 # small heap work, short-lived: the serial collector and the C1 compiler start fastest; the target
 # attaches Byte Buddy to itself to see LogSegment.recover (docs/kafka-target.md)
@@ -289,7 +290,7 @@ class Jvm:
         keep = self.stderr.append if not os.environ.get("KLC_KAFKA_DEBUG") else _kept_and_echoed(self.stderr)
         self.stderr_pump = threading.Thread(target=self._pump, args=(self.process.stderr, keep), daemon=True)
         self.stderr_pump.start()
-        self.version = self.request({"op": "hello"})["ok"]["kafka"]
+        self.version = self.request({"op": "hello"}, max(ANSWER_TIMEOUT_S, STARTUP_TIMEOUT_S))["ok"]["kafka"]
 
     @staticmethod
     def _pump(stream, sink) -> None:
@@ -301,11 +302,11 @@ class Jvm:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def request(self, message: dict) -> dict:
+    def request(self, message: dict, timeout_s: float | None = None) -> dict:
         if not self.alive():
             raise KafkaTargetError(f"kafka target: the JVM has exited ({self._ended()}){self._tail()}")
         try:
-            line = self._exchange(message)
+            line = self._exchange(message, ANSWER_TIMEOUT_S if timeout_s is None else timeout_s)
         except BaseException:  # interrupted: the JVM would answer this request to the next one
             self.kill()
             raise
@@ -317,7 +318,7 @@ class Jvm:
             raise KafkaTargetError(f"kafka target: {answer['harness']}")
         return answer
 
-    def _exchange(self, message: dict) -> str:
+    def _exchange(self, message: dict, timeout_s: float) -> str:
         """Send one request, wait for its answer line; a JVM that dies or hangs meanwhile is a
         :class:`KafkaTargetError`."""
         op = message.get("op")
@@ -328,11 +329,11 @@ class Jvm:
             self._reap()
             raise KafkaTargetError(f"kafka target: the JVM stopped reading requests ({e}; {self._ended()}){self._tail()}") from None
         try:
-            line = self.answers.get(timeout=ANSWER_TIMEOUT_S)
+            line = self.answers.get(timeout=timeout_s)
         except queue.Empty:
             self.kill()  # it is hung: it would not read a quit either
             raise KafkaTargetError(
-                f"kafka target: no answer to {op!r} within {ANSWER_TIMEOUT_S:.0f} s "
+                f"kafka target: no answer to {op!r} within {timeout_s:.0f} s "
                 f"(KLC_KAFKA_TIMEOUT); the JVM was killed{self._tail()}"
             ) from None
         if line is None:
