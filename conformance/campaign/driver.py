@@ -496,7 +496,11 @@ def out_lock(out: str, run_id: str, ui):
         except OSError:
             lock.seek(0)
             holder = lock.read().strip() or "another campaign"
-            ui.note(f"waiting for {holder} to finish with {out} (one campaign at a time in an output folder)")
+            waiting = f"waiting for {holder} to finish with {out} (one campaign at a time in an output folder)"
+            if isinstance(ui, _SilentUi):  # --json: said on stderr, the summary stays alone on stdout
+                print(f"klc campaign: {waiting}", file=sys.stderr, flush=True)
+            else:
+                ui.note(waiting)
             fcntl.lockf(lock, fcntl.LOCK_EX)
         lock.seek(0)
         lock.truncate()
