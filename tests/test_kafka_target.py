@@ -412,7 +412,7 @@ def _held(pid: int) -> tuple[int, int]:
     "partitions,loads",
     [pytest.param(40, 5, id="gate"), pytest.param(2000, 50, id="nightly", marks=pytest.mark.slow)],
 )
-def test_one_jvm_loads_a_crashed_dir_again_and_again(tmp_path, partitions, loads):
+def test_one_jvm_loads_a_crashed_dir_again_and_again(tmp_path, monkeypatch, partitions, loads):
     """``klc load --target kafka``'s load, repeated in one JVM as a campaign or a mutation run
     repeats loads for hours: what the earlier loads held is let go.  Each load of a crashed dir
     held one descriptor and two index mappings per partition until the JVM died (Kafka's metrics
@@ -422,6 +422,7 @@ def test_one_jvm_loads_a_crashed_dir_again_and_again(tmp_path, partitions, loads
     from benchmarks.load_scale import build
     from conformance.load_report import load_dirs_on_kafka
 
+    monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 900)  # 2,000 partitions on a busy machine: minutes
     data = build(str(tmp_path), partitions, clean=False)
     jvm = kafka_jvm.Jvm(kafka_jvm.build())
     try:
