@@ -237,8 +237,9 @@ def replay(
     """Run scenario files (docs/scenario-format.md) through the runner and check every property.
 
     Exit status: 0 all passed, 1 a property was violated, 2 a file is not a valid scenario or the
-    kafka target could not run, 3 nothing violated but not judged to the end (a target could not express
-    a step, or the scenario reached a known Kafka bug: corpora/kafka-findings).
+    kafka target could not run (a harness error: its JVM died or stopped answering — no verdict),
+    3 nothing violated but not judged to the end (a target could not express a step, or the
+    scenario reached a known Kafka bug: corpora/kafka-findings).
     """
     targets = {"both": ("model", "impl")}.get(target, ("model", target) if target.startswith("kafka") else (target,))
     if kafka_classpath:
@@ -535,10 +536,12 @@ def campaign(budget_minutes, scenarios, master, profile, target, out, corpus_dir
     default), results appended to OUT/results (Parquet), new failures reproduced, shrunk, deduplicated
     and written to corpora/found/<signature>/, and a report in OUT/report.html.
 
-    Rerunning skips the seeds already in the table for this commit, profile and target.  Exit status:
+    Rerunning skips the seeds already in the table for this commit, profile and target (not those
+    of a harness error); a second campaign into the same OUT waits for the first.  Exit status:
     0 no new failure (failures whose signature already has a corpus entry are counted, not new),
-    1 a new signature or a harness error, 2 bad arguments, no Spark, an unreachable master, or a
-    campaign Spark aborted (a task failed on every retry).
+    1 a new signature, 2 a harness error in a task (a dead or hung kafka JVM: those seeds were not
+    judged), bad arguments, no Spark, an unreachable master, or a campaign Spark aborted (a task
+    failed on every retry); 128+N stopped by signal N (SIGINT, SIGTERM, SIGHUP).
     """
     from conformance.campaign.driver import CampaignConfig, CampaignError, run_campaign  # local: Spark, Hypothesis
 
@@ -596,11 +599,13 @@ def harness_error_lines(errors: list[dict], shown: int = 5) -> list[str]:
     lines = []
     for signature, rows in list(by_signature.items())[:shown]:
         seeds = ", ".join(str(r["seed"]) for r in rows[:10]) + (", ..." if len(rows) > 10 else "")
-        lines.append(f"  HARNESS ERROR (not judged, not a finding) in {len(rows)} task(s), seed(s) {seeds}: {rows[0]['witness']}")
+        lines.append(
+            f"  HARNESS ERROR (not judged, not a finding) in {len(rows)} task(s), seed(s) {seeds}: {rows[0]['witness']}"
+        )
     if len(by_signature) > shown:
         lines.append(f"  ... and {len(by_signature) - shown} more kind(s) of harness error")
     if errors:
-        lines.append("  (the results table's error column has each traceback; the seeds run again when the campaign is rerun)")
+        lines.append("  (each traceback is in the results table's error column; a rerun runs those seeds again)")
     return lines
 
 

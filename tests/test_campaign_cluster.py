@@ -305,9 +305,9 @@ with out_lock(sys.argv[1], sys.argv[2], Ui()):
 
 
 def _holder(out: Path, run_id: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(out), run_id], cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)},
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
-    return proc
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-c", _HOLD, str(out), run_id]
+    return subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
 @pytest.mark.parametrize("release", ["done", "killed"])

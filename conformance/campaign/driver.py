@@ -517,10 +517,9 @@ def _run_campaign(config: CampaignConfig, ui, run_id: str) -> CampaignResult:
         previous = table.read(results)
     except table.TableError as e:
         raise CampaignError(str(e)) from None
+    ours = (commit, config.profile, config.target)
     done = {  # a harness error judged nothing: its seed runs again
-        r["seed"]
-        for r in previous
-        if (r["commit"], r["profile"], r["target"]) == (commit, config.profile, config.target) and r["status"] != "error"
+        r["seed"] for r in previous if (r["commit"], r["profile"], r["target"]) == ours and r["status"] != "error"
     }
     corpus_dir = config.corpus_dir or (corpus.DEFAULT_CORPUS if os.path.isdir(os.path.dirname(corpus.DEFAULT_CORPUS)) else os.path.join(config.out, "found"))  # fmt: skip
     executor = (

@@ -327,7 +327,9 @@ class Jvm:
             self.process.stdin.flush()
         except (BrokenPipeError, OSError) as e:
             self._reap()
-            raise KafkaTargetError(f"kafka target: the JVM stopped reading requests ({e}; {self._ended()}){self._tail()}") from None
+            raise KafkaTargetError(
+                f"kafka target: the JVM stopped reading requests ({e}; {self._ended()}){self._tail()}"
+            ) from None
         try:
             line = self.answers.get(timeout=timeout_s)
         except queue.Empty:
@@ -363,7 +365,9 @@ class Jvm:
 
     def _tail(self) -> str:
         lines = [s for s in self.stderr if s.strip()][-5:]
-        return ("; its stderr ends: " + " | ".join(lines)) if lines else "; it wrote nothing on stderr"
+        if not lines:
+            return "; it wrote nothing on stderr (KLC_KAFKA_DEBUG=1 has Kafka log there)"
+        return "; its stderr ends: " + " | ".join(lines)
 
     def stop(self) -> None:
         if self.alive():
