@@ -410,10 +410,16 @@ def _held(pid: int) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize(
-    "partitions,loads",
-    [pytest.param(40, 5, id="gate"), pytest.param(2000, 50, id="nightly", marks=pytest.mark.slow)],
+    "partitions,loads,release",
+    [
+        pytest.param(40, 5, None, id="gate"),
+        pytest.param(2000, 50, None, id="nightly", marks=pytest.mark.slow),
+        # the Scala adapters: kafka.log.Log with Yammer's own registry, UnifiedLog with server-common's
+        pytest.param(40, 5, "2.3.1", id="2.3.1", marks=pytest.mark.slow),
+        pytest.param(40, 5, "3.9.1", id="3.9.1", marks=pytest.mark.slow),
+    ],
 )
-def test_one_jvm_loads_a_crashed_dir_again_and_again(tmp_path, monkeypatch, partitions, loads):
+def test_one_jvm_loads_a_crashed_dir_again_and_again(tmp_path, monkeypatch, partitions, loads, release):
     """``klc load --target kafka``'s load, repeated in one JVM as a campaign or a mutation run
     repeats loads for hours: what the earlier loads held is let go.  Each load of a crashed dir
     held one descriptor and two index mappings per partition until the JVM died (Kafka's metrics
@@ -425,7 +431,7 @@ def test_one_jvm_loads_a_crashed_dir_again_and_again(tmp_path, monkeypatch, part
 
     monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 900)  # 2,000 partitions on a busy machine: minutes
     data = build(str(tmp_path), partitions, clean=False)
-    jvm = kafka_jvm.Jvm(kafka_jvm.build())
+    jvm = kafka_jvm.Jvm(kafka_jvm.build_for(release))
     try:
         held = []
         for _ in range(loads):

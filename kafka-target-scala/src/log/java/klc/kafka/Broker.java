@@ -222,6 +222,7 @@ final class Broker {
             dirs.put(dir.getName(), new File(dir, Log.CleanShutdownFile()).exists());
         }
         manager = null;
+        ProcessMetrics.forget(); // the per-dir gauges would keep the shut-down LogManager reachable
         return out;
     }
 
@@ -237,6 +238,7 @@ final class Broker {
         }
         manager = null;
         scheduler.forget();
+        ProcessMetrics.forget(); // its gauges would keep every abandoned log reachable
         System.gc(); // the abandoned logs' channels and mappings go with their objects
         return JSON.createObjectNode();
     }
