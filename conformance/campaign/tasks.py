@@ -197,7 +197,8 @@ def run_task(task: Task) -> dict:
         "branches": sorted(observed.get("branches", ())), "fault_families": [], "choices": [],
     }  # fmt: skip
     if error is not None:
-        row |= describe_failure(observed.get("failure"), observed.get("harness") or harness_error(error) or error)
+        cause = observed.get("harness") or harness_error(error) or error
+        row |= describe_failure(observed.get("failure"), cause)
         for key, values in database.data.items():
             if len(key) == 48 and values:  # the primary key (a sha384 digest; ".secondary" etc. are longer)
                 row["db_key"], row["choices"] = key.hex(), sorted(v.hex() for v in values)
@@ -226,7 +227,8 @@ def describe_failure(failure: PropertyViolation | None, error: BaseException) ->
     """status, property, signature, witness, steps and fault families of a failed task.  A harness
     error (a dead or hung JVM) is status ``error`` whatever else happened: it is never a finding
     against the target, and its witness is its cause (the JVM's end and stderr's tail)."""
-    if failure is not None and getattr(failure, "violation", None) is not None and not isinstance(error, HarnessError):
+    violated = failure is not None and getattr(failure, "violation", None) is not None
+    if violated and not isinstance(error, HarnessError):
         v, scenario = failure.violation, failure.scenario
         return {
             "status": "fail",

@@ -305,8 +305,11 @@ class Jvm:
     def request(self, message: dict, timeout_s: float | None = None) -> dict:
         if not self.alive():
             raise KafkaTargetError(f"kafka target: the JVM has exited ({self._ended()}){self._tail()}")
+        sent = json.dumps(message) + "\n"
         try:
-            line = self._exchange(message, ANSWER_TIMEOUT_S if timeout_s is None else timeout_s)
+            line = self._exchange(sent, message.get("op"), ANSWER_TIMEOUT_S if timeout_s is None else timeout_s)
+        except KafkaTargetError:
+            raise
         except BaseException:  # interrupted: the JVM would answer this request to the next one
             self.kill()
             raise
@@ -318,12 +321,11 @@ class Jvm:
             raise KafkaTargetError(f"kafka target: {answer['harness']}")
         return answer
 
-    def _exchange(self, message: dict, timeout_s: float) -> str:
-        """Send one request, wait for its answer line; a JVM that dies or hangs meanwhile is a
+    def _exchange(self, sent: str, op: str | None, timeout_s: float) -> str:
+        """Send one request line, wait for its answer line; a JVM that dies or hangs meanwhile is a
         :class:`KafkaTargetError`."""
-        op = message.get("op")
         try:
-            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.write(sent)
             self.process.stdin.flush()
         except (BrokenPipeError, OSError) as e:
             self._reap()
