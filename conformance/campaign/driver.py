@@ -471,6 +471,10 @@ def run_campaign(config: CampaignConfig, ui=None) -> CampaignResult:
     check_config(config)
     ui = ui or _SilentUi()
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    if config.executor == "spark":  # what keeps Spark from starting, said before anything is written in OUT
+        problem = java_problem() or (master_problem(config.master) if config.master else None)
+        if problem:
+            raise CampaignError(problem)
     with out_lock(config.out, run_id, ui):
         return _run_campaign(config, ui, run_id)
 
