@@ -6,6 +6,7 @@ the same scenarios' wall time on model-vs-kafka against model-vs-impl.
 
 from __future__ import annotations
 
+import argparse
 import glob
 import os
 import time
@@ -16,7 +17,8 @@ from conformance.scenario import Scenario
 from conformance.targets import kafka_jvm
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(prog="python -m benchmarks.kafka_target", description=__doc__.split("\n\n")[0]).parse_args(argv)
     classpath = kafka_jvm.build()
     started = time.perf_counter()
     jvm = kafka_jvm.Jvm(classpath)

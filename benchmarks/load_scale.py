@@ -181,14 +181,14 @@ def copy_floor_seconds(data: str, dst: str) -> float:
     return seconds
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.load_scale")
     parser.add_argument("--partitions", type=int, default=2000)
     parser.add_argument("--nofile", type=int, default=1024, help="the load's descriptor limit (ulimit -n)")
     parser.add_argument("--clean", action="store_true", help="a graceful shutdown before (default: a crash)")
     parser.add_argument("--segments", type=int, default=1, help="segments per partition (20 batches each)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.child:
         return child(args.child, args.nofile)
     work = tempfile.mkdtemp(prefix="klc-bench-scale-")

@@ -41,3 +41,10 @@ def run(segment: Segment, repeat: int) -> dict[str, Any]:
         "bytes_mb_s": mb_per_s(len(data), on_bytes),
         "mmap_over_bytes": on_map / on_bytes,
     }
+
+
+if __name__ == "__main__":  # a part of ``python -m benchmarks``, not a benchmark of its own
+    import sys
+
+    print(f"benchmarks.mmap_scan: {__doc__.strip().splitlines()[0]}\nIts figures are measured by: python -m benchmarks [--help]")
+    sys.exit(0 if sys.argv[1:] in ([], ["--help"], ["-h"]) else 2)

@@ -48,3 +48,10 @@ def run(segment: Segment, repeat: int, prefix_bytes: int) -> dict[str, Any]:
         "model_minor_faults_per_mb": None if faults is None else faults / (len(data) / 1e6),
         "model_over_impl": model / impl,
     }
+
+
+if __name__ == "__main__":  # a part of ``python -m benchmarks``, not a benchmark of its own
+    import sys
+
+    print(f"benchmarks.model_vs_impl: {__doc__.strip().splitlines()[0]}\nIts figures are measured by: python -m benchmarks [--help]")
+    sys.exit(0 if sys.argv[1:] in ([], ["--help"], ["-h"]) else 2)

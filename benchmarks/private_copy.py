@@ -49,11 +49,11 @@ def read_extents(root: str) -> None:
                     f.read(end - start)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.private_copy")
     parser.add_argument("--partitions", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     work = tempfile.mkdtemp(prefix="klc-bench-copy-")
     try:
         src = os.path.join(work, "src")

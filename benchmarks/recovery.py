@@ -190,3 +190,10 @@ def run(segment: Segment, repeat: int, config: LogConfig | None = None) -> dict[
         "recovery_over_crc_floor": floor / rec,
         "recovery_ns_per_batch": rec / segment.batches * 1e9,
     }
+
+
+if __name__ == "__main__":  # a part of ``python -m benchmarks``, not a benchmark of its own
+    import sys
+
+    print(f"benchmarks.recovery: {__doc__.strip().splitlines()[0]}\nIts figures are measured by: python -m benchmarks [--help]")
+    sys.exit(0 if sys.argv[1:] in ([], ["--help"], ["-h"]) else 2)

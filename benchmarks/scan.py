@@ -77,3 +77,10 @@ def run(segment: Segment, repeat: int) -> dict[str, Any]:
         "impl_over_crc": impl / floor,
         "impl_overhead_ns_per_batch": (impl - floor) / segment.batches * 1e9,
     }
+
+
+if __name__ == "__main__":  # a part of ``python -m benchmarks``, not a benchmark of its own
+    import sys
+
+    print(f"benchmarks.scan: {__doc__.strip().splitlines()[0]}\nIts figures are measured by: python -m benchmarks [--help]")
+    sys.exit(0 if sys.argv[1:] in ([], ["--help"], ["-h"]) else 2)

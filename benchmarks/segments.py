@@ -77,3 +77,10 @@ def build_segment(label: str, total_bytes: int, batch_bytes: int, records_per_ba
         out += batch
         offset += records_per_batch
     return Segment(label, bytes(out), tuple(positions), tuple(sizes))
+
+
+if __name__ == "__main__":  # a part of ``python -m benchmarks``, not a benchmark of its own
+    import sys
+
+    print(f"benchmarks.segments: {__doc__.strip().splitlines()[0]}\nIts figures are measured by: python -m benchmarks [--help]")
+    sys.exit(0 if sys.argv[1:] in ([], ["--help"], ["-h"]) else 2)

@@ -1,4 +1,4 @@
-"""How fast the state machines find each mutant without being pointed at it (issue #7).
+"""How fast the state machines find each mutant without being pointed at it (time to catch).
 
 For every mutant in ``tests/mutants`` and each of ``--seeds`` seeds, the state machine that drives its
 module — the crash state machine (log operations plus every fault family, simulated backend, 40
@@ -11,8 +11,9 @@ is a gap in the strategies; one missed by the first two seeds is not run on the 
 
     python -m benchmarks.time_to_catch [--seeds 10] [--budget 60] [--examples N] [--jobs 2] [--only NAME ...] [--json OUT]
 
-A name ``kafka:BUGGY..FIXED`` (issue 31 item 5, e.g. ``kafka:2.1.0..2.1.1``) is a row for a Kafka
-release instead of a mutant: the crash machine, model against release BUGGY (docs/kafka-target.md),
+A name ``kafka:BUGGY..FIXED`` (e.g. ``kafka:2.1.0..2.1.1``) is a row for a Kafka
+release instead of a mutant: the crash machine, model against release BUGGY (docs/kafka-target.md;
+``kafka-io:BUGGY..FIXED`` with Kafka's own I/O captured, so a power loss may be cut from its journal),
 not pointed at any case.  BUGGY differs from the model in more than its bug (every later fix, and
 what changed by design), so each violation is replayed on FIXED, the release that fixed the bug: one
 FIXED shows alike is looked past as a known finding is, and the search goes on with a fresh seed
@@ -66,6 +67,7 @@ MODULE_MACHINES = {"impl.index": "index machine", "impl.file_records": "file-rec
 
 
 RELEASE = "kafka:"
+CAPTURED = "kafka-io:"  # a release row whose crashes may also be cut from Kafka's own journal
 
 
 class _Release:
@@ -78,7 +80,8 @@ class _Release:
 
     def __init__(self, name: str):
         self.name = name
-        releases, _, pattern = name.removeprefix(RELEASE).partition("@")
+        self.capture = name.startswith(CAPTURED)
+        releases, _, pattern = name.removeprefix(CAPTURED).removeprefix(RELEASE).partition("@")
         self.buggy, _, self.fixed = releases.partition("..")
         self.witness = re.compile(pattern) if pattern else None
         self.target = RELEASE + self.buggy
@@ -134,7 +137,7 @@ def _machine(mutant, budget: float, counter: dict, examples: int | None = None):
     elif machine_kind(mutant) == "file-records machine":
         base, steps = make_file_records_machine(mutant.load()), 30
     elif isinstance(mutant, _Release):
-        base, steps = make_crash_machine("sim", ("model", mutant.target)), 40
+        base, steps = make_crash_machine("sim", ("model", mutant.target), capture=mutant.capture), 40
     else:
         base, steps = make_crash_machine("sim"), 40
     deadline = time.perf_counter() + budget
@@ -178,7 +181,7 @@ def measure_one(name: str, seed_value: int, budget: float, examples: int | None 
     from conformance.runner import looking_past
     from tests.mutants import ALL_MUTANTS
 
-    mutant = _Release(name) if name.startswith(RELEASE) else ALL_MUTANTS.get(name, CONTROL)
+    mutant = _Release(name) if name.startswith((RELEASE, CAPTURED)) else ALL_MUTANTS.get(name, CONTROL)
     counter = {"examples": 0}
     t0 = time.perf_counter()
     found, prop, witness, fixed_passes = False, None, None, None
@@ -296,8 +299,8 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the rows and the summary here")
     args = parser.parse_args(argv)
     only = args.only or sorted(ALL_MUTANTS)
-    names = only if all(n.startswith(RELEASE) for n in only) else [CONTROL_NAME, *only]
-    unknown = [n for n in only if n not in ALL_MUTANTS and not n.startswith(RELEASE)]
+    names = only if all(n.startswith((RELEASE, CAPTURED)) for n in only) else [CONTROL_NAME, *only]
+    unknown = [n for n in only if n not in ALL_MUTANTS and not n.startswith((RELEASE, CAPTURED))]
     if (
         unknown
         or args.seeds < 1

@@ -157,3 +157,10 @@ def measure(
 def mb_per_s(nbytes: int, seconds: float) -> float:
     """Throughput in MB/s (MB = 10^6 bytes)."""
     return nbytes / seconds / 1e6
+
+
+if __name__ == "__main__":  # a part of ``python -m benchmarks``, not a benchmark of its own
+    import sys
+
+    print(f"benchmarks.timing: {__doc__.strip().splitlines()[0]}\nIts figures are measured by: python -m benchmarks [--help]")
+    sys.exit(0 if sys.argv[1:] in ([], ["--help"], ["-h"]) else 2)

@@ -265,7 +265,7 @@ PRODUCER_STATE_DAMAGE = (
 
 
 def producer_state_damage(live: dict[str, bytes], image: dict[str, bytes]) -> tuple[str, ...]:
-    """What a crash image did to the producer-state files (issue 32's faults), comparing it with
+    """What a crash image did to the producer-state files (snapshots and .txnindex, docs/producer-state.md), comparing it with
     the files as the process saw them at the crash: a snapshot or ``.txnindex`` whose bytes differ
     (torn) or that is gone (missing), and a snapshot above its partition's log end in the image —
     a load must delete it (rule 35).  Names from :data:`PRODUCER_STATE_DAMAGE`."""

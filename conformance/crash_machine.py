@@ -38,6 +38,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
+from conformance import faults as fault_steps
 from conformance import scenario as sc
 from conformance.crash_images import CORRUPTIONS, FAMILIES, journal
 from conformance.fault_strategies import (
@@ -59,6 +60,9 @@ from conformance.weights import chance, choices, coin, coins
 from model.names import NameError_, filename_prefix, parse_topic_partition
 
 MAX_CRASHES = 3
+# where a power loss cut from Kafka's own journal falls inside a step: a step makes 6.7 operations
+# on average (benchmarks/kafka_io.py), a load or a retention of several segments a few dozen
+KAFKA_CRASH_POINTS = 40
 # power losses a truncation or a cleaning round draws for itself (during it, or right after a
 # truncation), beside the rules' MAX_CRASHES: the loader's crashes — where splits and swaps are
 # interrupted (§5.5, §5.9) — are not spent on them
@@ -66,10 +70,7 @@ IN_RULE_CRASHES = 1
 # the operations a crash or an I/O error may interrupt while the broker runs (the loader when it is
 # down); each case enables a random subset, so some cases interrupt only cleaning rounds or only
 # truncations, where a rename order matters (swarm testing again)
-INTERRUPTIBLE = (
-    "append", "roll", "truncate", "truncate_fully", "delete_records", "flush",
-    "retention", "checkpoint", "shutdown", "tick", "clean",
-)  # fmt: skip
+INTERRUPTIBLE = tuple(op for op, cls in sc.STEPS.items() if cls.interruptible)
 FAULT_KINDS = FAMILIES + ("fail_io", "corrupt")
 # (segments, settled) before the first drawn step: an empty partition, or a log of one to four rolled
 # segments (the weights table's "history")
@@ -77,7 +78,7 @@ HISTORIES = choices("history")
 # steps a stopped broker refuses (the targets answer NotRunning): all but a tick, an open and what
 # the runner does to the disk; an ``open`` is inserted before them while the broker is down
 NEEDS_BROKER = frozenset(
-    op for op, cls in sc.STEPS.items() if cls.runs_as not in ("fault", "disk") and cls not in (sc.Tick, sc.Open)
+    op for op, cls in sc.STEPS.items() if cls.runs_as not in ("fault", "disk") and not cls.runs_when_down
 )
 # what a restarted broker's replicas do first (CrashMachine.open)
 AFTER_OPEN = choices("after open")
@@ -126,6 +127,10 @@ class CrashMachine(LogMachine):
     # each case draws is cut down to ``swarm_kinds`` (all of them if nothing is left).
     max_crashes = MAX_CRASHES
     swarm_kinds: frozenset[str] = frozenset(FAULT_KINDS)
+    # Kafka's own I/O captured (a kafka target among the targets): a power loss may then be cut from
+    # Kafka's journal instead of impl's (conformance.kafka_io), where Kafka's own fsync and rename
+    # order decides what survives (KAFKA-3968)
+    capture_kafka_io = False
 
     def __init__(self):
         super().__init__()
@@ -162,8 +167,8 @@ class CrashMachine(LogMachine):
         self.clock = header.clock_start_ms
         self.swarm = frozenset(swarm) & self.swarm_kinds or self.swarm_kinds
         self.interruptible = frozenset(interruptible)
-        self.session = Session(header, self.targets, self.backend, faults=True)
-        self.session.fault_outcomes = []  # what each crash image did to the producer-state files
+        self.session = Session(header, self.targets, self.backend, faults=True, capture=self.capture_kafka_io)
+        self.session.report_damage = True  # what each crash image did to the producer-state files
         for kind in sorted(self.swarm):
             event(f"swarm: {kind}")
         self._do(sc.Create("t", 0, 0))
@@ -264,7 +269,7 @@ class CrashMachine(LogMachine):
         self._stages(data, tp, self.TRUNCATION)
 
     def _truncation_interrupted(self, tp, data) -> bool:
-        step = sc.Truncate(tp[0], tp[1], self._offset(data, tp, self.leo.get(tp, 0) + 1))
+        step = sc.Truncate(tp[0], tp[1], self.draw_offset(data, tp, self.leo.get(tp, 0) + 1))
         if not self.running:  # a stopped broker's truncation would be refused, the fault after it
             self._open()
         self._crash(data, inside=True, during=step, in_rule=True)
@@ -342,13 +347,26 @@ class CrashMachine(LogMachine):
         kinds = self.swarm_kinds if in_rule else self.swarm
         return [f for f in FAMILIES if f in kinds]
 
-    def _pending(self) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    def _kafka_journal(self, data):
+        """The kafka target whose own I/O is captured, when the power loss is drawn on its journal
+        ("crash: cut from Kafka's own journal"); None: on impl's."""
+        if not self.capture_kafka_io:
+            return None
+        kafka = next((t for t in self.session.targets if getattr(t, "io", None) is not None), None)
+        if kafka is None or not coin(data.draw, "crash: cut from Kafka's own journal", label="Kafka's journal"):
+            return None
+        return kafka
+
+    def _pending(self, kafka=None) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         """How many operations are pending, which of them change a name or an extent, which of
-        those shorten a ``.log`` (a truncation's cut), and which write a producer-state file."""
-        storage = self.session.source.raw_storage
-        ops = journal(storage)
+        those shorten a ``.log`` (a truncation's cut), and which write a producer-state file — on
+        impl's journal, or on ``kafka``'s own."""
+        if kafka is None:
+            ops, named = self.session.source.pending_operations()
+        else:
+            ops = journal(kafka.io.storage)
+            named = {id(node): name for name, node in kafka.io.storage.inodes()}
         marks = tuple(i for i, (_, op) in enumerate(ops) if isinstance(op, MARKED))
-        named = {id(node): name for name, node in storage.inodes()}
         logs = {k for k, name in named.items() if name.endswith(".log")}
         cuts = tuple(i for i in marks if isinstance(ops[i][1], Truncate) and id(ops[i][0]) in logs)
         aims = tuple(
@@ -358,55 +376,33 @@ class CrashMachine(LogMachine):
         return len(ops), marks, cuts, aims
 
     def _dry_run(self, step: sc.Step) -> list[str] | None:
-        """The storage operations ``step`` would make now, by name, in order: the scenario so far
-        replayed on a fresh impl (simulated, deterministic), then ``step`` run on it.  None when
-        the replay does not get there (a refusal, an exception: the caller draws blind)."""
-        replay = Session(self.session.header, ("impl",), "sim", faults=True)
+        """The storage operations ``step`` would make now, by name, in order: ``step`` run on a fork
+        of the image source (simulated, deterministic).  None when it does not get there (an
+        exception: the caller draws blind)."""
         try:
-            for done in self.session.steps:
-                replay.step(done)
-            target = replay.source
-            if replay.broken or target is None:
-                return None
-            storage = target.storage
-            storage.arm(None)
-            storage.counted = []
-            try:
-                target.apply(step)
-            finally:
-                counted, storage.counted = storage.counted, None
-            return counted
-        except Exception:  # noqa: BLE001 — the real run reports it
+            fork = self.session.fork_source()
+        except (TypeError, ValueError):  # state a fork cannot copy: the caller draws blind
             return None
+        fork.storage.arm(None)
+        fork.storage.counted = []
+        try:
+            fork.apply(step)
+        except Exception:  # noqa: BLE001 — the real run reports it
+            pass
         finally:
-            replay.close()
+            fork.close()
+        return fork.storage.counted
 
     def _interrupted_step(self, data) -> sc.Step:
-        """A step to interrupt: any state-changing operation while running, the loader when not."""
+        """A step to interrupt: any state-changing operation while running, the loader when not;
+        the step class draws its own arguments (``Step.drawn``)."""
         if not self.running:
             return sc.Open()
         tps = sorted(self.created)
         topic, partition = data.draw(st.sampled_from(tps), label="partition")
-        leo = self.leo.get((topic, partition), 0)
         kinds = self.interruptible - ({"clean"} if (topic, partition) in self.transactional else set())
         kind = data.draw(st.sampled_from(sorted(kinds) or ["tick"]), label="interrupted")
-        if kind == "append":
-            batches = tuple(sc.BatchSpec(self._records(data)) for _ in range(data.draw(st.integers(1, 3))))
-            return sc.Append(topic, partition, batches, True, self.epochs.get((topic, partition), 0))
-        if kind == "roll":
-            return sc.Roll(topic, partition)
-        if kind in ("truncate", "delete_records"):
-            offset = self._offset(data, (topic, partition), leo + 1)
-            return (sc.Truncate if kind == "truncate" else sc.DeleteRecords)(topic, partition, offset)
-        if kind == "truncate_fully":
-            return sc.TruncateFully(topic, partition, data.draw(st.integers(0, leo + 50), label="offset"))
-        if kind == "flush":
-            return sc.Flush(topic, partition, None)
-        if kind == "clean":  # not on a log with transactions (UNSUPPORTED: the cleaner's handling)
-            return sc.Clean(topic, partition)
-        if kind == "tick":
-            return sc.Tick(data.draw(st.sampled_from([1000, DAY])))
-        return {"retention": sc.Retention, "checkpoint": sc.Checkpoint, "shutdown": sc.Shutdown}[kind]()
+        return sc.STEPS[kind].drawn(self, data, topic, partition)
 
     def _interrupt_at(self, data, during: sc.Step, counted: list[str] | None = None) -> int:
         """The operation of ``during`` to interrupt, drawn from a dry run of it (``counted``, if the
@@ -420,13 +416,12 @@ class CrashMachine(LogMachine):
 
     def _after_fault(self, step: sc.Step) -> None:
         self.running = False
-        outcomes = self.session.fault_outcomes or [()]
-        for what in outcomes[-1]:
+        outcome = self.session.last_fault
+        for what in outcome.damage if outcome is not None else ():
             event(f"crash image: {what}")
-        outcomes.clear()
-        if self.session.broken or not self.session.verdict.results:
+        if self.session.broken or outcome is None:
             return  # a known Kafka bug was reached: nothing more is judged
-        result = self.session.verdict.results[-1].get(self.session.source.name, {})
+        result = outcome.results.get(self.session.source.name, {})
         if "crashed_at" in result:
             event(f"{step.op}: interrupted at {result['operation']}")
             # deep crash points: the rename phases of a split or a cleaning round lie past op 40
@@ -437,15 +432,19 @@ class CrashMachine(LogMachine):
     def _crash(self, data, inside: bool, during: sc.Step | None = None, counted=None, in_rule=False) -> None:
         """A power loss between steps or ``inside`` one (``during``, else drawn), counted against
         the rules' budget or, ``in_rule``, the truncation's or cleaning round's own."""
+        kafka = self._kafka_journal(data)
         if inside and during is None:
             during = self._interrupted_step(data)
-        at_op = self._interrupt_at(data, during, counted) if inside else 0
-        pending, marks, cuts, aims = self._pending()
+        if inside and kafka is not None:  # Kafka's operations are known only once it ran the step
+            at_op = data.draw(st.integers(0, KAFKA_CRASH_POINTS), label="at_op")
+        else:
+            at_op = self._interrupt_at(data, during, counted) if inside else 0
+        pending, marks, cuts, aims = self._pending(kafka)
         if inside:  # the step's own operations come after these: op numbers up to 20 past them
             fault = data.draw(faults(self._families(in_rule), pending + 20), label="fault")
         else:
             fault = data.draw(faults(self._families(in_rule), pending, marks, cuts, aims), label="fault")
-        step = sc.Crash(fault, during, at_op)
+        step = fault_steps.Crash(fault, during, at_op, "impl" if kafka is None else "kafka")
         if in_rule:
             self.in_rule_crashes += 1
         else:
@@ -453,6 +452,8 @@ class CrashMachine(LogMachine):
         self._do(step)
         self._score("pending operations at a crash", float(pending))
         event(f"crash family: {fault.family}")
+        if kafka is not None:
+            event("crash: cut from Kafka's own journal")
         if during is not None:
             event(f"crash inside {during.op}")
         self._after_fault(step)
@@ -470,10 +471,10 @@ class CrashMachine(LogMachine):
         self._crash(data, inside=True)
 
     @precondition(lambda self: self.io_errors < 1 and "fail_io" in self.swarm)
-    @rule(data=st.data(), error=st.sampled_from(sc.IO_ERRORS))
+    @rule(data=st.data(), error=st.sampled_from(fault_steps.IO_ERRORS))
     def fail_io(self, data, error):
         during = self._interrupted_step(data)
-        step = sc.FailIo(during, self._interrupt_at(data, during), error)
+        step = fault_steps.FailIo(during, self._interrupt_at(data, during), error)
         self.io_errors += 1
         self._do(step)
         self._after_fault(step)
@@ -507,7 +508,7 @@ class CrashMachine(LogMachine):
             kind, length, offset, seed = "bitflip", 1, *data.draw(field_changes(path, nonempty[path], text))
         else:
             kind, length, offset, seed = damage(data, path, nonempty, kind, text)
-        self._do(sc.Corrupt(path, offset, length, kind, seed))
+        self._do(fault_steps.Corrupt(path, offset, length, kind, seed))
         self.index_damaged |= index
         try:
             topic, partition, _ = parse_topic_partition(path.split("/")[1])
@@ -633,5 +634,9 @@ class CrashMachine(LogMachine):
         self._score("bytes truncated at a load", float(truncated))
 
 
-def make_crash_machine(backend: str = "sim", targets=("model", "impl")):
-    return type(f"CrashMachine_{backend}", (CrashMachine,), {"backend": backend, "targets": targets})
+def make_crash_machine(backend: str = "sim", targets=("model", "impl"), capture: bool = False):
+    """The machine class for ``targets`` on ``backend``; ``capture``: Kafka's own I/O captured, so
+    a power loss may be cut from Kafka's journal too."""
+    return type(
+        f"CrashMachine_{backend}", (CrashMachine,), {"backend": backend, "targets": targets, "capture_kafka_io": capture}
+    )

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 import attrs
 
+from conformance import faults
 from conformance import scenario as sc
 from conformance.crash_images import Fault
 from conformance.runner import Session
@@ -74,7 +75,7 @@ class Size:
 
 GATE_ALPHABET = ("append", "roll", "truncate", "flush", "checkpoint", "shutdown", "open")
 SIZES = {
-    # the gate (issue #35): the 37 workloads of up to 2 operations, a crash inside every operation
+    # the gate (README, Tests: the gate's tiers): the 37 workloads of up to 2 operations, a crash inside every operation
     # of the alphabet, alone and after each other one
     "ci": Size(2, GATE_ALPHABET, ("settled",), False),
     # the mutant check's size: 198 workloads, the shortest that catches every crash-exhaustive
@@ -130,9 +131,9 @@ def scenario(prelude: str, ops: tuple[str, ...], at_op: int | None, fault: Fault
     steps = [*PRELUDES[prelude], *(OPERATIONS[o] for o in ops[:-1])]
     last = OPERATIONS[ops[-1]]
     if at_op is None:
-        steps += [last, sc.Crash(fault)]
+        steps += [last, faults.Crash(fault)]
     else:
-        steps.append(sc.Crash(fault, last, at_op))
+        steps.append(faults.Crash(fault, last, at_op))
     # the recovered log must also take appends and restart cleanly (clean-restart, KAFKA-10471)
     read = sc.Read("t", 0, 0, 1 << 20, None, False)
     steps += [sc.Open(), read, _append(9), sc.Shutdown(), sc.Open(), read]
@@ -177,9 +178,9 @@ def explore(prelude: str, ops: tuple[str, ...], every_parameter: bool, tally: Ta
 # it in three (§5.5) through .cleaned/.swap files (§5.9), so every storage operation of a split is a
 # crash point.  No index files here; split_scenario decides (the split then happens in
 # loadSegmentFiles after a clean shutdown, or in recoverLog after a crash).
-LEGACY_SPLIT = sc.InjectLegacySegment(
+LEGACY_SPLIT = faults.InjectLegacySegment(
     "legacy", 0, 0, None,
-    (sc.LegacyMessage(0), sc.LegacyMessage(5, 3), sc.LegacyMessage(2**31 + 4), sc.LegacyMessage(2**32 + 9)),
+    (faults.LegacyMessage(0), faults.LegacyMessage(5, 3), faults.LegacyMessage(2**31 + 4), faults.LegacyMessage(2**32 + 9)),
     1, "gzip", False, T0 - 10_000,
 )  # fmt: skip
 
@@ -192,8 +193,8 @@ def split_scenario(at_op: int | None, fault: Fault, recover_log: bool = False) -
     renames it ``.deleted`` (§5.9 step 3); else loadSegmentFiles does, after a clean shutdown."""
     open_ = sc.Open()
     legacy = attrs.evolve(LEGACY_SPLIT, indexes=recover_log)
-    steps = [sc.Crash(Fault("process")) if recover_log else sc.Shutdown(), legacy]
-    steps += [open_, sc.Crash(fault)] if at_op is None else [sc.Crash(fault, open_, at_op)]
+    steps = [faults.Crash(Fault("process")) if recover_log else sc.Shutdown(), legacy]
+    steps += [open_, faults.Crash(fault)] if at_op is None else [faults.Crash(fault, open_, at_op)]
     read = sc.Read("legacy", 0, 0, 1 << 20, None, False)
     append = attrs.evolve(_append(9), topic="legacy")
     steps += [sc.Open(), read, append, sc.Shutdown(), sc.Open(), read]
@@ -221,13 +222,13 @@ def clean_scenario(at_op: int | None, fault: Fault) -> sc.Scenario:
     steps += [_keyed(4, "e"), sc.Roll("t", 0), _keyed(5, "af"), _keyed(6, "g"), sc.Roll("t", 0), _keyed(7, "h")]
     steps += [sc.Flush("t", 0), sc.Checkpoint(), sc.Tick(1)]
     clean = sc.Clean("t", 0)
-    steps += [clean, sc.Crash(fault)] if at_op is None else [sc.Crash(fault, clean, at_op)]
+    steps += [clean, faults.Crash(fault)] if at_op is None else [faults.Crash(fault, clean, at_op)]
     read = sc.Read("t", 0, 0, 1 << 20, None, False)
     steps += [sc.Open(), read, _append(9), sc.Shutdown(), sc.Open(), read]
     return sc.Scenario(tuple(steps), config={**COMPACTED, "segment.bytes": 400}, clock_start_ms=T0)
 
 
-CLEAN_CRASH_INDEX = next(i for i, s in enumerate(clean_scenario(0, Fault("process")).steps) if isinstance(s, sc.Crash))
+CLEAN_CRASH_INDEX = next(i for i, s in enumerate(clean_scenario(0, Fault("process")).steps) if isinstance(s, faults.Crash))
 
 
 def sweep(build, crash_index: int, every_parameter: bool, tally: Tally | None = None) -> Verdict | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from conformance import faults as fault_steps
 from conformance import scenario as sc
 from conformance.crash_images import FAMILIES, FILLS, UNITS, Fault
 from conformance.strategies import INT32_MAX, batch_ends, damage_site
@@ -39,14 +40,14 @@ def legacy_segments(draw, partition: int):
         gap = draw(weighted("legacy segment: offset gap", gaps), label="gap")
         records = draw(st.integers(1, 3), label="records") if codec != "none" else 1
         offset += gap + records - 1
-        messages.append(sc.LegacyMessage(offset, records))
+        messages.append(fault_steps.LegacyMessage(offset, records))
     # a file base below the first offset (what a cleaned segment has) only with its indexes: without
     # them a clean load splits a segment the map does not hold yet and leaves the original in place
     # next to the split ones (docs/swap-files.md, "a split at a clean load")
     belows = st.sampled_from(choices("legacy segment: file base below its first offset"))
     below = draw(belows, label="base below first") if indexes else 0
     base = max(0, messages[0].first - below)
-    return sc.InjectLegacySegment(
+    return fault_steps.InjectLegacySegment(
         LEGACY_TOPIC, partition, 0, base, tuple(messages), magic, codec, indexes, 1_600_000_000_000
     )
 
@@ -59,7 +60,7 @@ def faults(families, pending: int, marks: tuple[int, ...] = (), cuts: tuple[int,
     shorten a ``.log``: a truncation's cut, which Kafka never fsyncs (§4.7) — a loss of exactly one
     of them is an option of its own, beside the families when they include reorderings.  ``aims``,
     the pending writes of producer-state files (``.snapshot``, ``.txnindex``): a write torn, read as
-    zeros or lost there is a snapshot or transaction index the next load must cope with (issue 32);
+    zeros or lost there is a snapshot or transaction index the next load must cope with (docs/producer-state.md);
     generic op numbers tore 5 snapshots and no ``.txnindex`` in about 2,500 crashes."""
     n = max(pending, 1) + 8
     ops = st.integers(0, n)
@@ -265,7 +266,7 @@ def damaged_files(files: dict[str, bytes]):
         "a legacy .log": legacy,
         # a producer snapshot or a transaction index: the load deletes a snapshot that does not
         # read and takes the next older one (rule 35); segment recovery rebuilds a .txnindex
-        # (rule 57) — but only of a segment it recovers (issue 32)
+        # (rule 57) — but only of a segment it recovers
         "a producer-state file": sorted(p for p in files if p.endswith((".snapshot", ".txnindex"))),
     }
     # (a function builds each option's strategy: one of weight 2 is two strategies)

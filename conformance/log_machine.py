@@ -163,7 +163,7 @@ class LogMachine(RuleBasedStateMachine):
             epoch = self.epochs[tp] = max(epoch, self.epochs.get(tp, 0))
         return epoch
 
-    def _records(self, data, n_max=4, leader=True):
+    def draw_records(self, data, n_max=4, leader=True):
         """Records a producer (or, ``leader=False``, a leader being replicated) sends.  A compacted
         topic's leader refuses a keyless record (§4.14), so a produce request to one carries keys."""
         n = data.draw(st.integers(1, n_max), label="records")
@@ -184,7 +184,7 @@ class LogMachine(RuleBasedStateMachine):
     def append(self, tp, data, epoch, codec):
         epoch = self._epoch(tp, epoch)
         batches = tuple(
-            sc.BatchSpec(self._records(data), codec) for _ in range(data.draw(st.integers(1, 3), label="batches"))
+            sc.BatchSpec(self.draw_records(data), codec) for _ in range(data.draw(st.integers(1, 3), label="batches"))
         )
         result = self._do(sc.Append(tp[0], tp[1], batches, True, epoch))
         if "last" in result:
@@ -213,7 +213,7 @@ class LogMachine(RuleBasedStateMachine):
                 epoch = max(0, epoch - 1)
             elif kind == "gap":
                 sequence += data.draw(st.integers(1, 3), label="gap")
-            batch = sc.BatchSpec(self._records(data), producer=(producer, epoch, sequence), transactional=transactional)
+            batch = sc.BatchSpec(self.draw_records(data), producer=(producer, epoch, sequence), transactional=transactional)
         leader_epoch = self._epoch(tp, data.draw(st.integers(0, 3), label="epoch"))
         result = self._do(sc.Append(tp[0], tp[1], (batch,), True, leader_epoch))
         if "last" in result and result["first"] >= self.leo.get(tp, 0):  # written, not a retry answered
@@ -279,7 +279,7 @@ class LogMachine(RuleBasedStateMachine):
         base = self.leo.get(tp, 0) + gap
         batches = []
         for _ in range(data.draw(st.integers(1, 2), label="batches")):
-            records = self._records(data, leader=False)
+            records = self.draw_records(data, leader=False)
             magic = data.draw(st.sampled_from(choices("follower append: magic")), label="magic")
             codec = "none" if magic == 2 else data.draw(st.sampled_from(("none", "gzip")), label="legacy codec")
             batches.append(sc.BatchSpec(records, codec, base, epoch, magic=magic))
@@ -324,7 +324,7 @@ class LogMachine(RuleBasedStateMachine):
             "anywhere": st.integers(0, max_offset),
         }
         offset = data.draw(weighted("race: the fetch's offset", start), label="offset")
-        append = sc.Append(tp[0], tp[1], (sc.BatchSpec(self._records(data)),), True, self._epoch(tp, 0))
+        append = sc.Append(tp[0], tp[1], (sc.BatchSpec(self.draw_records(data)),), True, self._epoch(tp, 0))
         threads = (sc.Read(tp[0], tp[1], offset, 1 << 20, max_offset, True), append)
         result = self._do(sc.Race(threads[::-1] if swap else threads, tuple(schedule)))
         for r in result.get("race", ()):
@@ -341,7 +341,7 @@ class LogMachine(RuleBasedStateMachine):
         ts = data.draw(weighted("lookup timestamp", timestamps), label="ts")
         self._do(sc.OffsetForTimestamp(tp[0], tp[1], ts))
 
-    def _offset(self, data, tp, high: int) -> int:
+    def draw_offset(self, data, tp, high: int) -> int:
         """An offset to truncate or delete records to: anywhere in [0, high], or at a segment's base
         or one past it, where a step stops removing whole segments and starts cutting one (§4.7,
         §4.9: a truncation that removes several segments at once is where Kafka's unsynced renames
@@ -365,7 +365,7 @@ class LogMachine(RuleBasedStateMachine):
     @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())
     def truncate(self, tp, data):
-        offset = self._offset(data, tp, self.leo.get(tp, 0) + 1)
+        offset = self.draw_offset(data, tp, self.leo.get(tp, 0) + 1)
         result = self._do(sc.Truncate(tp[0], tp[1], offset))
         if result.get("truncated"):
             self.leo[tp] = offset
@@ -380,7 +380,7 @@ class LogMachine(RuleBasedStateMachine):
     @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())
     def delete_records(self, tp, data):
-        self._do(sc.DeleteRecords(tp[0], tp[1], self._offset(data, tp, self.leo.get(tp, 0) + 1)))
+        self._do(sc.DeleteRecords(tp[0], tp[1], self.draw_offset(data, tp, self.leo.get(tp, 0) + 1)))
 
     @precondition(lambda self: self._up())
     @rule(tp=partitions, data=st.data())

@@ -54,7 +54,7 @@ def fresh_cases():
 
     One policy for the log-stack machines — their tests, the ``log-machine`` and ``crash-machine``
     mutant checks, ``benchmarks/time_to_catch.py`` and ``benchmarks/stateful.py`` — so the tables
-    measure what CI runs (the log machine runs ~15 % more steps a second with it, issue #34); not
+    measure what CI runs (the log machine runs ~15 % more steps a second with it, benchmarks/stateful.py); not
     campaigns, whose recorded findings replay the draws of Hypothesis's own generation
     (tests/test_campaign.py).
 

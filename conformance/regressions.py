@@ -9,8 +9,8 @@
 * ``corpora/found/<signature>/`` — what fuzzing campaigns found (:mod:`conformance.campaign.corpus`).
 
 A case's ``expect`` (scenario files; ``expected.json`` for ``found/``) holds ``verdicts``: target →
-``pass``, ``fail: <property>``, ``known: <finding>`` (a Kafka bug every target reaches) or (``kafka``
-only) ``unsupported``, for ``impl``, ``model``, ``kafka`` and ``mutant:NAME`` targets, measured when
+``pass``, ``fail: <property>``, ``known: <finding>`` (a Kafka bug every target reaches) or
+``unsupported`` (a step the target cannot run: on ``kafka``, or a crash cut from Kafka's own journal), for ``impl``, ``model``, ``kafka`` and ``mutant:NAME`` targets, measured when
 the case was written; and ``witnesses``: target → the one-line witness of the first violation.
 ``klc check`` replays every case on impl; ``tests/test_regressions.py`` checks every recorded verdict.
 """

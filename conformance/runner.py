@@ -8,8 +8,9 @@ properties (``durable``, ``prefix``, ``idempotent-recovery``, ``isolated``).  Wh
 relaxes a property is one table, :mod:`conformance.kafkas_own`.
 
 Fault steps share one image: the first impl target on the simulated backend is the image source
-(one is added when no target is), runs the interrupted step, and the image its storage leaves is
-given to every target (the real backend gets it materialised, DESIGN.md "Storage faults").
+(one is added when no target is); the fault strikes it (:mod:`conformance.faults`), and the image
+its storage leaves is given to every target (the real backend gets it materialised, DESIGN.md
+"Storage faults").  The session asks a step only what the step declares (docs/harness.md).
 
 Every Hypothesis state machine, corpus case, campaign task and ``klc replay`` goes through here.
 """
@@ -18,21 +19,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import errno
-import os
 import traceback
 
 import attrs
 
-from conformance import kafka_findings, kafkas_own
+from conformance import kafka_findings
 from conformance import scenario as sc
-from conformance.crash_images import Fault, FaultError, corrupt, journal, producer_state_damage
+from conformance.crash_images import Fault
+from conformance.faults import FaultContext, FaultOutcome
 from conformance.properties import (
     BAD_INPUT,
     CONFORMS,
     DURABLE,
-    IDEMPOTENT_RECOVERY,
-    ISOLATED,
     Observation,
     clean_restart,
     conforms,
@@ -41,14 +39,12 @@ from conformance.properties import (
     read_committed,
     storage_protocol,
 )
-from conformance.properties.crash_recovery import RecoveryTracker, Reference
-from conformance.targets import HarnessError, Target, digest
-from conformance.targets.impl_target import ImplTarget
+from conformance.properties.crash_recovery import RecoveryTracker
+from conformance.targets import HarnessError, Target
+from conformance.targets.impl_target import ImplTarget, forked
 from conformance.targets.kafka import KafkaTarget, Unsupported
 from conformance.targets.model_target import ModelTarget
-from conformance.tracing import PowerLoss
 from conformance.verdicts import Verdict, Violation, describe, own_frames, where
-from model.file_records import iterate_file
 
 # judged after every step, in this order, until the first violation
 STEP_FAMILIES = (read_committed.judge, conforms.judge, index_agrees.judge, clean_restart.judge)
@@ -71,15 +67,16 @@ def looking_past(predicate, judge_on: bool = False):
         _LOOK_PAST.reset(token)
 
 
-def make_target(kind: str, scenario: sc.Scenario, backend: str = "sim") -> Target:
+def make_target(kind: str, scenario: sc.Scenario, backend: str = "sim", capture: bool = False) -> Target:
     """A target by name: ``model``, ``impl`` (on ``backend``), ``kafka`` (Kafka's own jars, the
-    pinned release) or ``kafka:VERSION`` (that release, by its generation's adapter)."""
+    pinned release) or ``kafka:VERSION`` (that release, by its generation's adapter); ``capture``:
+    Kafka's own I/O captured, for crashes cut from its journal."""
     if kind == "model":
         return ModelTarget(scenario)
     if kind == "impl":
         return ImplTarget(scenario, backend)
     if kind == "kafka" or kind.startswith("kafka:"):
-        return KafkaTarget(scenario, release=kind.partition(":")[2] or None)
+        return KafkaTarget(scenario, release=kind.partition(":")[2] or None, **({"capture": True} if capture else {}))
     raise ValueError(f"unknown target {kind!r} (model, impl, kafka or kafka:VERSION)")
 
 
@@ -87,14 +84,18 @@ class Session:
     """Targets started on a scenario's header; :meth:`step` runs one step and returns the new
     violations.  ``steps`` is the scenario so far (what a failing state machine prints)."""
 
-    def __init__(self, scenario: sc.Scenario, targets=("model", "impl"), backend: str = "sim", faults=None):
+    def __init__(
+        self, scenario: sc.Scenario, targets=("model", "impl"), backend: str = "sim", faults=None, capture=None
+    ):
         self.header = attrs.evolve(scenario, steps=())
         self.targets = []
         self.verdict = Verdict(scenario, list(targets))
         self.broken = False
+        if capture is None:  # Kafka's own I/O captured where a crash is cut from its journal
+            capture = any(s.on_kafka_journal for s in scenario.steps)
         try:
             for t in targets:
-                self.targets.append(make_target(t, scenario, backend))
+                self.targets.append(make_target(t, scenario, backend, capture))
         except Unsupported as e:
             self.verdict.unsupported = f"before any step: {e}"
             self.broken = True
@@ -109,10 +110,10 @@ class Session:
         self.steps: list[sc.Step] = []
         self._shutdown_at = None
         self.tracker = RecoveryTracker()
+        self.last_fault: FaultOutcome | None = None  # what the last fault step did
         self.unloadable: set[str] = set()  # partitions the last open left out (isolate policy): files not compared
         self.shutdown_dirs: dict[str, bool] = {}  # data dir → whether the last shutdown wrote its marker
-        # a list to have each crash's producer_state_damage appended (the crash machine's events)
-        self.fault_outcomes: list[tuple[str, ...]] | None = None
+        self.report_damage = False  # whether a crash says what its image did to producer-state files
         if scenario.image is not None and not self.broken:
             self._restore(scenario.image, scenario.clock_start_ms)
         self._apply(sc.Open(), -1)
@@ -142,12 +143,11 @@ class Session:
 
     def _apply(self, step: sc.Step, index: int) -> list[Violation]:
         before = len(self.verdict.violations)
+        self.last_fault = None
         if self.broken:
             return []
-        if step.runs_as == "fault":
+        if step.runs_as in ("fault", "disk"):
             self._fault(step, index)
-        elif step.runs_as == "disk":
-            self._inject(step, index)
         else:
             self._operate(step, index)
         if len(self.verdict.violations) > before:
@@ -174,7 +174,7 @@ class Session:
 
     def _operate(self, step: sc.Step, index: int) -> None:
         """A step every target runs: apply it, then judge it."""
-        if isinstance(step, sc.Shutdown) and self.model is not None and self.model.running:
+        if step.shuts_down and self.model is not None and self.model.running:
             self.tracker.observe(self.model, step)  # a completed shutdown flushes everything
         before = len(self.verdict.violations)
         results = self._run_on_targets(step, index)
@@ -182,7 +182,7 @@ class Session:
             return
         if index >= 0:
             self.verdict.results.append(results)
-        if isinstance(step, sc.Open) and self.header.failure_policy == "isolate":
+        if step.loads and self.header.failure_policy == "isolate":
             # under Kafka's policy a failed load's files are compared: the startup fails with them
             self.unloadable = {
                 x["partition"] for t in self.targets for x in results[t.name].get("loaded", ()) if x["error"]
@@ -191,20 +191,20 @@ class Session:
             self._judge(step, index, results)
             if self.broken:
                 return
-        if isinstance(step, sc.Open) and all(r.get("started") is False for r in results.values()):
+        if step.loads and all(r.get("started") is False for r in results.values()):
             self._startup_failed()
             return
         if (
             self.model is not None
             and self.model.running
             and step.runs_as != "read"
-            and not isinstance(step, sc.Shutdown)
+            and not step.shuts_down
         ):
             self.tracker.observe(self.model, step, result=results.get(self.model.name, {}))
-        if isinstance(step, sc.Shutdown) and "error" not in next(iter(results.values()), {}):
+        if step.shuts_down and "error" not in next(iter(results.values()), {}):
             self._shutdown_at = index
             self.shutdown_dirs = next(iter(results.values()), {}).get("shutdown", {})
-        elif not isinstance(step, sc.Tick):  # a refused shutdown (not running) shut nothing down
+        elif not step.passes_time:  # a refused shutdown (not running) shut nothing down
             self._shutdown_at = None
 
     def _run_on_targets(self, step: sc.Step, index: int) -> dict | None:
@@ -222,13 +222,13 @@ class Session:
             except HarnessError:  # the target could not run (a dead JVM): no verdict, the caller says so
                 raise
             except Exception as e:  # an operation no target should refuse blew up
-                prop = BAD_INPUT if isinstance(step, sc.Open) and self.tracker.faulted else CONFORMS
+                prop = BAD_INPUT if step.loads and self.tracker.faulted else CONFORMS
                 frames = own_frames(traceback.extract_tb(e.__traceback__))
                 self._violation(prop, index, f"{t.name} raised {where(e)} during {describe(step)}", frames, stop=True)
                 return None
-            if isinstance(step, sc.Race) and t.built_twice:
-                witness = f"{t.name}: the race built the lazy index {t.built_twice[0]} twice — two index objects for one file (KAFKA-9156)"
-                self._violation(CONFORMS, index, witness, (f"{__name__}.race",), stop=True)
+            problem = step.problem(t)
+            if problem:
+                self._violation(CONFORMS, index, problem, (f"{type(step).__module__}.{step.op}",), stop=True)
                 return None
             if t.trace is not None:
                 problem = storage_protocol.problem(step, t.trace[mark:])
@@ -258,7 +258,7 @@ class Session:
     def _crash_judgement(self, obs: Observation):
         """The crash properties, which compare a recovered log with the model's history: without
         the model among the targets they cannot be judged, and the verdict says so."""
-        if self.model is None and isinstance(obs.step, sc.Open) and self.tracker.faulted:
+        if self.model is None and obs.step.loads and self.tracker.faulted:
             self.tracker.faulted = False
             self.verdict.unsupported = self.verdict.unsupported or (
                 f"step {obs.index} ({describe(obs.step)}): the crash properties compare with the "
@@ -293,164 +293,47 @@ class Session:
     # --- fault steps ------------------------------------------------------------------------------
 
     def _fault(self, step, index: int) -> None:
-        """Run a crash / fail_io / corrupt step: see the module docstring."""
+        """A fault step strikes the image source (:mod:`conformance.faults`); every target restarts
+        from the image it left, and the crash properties learn what it did."""
         if self.source is None:
-            raise sc.ScenarioError(f"step {index}: fault steps need an impl target on the simulated backend")
-        if isinstance(step, sc.Corrupt):
-            self.verdict.results.append(self._corrupt(step))
-            return
-        source = self.source
-        during = step.during
-        if during is not None and not source.running and not isinstance(during, sc.Open | sc.Tick):
-            during = None  # a stopped broker does nothing: the fault falls between steps
-        if isinstance(during, sc.Open) and source.running:
-            # a running broker refuses an open: the fault falls after it, and there is no load to
-            # take idempotent-recovery's reference from (it took the running broker's state)
-            during = None
-        pending_before = _pending_count(source)
-        fault = step.fault if isinstance(step, sc.Crash) and step.fault is not None else Fault("process")
-        # a process crash inside a load is judged on its image too (below): every operation
-        # persists, so what differs from the image before the open is what the load did
-        before = source.image()[0] if isinstance(during, sc.Open) and fault.family == "process" else None
-        results = {t.name: {} for t in self.targets}
-        reference = None
-        if during is not None:
-            results, reference = self._run_interrupted(step, during, index, results)
-            if results is None:
-                return
-        if self.model is not None and self.model.running:
-            if isinstance(during, sc.Open):
-                self.tracker.load_interrupted(self.model)
-            self.tracker.observe(self.model, during, crashed=True, result=results.get(self.model.name))
-        if source.backend == "sim":  # how many operations the fault chose from (the crash image's size)
-            results[source.name] = {**results[source.name], "pending": len(journal(source.raw_storage))}
-        live = source.files() if self.fault_outcomes is not None else None
-        files, dirs, mtimes = source.image(fault)
-        if live is not None:
-            self.fault_outcomes.append(producer_state_damage(live, files))
-        if before is not None and reference is not None:  # (a power loss may also lose older operations)
-            self.verdict.count(IDEMPOTENT_RECOVERY)
-            skipped = crash_recovery.recovery_skipped(before, files, reference.clean)
-            if skipped:
-                self._violation(IDEMPOTENT_RECOVERY, index, skipped, (crash_recovery.__name__ + ".recovery_skipped",))
-        for t in self.targets:
-            t.halt()
-            t.restore(files, dirs, mtimes)
-            t.clock.now = source.clock.now  # time passed for every target, also where a tick was cut short
-        # idempotent-recovery is judged only on a settled image (nothing pending before the open):
-        # otherwise the crash may also have lost what preceded the load
-        # (corpora/crash/idempotent-recovery-after-a-crash-inside-the-loader.json)
-        settled = pending_before == 0
-        got_past = isinstance(step, sc.FailIo) and results.get(source.name, {}).get("completed")
-        if got_past and kafkas_own.applies("unreadable-checkpoint-is-empty"):
-            settled = False
-        self.tracker.crashed(reference if settled else None, isinstance(during, sc.Open))
-        self._shutdown_at = None
-        self.verdict.results.append(results)
-
-    def _run_interrupted(self, step, during, index: int, results: dict):
-        """``during`` on the image source, cut at its ``at_op``-th operation, and on the model
-        uninterrupted: (results, the model's :class:`Reference` if ``during`` was a load)."""
-        reference, problem = None, None
-        for t in self.targets:
-            if t is self.source:
-                results[t.name], problem = self._interrupted(t, step, during)
-            elif t is self.model:
-                try:
-                    results[t.name] = t.apply(during)
-                except Exception as e:
-                    frames = own_frames(traceback.extract_tb(e.__traceback__))
-                    self._violation(
-                        CONFORMS, index, f"{t.name} raised {where(e)} during {describe(during)}", frames, stop=True
-                    )
-                    return None, None
-                if isinstance(during, sc.Open) and t.running:
-                    reference = Reference.of(t)
-        if problem:
-            self._violation(ISOLATED, index, f"{self.source.name}: {problem}", (f"{__name__}._interrupted",), stop=True)
-            return None, None
-        return results, reference
-
-    def _corrupt(self, step: sc.Corrupt) -> dict:
-        """Damage one file of every target's image (the broker must be down)."""
-        if any(t.running for t in self.targets):
-            return {t.name: {"error": "Running"} for t in self.targets}
-        files, dirs, mtimes = self.source.image()
-        try:
-            files = corrupt(files, step.path, step.offset, step.length, step.kind, step.seed)
-        except FaultError:
-            return {t.name: {"error": "NoSuchFile"} for t in self.targets}
-        for t in self.targets:
-            t.restore(files, dirs, mtimes)
-        self.tracker.corrupted(step.path)
-        return {t.name: {} for t in self.targets}
-
-    def _inject(self, step: sc.InjectLegacySegment, index: int) -> None:
-        """Write the legacy segment into every target's disk image (the broker is down)."""
-        source = self.source
-        if source is None:
             raise sc.ScenarioError(f"step {index}: {step.op} needs an impl target on the simulated backend")
-        key = f"d{step.dir}/{step.topic}-{step.partition}"
-        error = None
-        if any(t.running for t in self.targets):
-            error = "Running"
-        elif step.dir >= self.header.data_dirs:
-            error = "NoSuchDataDir"
-        else:
-            files, dirs, mtimes = source.image()
-            if key in dirs or any(p.startswith(key + "/") for p in files):
-                error = "PartitionExists"
-        if error:
-            self.verdict.results.append({t.name: {"error": error} for t in self.targets})
-            return
-        written = sc.legacy_segment_files(step)
-        name = f"{key}/{step.base_offset:020d}"
-        files = {**files, **{f"{name}{suffix}": b for suffix, b in written.items()}}
-        mtimes = {**mtimes, f"{name}.log": source.clock.now}
-        for t in self.targets:
-            t.restore(files, [*dirs, key], mtimes)
-        batches = [
-            (b.header().offset, b.header().last_offset, digest(b.raw)) for b in iterate_file(written[".log"]).batches
-        ]
-        self.tracker.injected(key, batches)
-        self._shutdown_at = None  # the disk changed since the shutdown: not a clean restart any more
-        self.verdict.results.append({t.name: {"messages": len(batches)} for t in self.targets})
-
-    def _interrupted(self, target, step, during) -> tuple[dict, str | None]:
-        """Run ``during`` on the image source with its ``at_op``-th storage operation failing:
-        (its result, an ``isolated`` witness if the failure escaped as it must not)."""
-        failure = None
-        if isinstance(step, sc.FailIo):
-            code = errno.EIO if step.error == "EIO" else errno.ENOSPC
-            failure = lambda what, path: OSError(code, f"{os.strerror(code)} ({what})", path)  # noqa: E731
-        target.arm(step.at_op, failure)
+        context = FaultContext(
+            self.source, self.model, tuple(self.targets), self.header.data_dirs, self.report_damage
+        )
         try:
-            result = {**target.apply(during), "completed": True}
-        except PowerLoss as e:
-            return {
-                "crashed_at": step.at_op,
-                "operation": e.args[0],
-                "path": e.args[1].removeprefix(target.root + "/"),
-            }, None
-        except Exception as e:
-            cause = getattr(step, "error", "a crash")
-            return {}, f"raised {where(e)} when operation {step.at_op} of {describe(during)} failed with {cause}"
-        finally:
-            target.arm(None)
-        problem = crash_recovery.io_error_problem(result) if isinstance(step, sc.FailIo) else None
-        return result, problem
+            outcome = self.last_fault = step.strike(context)
+        except Unsupported as e:  # not judged: reported, never passed (DESIGN.md "Targets")
+            self.verdict.unsupported = f"step {index} ({describe(step)}): {e}"
+            self.broken = True
+            return
+        for prop in outcome.checked:
+            self.verdict.count(prop)
+        for prop, witness, frames, stop in outcome.violations:
+            self._violation(prop, index, witness, frames, stop)
+        if outcome.stopped:
+            return
+        self.tracker.struck(outcome, self.model)
+        if outcome.image is not None:
+            for t in self.targets:
+                if outcome.stops_broker:
+                    t.halt()
+                t.restore(*outcome.image)
+                if outcome.clock_ms is not None:
+                    t.clock.now = outcome.clock_ms
+        if outcome.forgets_shutdown:
+            self._shutdown_at = None
+        self.verdict.results.append(outcome.results)
+
+    def fork_source(self):
+        """A copy of the image source as it is now, to run a step on without touching the session
+        (the operations a step would make, for a state machine drawing where to interrupt it)."""
+        return forked(self.source)
 
 
 def _family(judgement) -> tuple[str, ...]:
     """Where a violation was found, for its campaign signature: the family's judging function."""
     frame = judgement.gi_frame
     return (f"{frame.f_globals['__name__']}.{judgement.gi_code.co_name}",) if frame else ()
-
-
-def _pending_count(target) -> int:
-    if not isinstance(target, ImplTarget) or target.backend != "sim":
-        return 0
-    return len(journal(target.raw_storage))
 
 
 def run(scenario: sc.Scenario, targets=("model", "impl"), backend: str = "sim", stop_at_first: bool = True) -> Verdict:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import base64
 import json
 import re
-import struct
 from typing import Any, ClassVar
 
 import attrs
+from hypothesis import strategies as st
 
-from conformance.crash_images import CORRUPTIONS, Fault, FaultError
 from model import compression
 from model.config import Config, ConfigError
 from model.records import (
@@ -102,13 +101,53 @@ class Unsupported(Exception):
     "Targets")."""
 
 
+STEPS: dict[str, type[Step]] = {}  # op → step class, in the order the classes are defined
+
+
 class Step:
+    """One step: its JSON form, the target operation it is, and what the runner, the crash
+    bookkeeping and the state machines need to know of it — declared here, so nothing else asks a
+    step its type (docs/harness.md).  A fault is a step with ``strike`` (:mod:`conformance.faults`)."""
+
     op: ClassVar[str]
     partition_level: ClassVar[bool] = True
     # how the runner takes it: "operation" (every target runs it), "read" (changes nothing),
     # "fault" (one image source runs it, every target gets the image) or "disk" (the disk image
     # changes while the broker is down)
     runs_as: ClassVar[str] = "operation"
+    loads: ClassVar[bool] = False  # LogManager startup: every partition loaded (§6.2)
+    shuts_down: ClassVar[bool] = False  # a graceful shutdown: everything to the log end durable (§6.3)
+    passes_time: ClassVar[bool] = False  # only the clock moves: a clean shutdown stays the last thing done
+    # while the broker is down a target still takes it (the rest answer NotRunning)
+    runs_when_down: ClassVar[bool] = False
+    # a crash or an I/O error may stop it at one of its storage operations (crash machine's swarm)
+    interruptible: ClassVar[bool] = False
+    # it fsyncs every data dir (writing its checkpoints): every partition's directory entry is durable
+    anchors_data_dirs: ClassVar[bool] = False
+    # a fault cut from Kafka's own journal: the kafka target must capture its I/O (conformance.kafka_io)
+    on_kafka_journal: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "op" in cls.__dict__:
+            STEPS[cls.op] = cls
+
+    @classmethod
+    def drawn(cls, machine, data, topic: str, partition: int) -> Step:
+        """This step with its arguments drawn by a state machine, to be interrupted (``interruptible``)."""
+        return cls(topic, partition) if cls.partition_level else cls()
+
+    def problem(self, target) -> str | None:
+        """What the step itself shows wrong on ``target`` once it ran, or None (a race's double build)."""
+        return None
+
+    def wire_requests(self) -> list[dict]:
+        """The JSON-lines requests of this step for a Kafka adapter (docs/kafka-target.md)."""
+        return [{"op": self.op, **{f.name: getattr(self, f.name) for f in attrs.fields(type(self))}}]
+
+    def wire_result(self, answers: list[dict]) -> dict:
+        """The step's result from the adapter's answers to :meth:`wire_requests`."""
+        return answers[-1]
 
     @classmethod
     def fields_from_json(cls, d: dict, where: str) -> dict:
@@ -182,6 +221,7 @@ class Create(Step):
 @attrs.frozen
 class Append(Step):
     op = "append"
+    interruptible = True
     topic: str = "t"
     partition: int = 0
     batches: tuple[BatchSpec, ...] = ()
@@ -200,10 +240,28 @@ class Append(Step):
         infos = [log.append(data, self.leader, self.leader_epoch) for data in append_requests(self)]
         return {"first": infos[0].first_offset, "last": infos[-1].last_offset}
 
+    @classmethod
+    def drawn(cls, machine, data, topic, partition):
+        batches = tuple(BatchSpec(machine.draw_records(data)) for _ in range(data.draw(st.integers(1, 3))))
+        return cls(topic, partition, batches, True, machine.epochs.get((topic, partition), 0))
+
+    def wire_requests(self):
+        """One request per ``UnifiedLog.append`` (:func:`append_requests`), the bytes as hex."""
+        fields = {f.name: getattr(self, f.name) for f in attrs.fields(type(self)) if f.name != "batches"}
+        if not self.leader and self.batches:
+            # a follower's current leader epoch is at least every fetched batch's; Kafka 4.x
+            # leaves out batches stamped above the epoch appendAsFollower is given
+            fields["leader_epoch"] = max(b.leader_epoch for b in self.batches)
+        return [{"op": "append", **fields, "data": data.hex()} for data in append_requests(self)]
+
+    def wire_result(self, answers):
+        return {"first": answers[0]["first"], "last": answers[-1]["last"]}
+
 
 @attrs.frozen
 class Roll(Step):
     op = "roll"
+    interruptible = True
     topic: str = "t"
     partition: int = 0
 
@@ -269,6 +327,7 @@ class OffsetForTimestamp(Step):
 @attrs.frozen
 class Truncate(Step):
     op = "truncate"
+    interruptible = True
     topic: str = "t"
     partition: int = 0
     offset: int = 0
@@ -277,6 +336,11 @@ class Truncate(Step):
     def fields_from_json(cls, d, where):
         return {"offset": _int(d, "offset", where, 0)}
 
+    @classmethod
+    def drawn(cls, machine, data, topic, partition):
+        tp = (topic, partition)
+        return cls(topic, partition, machine.draw_offset(data, tp, machine.leo.get(tp, 0) + 1))
+
     def call(self, manager, dirs):
         return {"truncated": manager.truncate_to(self.topic, self.partition, self.offset)}
 
@@ -284,11 +348,17 @@ class Truncate(Step):
 @attrs.frozen
 class TruncateFully(Step):
     op = "truncate_fully"
+    interruptible = True
     topic: str = "t"
     partition: int = 0
     offset: int = 0
 
     fields_from_json = Truncate.fields_from_json
+
+    @classmethod
+    def drawn(cls, machine, data, topic, partition):
+        leo = machine.leo.get((topic, partition), 0)
+        return cls(topic, partition, data.draw(st.integers(0, leo + 50), label="offset"))
 
     def call(self, manager, dirs):
         manager.truncate_fully_and_start_at(self.topic, self.partition, self.offset)
@@ -298,11 +368,13 @@ class TruncateFully(Step):
 @attrs.frozen
 class DeleteRecords(Step):
     op = "delete_records"
+    interruptible = True
     topic: str = "t"
     partition: int = 0
     offset: int = 0
 
     fields_from_json = Truncate.fields_from_json
+    drawn = Truncate.drawn
 
     def call(self, manager, dirs):
         return {"log_start_offset": manager.log(self.topic, self.partition).delete_records(self.offset)}
@@ -311,6 +383,7 @@ class DeleteRecords(Step):
 @attrs.frozen
 class Flush(Step):
     op = "flush"
+    interruptible = True
     topic: str = "t"
     partition: int = 0
     offset: int | None = None
@@ -327,10 +400,101 @@ class Flush(Step):
 @attrs.frozen
 class Retention(Step):
     op = "retention"
+    interruptible = True
     partition_level = False
 
     def call(self, manager, dirs):
         return {"deleted": manager.retention()}
+
+
+@attrs.frozen
+class Checkpoint(Step):
+    op = "checkpoint"
+    interruptible = True
+    anchors_data_dirs = True
+    partition_level = False
+
+    def call(self, manager, dirs):
+        manager.checkpoint_recovery_points()
+        manager.checkpoint_log_start_offsets()
+        return {}
+
+
+@attrs.frozen
+class Shutdown(Step):
+    op = "shutdown"
+    interruptible = True
+    shuts_down = True
+    anchors_data_dirs = True
+    partition_level = False
+
+    def on(self, target):
+        return target.shutdown()
+
+
+@attrs.frozen
+class Tick(Step):
+    op = "tick"
+    partition_level = False
+    interruptible = True
+    passes_time = True
+    runs_when_down = True
+    ms: int = 1000
+    DRAWN_MS: ClassVar[tuple[int, ...]] = (1000, 86_400_000)  # a second; a day, past most retention.ms drawn
+
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return {"ms": _int(d, "ms", where, 1000, 0, 10**12)}
+
+    @classmethod
+    def drawn(cls, machine, data, topic, partition):
+        return cls(data.draw(st.sampled_from(list(cls.DRAWN_MS))))
+
+    def on(self, target):
+        return target.tick(self.ms)
+
+
+@attrs.frozen
+class Open(Step):
+    op = "open"
+    partition_level = False
+    loads = True
+    runs_when_down = True
+    anchors_data_dirs = True
+
+    def on(self, target):
+        return target.open()
+
+
+@attrs.frozen
+class AlterConfig(Step):
+    """A topic's config altered while the broker runs (the AlterConfigs request; LogManager.updateTopicConfig):
+    every log of ``topic`` takes the scenario's config with ``config`` in force — each alteration
+    replaces the previous one — from its next operation on; segments keep what they were created
+    with (index interval and size, roll jitter).  A log created later, or loaded at the next start,
+    takes the scenario's config (docs/departures.md: a topic's config is not kept in metadata here)."""
+
+    op = "alter_config"
+    partition_level = False
+    topic: str = "t"
+    config: dict = attrs.field(factory=dict, hash=False)
+
+    @classmethod
+    def fields_from_json(cls, d, where):
+        config = d.get("config")
+        if not isinstance(config, dict) or not config:
+            raise ScenarioError(f"{where}: 'config' must be a non-empty object of topic configs")
+        try:
+            Config.of(config)
+        except ConfigError as e:
+            raise ScenarioError(f"{where}: config: {e}") from None
+        if "num.recovery.threads.per.data.dir" in config:
+            raise ScenarioError(f"{where}: config: num.recovery.threads.per.data.dir is the broker's, not a topic's")
+        return {"topic": _str(d, "topic", where, "t"), "config": dict(config)}
+
+    def call(self, manager, dirs):
+        manager.update_topic_config(self.topic, self.config)
+        return {}
 
 
 @attrs.frozen
@@ -340,6 +504,7 @@ class Clean(Step):
     (KAFKA-5413), each group cleaned into a ``.cleaned`` segment and installed by replaceSegments."""
 
     op = "clean"
+    interruptible = True
     topic: str = "t"
     partition: int = 0
 
@@ -376,186 +541,14 @@ class Race(Step):
     def on(self, target):
         return target.race(self)
 
-
-@attrs.frozen
-class Checkpoint(Step):
-    op = "checkpoint"
-    partition_level = False
-
-    def call(self, manager, dirs):
-        manager.checkpoint_recovery_points()
-        manager.checkpoint_log_start_offsets()
-        return {}
+    def problem(self, target):
+        if target.built_twice:
+            return f"{target.name}: the race built the lazy index {target.built_twice[0]} twice — two index objects for one file (KAFKA-9156)"
+        return None
 
 
-@attrs.frozen
-class Tick(Step):
-    op = "tick"
-    partition_level = False
-    ms: int = 1000
-
-    @classmethod
-    def fields_from_json(cls, d, where):
-        return {"ms": _int(d, "ms", where, 1000, 0, 10**12)}
-
-    def on(self, target):
-        return target.tick(self.ms)
-
-
-@attrs.frozen
-class Shutdown(Step):
-    op = "shutdown"
-    partition_level = False
-
-    def on(self, target):
-        return target.shutdown()
-
-
-@attrs.frozen
-class Open(Step):
-    op = "open"
-    partition_level = False
-
-    def on(self, target):
-        return target.open()
-
-
-@attrs.frozen
-class Crash(Step):
-    """Power loss (spec §9.3; DESIGN.md "Storage faults").  With ``during``, that step runs until
-    its ``at_op``-th storage operation (counted from 0), which never happens; without, the crash
-    comes between steps.  ``fault`` picks what of the not-yet-durable operations reached the disk
-    (:class:`conformance.crash_images.Fault`).  Every target stops and is left the same image."""
-
-    op = "crash"
-    runs_as = "fault"
-    partition_level = False
-    fault: Any = None  # crash_images.Fault
-    during: Any = None  # Step | None
-    at_op: int = 0
-
-    @classmethod
-    def fields_from_json(cls, d, where):
-        return {
-            **_during(d, where, required=False),
-            "fault": _fault(d.get("fault", {"family": "process"}), f"{where}.fault"),
-        }
-
-    def on(self, target):
-        raise TypeError(f"{self.op} is a fault: the runner applies it to the disk image, not to a target")
-
-
-@attrs.frozen
-class FailIo(Step):
-    """The ``at_op``-th storage operation of ``during`` fails with EIO or ENOSPC.  Kafka turns it
-    into a KafkaStorageException and takes the log dir offline (§6.6); the broker here stops with
-    its files as they are (no power loss), and the next ``open`` loads them."""
-
-    op = "fail_io"
-    runs_as = "fault"
-    partition_level = False
-    during: Any = None
-    at_op: int = 0
-    error: str = "EIO"
-
-    @classmethod
-    def fields_from_json(cls, d, where):
-        during = _during(d, where, required=True)
-        error = d.get("error", "EIO")
-        if error not in IO_ERRORS:
-            raise ScenarioError(f"{where}: 'error' must be one of {', '.join(IO_ERRORS)}")
-        return {**during, "error": error}
-
-    on = Crash.on
-
-
-@attrs.frozen
-class Corrupt(Step):
-    """Damage a file while the broker is down (not a crash): ``length`` bytes at ``offset`` zeroed
-    or junk, or one bit flipped.  ``path`` is relative to the broker's root (``d0/t-0/…log``)."""
-
-    op = "corrupt"
-    runs_as = "fault"
-    partition_level = False
-    path: str = ""
-    offset: int = 0
-    length: int = 1
-    kind: str = "bitflip"
-    seed: int = 0
-
-    @classmethod
-    def fields_from_json(cls, d, where):
-        kind = d.get("kind", "bitflip")
-        if kind not in CORRUPTIONS:
-            raise ScenarioError(f"{where}: 'kind' must be one of {', '.join(CORRUPTIONS)}")
-        return {
-            "path": _str(d, "path", where),
-            "offset": _int(d, "offset", where, 0, 0),
-            "length": _int(d, "length", where, 1, 1, 1 << 30),
-            "kind": kind,
-            "seed": _int(d, "seed", where, 0),
-        }
-
-    on = Crash.on
-
-
-@attrs.frozen
-class LegacyMessage:
-    """One shallow legacy message: ``offset`` is its offset field — for a compressed wrapper the
-    offset of its last inner record — and ``records`` how many records it holds (more than one
-    only in a compressed wrapper, whose inner offsets are consecutive up to ``offset``)."""
-
-    offset: int
-    records: int = 1
-
-    @property
-    def first(self) -> int:
-        return self.offset - self.records + 1
-
-
-@attrs.frozen
-class InjectLegacySegment(Step):
-    """A segment an old broker left (spec §7.9, KAFKA-6264): v0/v1 messages at the explicit offsets
-    given, which may lie beyond ``base`` + 2^31−1 — what KAFKA-4451's rolls and KAFKA-5413's
-    cleaner wrote before 0.10.2.2/0.11.0.  A disk-state step, not a fault: while the broker is down
-    it creates the directory of a partition that is not on disk yet (a log moved over from an old
-    cluster) holding ``<base>.log``, plus empty ``.index``/``.timeindex`` files if ``indexes`` (a
-    segment the loader trusts after a clean shutdown, §5.4) — without them the load recovers it
-    (§5.3).  A segment found overflowed at load is split (§5.5); every injected message must
-    survive that, interrupted anywhere (``durable``).  v1 messages are timestamped ``timestamp``,
-    ``timestamp`` + 1, …; v0 messages have none."""
-
-    op = "inject_legacy_segment"
-    runs_as = "disk"
-    topic: str = "t"
-    partition: int = 0
-    dir: int = 0
-    base: int | None = None  # the file's base offset; default: the first message's first offset
-    messages: tuple[LegacyMessage, ...] = ()
-    magic: int = 1
-    codec: str = "none"
-    indexes: bool = False
-    timestamp: int = 0
-
-    @classmethod
-    def fields_from_json(cls, d, where):
-        return _legacy_segment(d, where)
-
-    on = Crash.on
-
-    @property
-    def base_offset(self) -> int:
-        return self.messages[0].first if self.base is None else self.base
-
-
-STEPS: dict[str, type[Step]] = {
-    cls.op: cls
-    for cls in (Create, Append, Roll, Read, OffsetForTimestamp, Truncate, TruncateFully, DeleteRecords, Flush)
-    + (Retention, Clean, Checkpoint, Tick, Shutdown, Open, Crash, FailIo, Corrupt, InjectLegacySegment, Race)
-}
 RACE_STEPS = (Append, Roll, Read, OffsetForTimestamp)  # what a race's threads may run
 RACE_WRITERS = (Append, Roll)
-IO_ERRORS = ("EIO", "ENOSPC")
 FAILURE_POLICIES = ("kafka", "isolate")  # Scenario.failure_policy
 
 
@@ -730,101 +723,6 @@ def _race(d: dict, where: str) -> dict:
         if type(t) is not int or not 0 <= t < len(steps):
             raise ScenarioError(f"{where}.schedule[{i}]: {t!r} is not a thread number (0 to {len(steps) - 1})")
     return {"steps": steps, "schedule": tuple(schedule)}
-
-
-def _legacy_segment(d: dict, where: str) -> dict:
-    if not re.fullmatch(r"[a-zA-Z0-9._-]{1,249}", d.get("topic", "t")) or d.get("topic") in (".", ".."):
-        raise ScenarioError(f"{where}: 'topic' must be a legal topic name ([a-zA-Z0-9._-], 1 to 249 characters)")
-    kwargs: dict[str, Any] = {"dir": _int(d, "dir", where, 0, 0, 64)}
-    kwargs["magic"] = _int(d, "magic", where, 1, 0, 1)
-    kwargs["codec"] = d.get("codec", "none")
-    if kwargs["codec"] not in CODECS or kwargs["codec"] == "zstd":
-        raise ScenarioError(f"{where}: 'codec' must be one of none, gzip, snappy, lz4 (no zstd before magic 2)")
-    kwargs["indexes"] = _bool(d, "indexes", where, False)
-    kwargs["timestamp"] = _int(d, "timestamp", where, 0, 0, 2**62)
-    raw = d.get("messages")
-    if not isinstance(raw, list) or not 1 <= len(raw) <= 10_000:
-        raise ScenarioError(f"{where}: 'messages' must be a list of 1 to 10000 messages")
-    messages = []
-    for i, m in enumerate(raw):
-        mw = f"{where}.messages[{i}]"
-        if not isinstance(m, dict) or set(m) - {"offset", "records"}:
-            raise ScenarioError(f"{mw}: a message is an object with 'offset' and optionally 'records'")
-        records = _int(m, "records", mw, 1, 1, 1000)
-        if records > 1 and kwargs["codec"] == "none":
-            raise ScenarioError(f"{mw}: only a compressed wrapper holds more than one record (set 'codec')")
-        msg = LegacyMessage(_int(m, "offset", mw, None, records - 1, LONG[1]), records)
-        if messages and msg.first <= messages[-1].offset:
-            raise ScenarioError(f"{mw}: offsets must increase (first offset {msg.first} after {messages[-1].offset})")
-        messages.append(msg)
-    kwargs["messages"] = tuple(messages)
-    if d.get("base") is not None:
-        kwargs["base"] = _int(d, "base", where, None, 0, LONG[1])
-        if kwargs["base"] > messages[0].first:
-            raise ScenarioError(f"{where}: 'base' {kwargs['base']} is above the first offset {messages[0].first}")
-    return kwargs
-
-
-def legacy_segment_files(step: InjectLegacySegment) -> dict[str, bytes]:
-    """The files of an ``inject_legacy_segment`` step by suffix: the ``.log``, and with ``indexes``
-    what a clean shutdown of the old broker left — an empty offset index (lookups then scan from
-    the start: always right) and a time index holding only the final entry (the max timestamp and
-    its message's offset) for v1.  Brokers before 2.0 cast relative offsets to int unchecked
-    (§7.9), so an overflowed segment's entry holds the wrapped value."""
-    files = {".log": legacy_segment_bytes(step)}
-    if step.indexes:
-        files[".index"] = files[".timeindex"] = b""
-        if step.magic == 1:
-            last = step.messages[-1].offset
-            newest = step.timestamp + sum(m.records for m in step.messages) - 1
-            relative = (last - step.base_offset + 2**31) % 2**32 - 2**31
-            files[".timeindex"] = struct.pack(">qi", newest, relative)
-    return files
-
-
-def legacy_segment_bytes(step: InjectLegacySegment) -> bytes:
-    """The ``.log`` file of an ``inject_legacy_segment`` step: each message's records are keyed
-    ``k<offset>`` with value ``v<offset>`` (v1: timestamps from ``step.timestamp``, one per record)."""
-    codec = CODECS[step.codec]
-    out = bytearray()
-    ts = step.timestamp
-    for m in step.messages:
-        entries = []
-        for o in range(m.first, m.offset + 1):
-            entries.append((ts if step.magic == 1 else NO_TIMESTAMP, f"k{o}".encode(), f"v{o}".encode()))
-            ts += 1
-        if codec == compression.NONE:
-            out += encode_legacy_message(step.magic, m.offset, entries[0][1], entries[0][2], entries[0][0])
-        else:
-            out += build_legacy_wrapper(step.magic, codec, m.offset, entries)
-    return bytes(out)
-
-
-def _fault(d, where: str):
-    if not isinstance(d, dict):
-        raise ScenarioError(f"{where}: a fault is an object with a 'family'")
-    known = {f.name for f in attrs.fields(Fault)}
-    if set(d) - known:
-        raise ScenarioError(f"{where}: unknown field(s) {', '.join(sorted(set(d) - known))}")
-    kwargs: dict[str, Any] = {"family": d.get("family", "process")}
-    for k in ("keep", "op", "cut", "seed"):
-        if k in d:
-            kwargs[k] = _int(d, k, where, 0, 0 if k != "seed" else LONG[0])
-    if "unit" in d:
-        kwargs["unit"] = _int(d, "unit", where, 512)
-    if "fill" in d:
-        kwargs["fill"] = d["fill"]
-    if "data" in d:
-        kwargs["data"] = _bool(d, "data", where, True)
-    if "lose" in d:
-        lose = d["lose"]
-        if not isinstance(lose, list) or any(type(i) is not int or i < 0 for i in lose):
-            raise ScenarioError(f"{where}: 'lose' must be a list of operation numbers (integers ≥ 0)")
-        kwargs["lose"] = tuple(lose)
-    try:
-        return Fault(**kwargs)
-    except (FaultError, TypeError) as e:
-        raise ScenarioError(f"{where}: {e}") from None
 
 
 def append_bytes(step: Append) -> bytes:

@@ -33,6 +33,8 @@ class TracingFile:
         self.path = inner.path
 
     def __getattr__(self, name):
+        if name == "_inner":  # not set yet: an instance a copy is building
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
     def write_at(self, offset, data):
@@ -70,6 +72,8 @@ class TracingStorage:
         self.counted: list[str] | None = None  # a list: every counted operation's name, in order
 
     def __getattr__(self, name):
+        if name == "_inner":  # not set yet: an instance a copy is building
+            raise AttributeError(name)
         return getattr(self._inner, name)
 
     def arm(self, at: int | None, failure=PowerLoss) -> None:

@@ -56,14 +56,14 @@ TABLE = (
     Weight("crash image: op number", {"at a name or extent change": 1, "at a producer-state file's write": 1,
                                       "anywhere": 1},
            "ordering bugs live at a pending create, rename, unlink or cut: a truncation's (§4.7, ALICE); a torn"
-           " or zeroed snapshot or .txnindex write is a file the next load must refuse or rebuild (issue 32)"),
+           " or zeroed snapshot or .txnindex write is a file the next load must refuse or rebuild (docs/producer-state.md)"),
     Weight("crash image: prefix kept", {"up to a name or extent change or one past it": 1, "anywhere": 1},
            "a prefix ending right before or after a rename or a cut is a crash state of its own (ALICE)"),
     Weight("crash image: operations lost",
            {"one pending .log cut": 1, "one name or extent change": 1, "one producer-state file's write": 1,
             "up to four operations": 1},
            "one reordering (ALICE's omit-one): a truncation's unsynced cut or rename lost, the rest kept (§4.7);"
-           " a snapshot or .txnindex write lost while later ones stay (issue 32)"),
+           " a snapshot or .txnindex write lost while later ones stay"),
     Weight("crash image: family", {"a pending .log cut lost alone": 1, "process": 1, "prefix": 1, "reorder": 1,
                                    "torn": 1, "size_ahead": 1, "metadata": 1},
            "each family of the case's swarm; a pending .log cut lost alone: Kafka never fsyncs it (§4.7)"),
@@ -77,9 +77,12 @@ TABLE = (
             "a text checkpoint": 1, "a leader-epoch checkpoint": 1, "a legacy .log": 1, "a producer-state file": 1,
             "any file of any kind": 1},
            "what a load reads (§5.6), trusts unread (KAFKA-7283, KAFKA-10207) or parses (§6.5); every load the active;"
-           " a snapshot or .txnindex the load refuses or rebuilds (issue 32)"),
+           " a snapshot or .txnindex the load refuses or rebuilds"),
     Weight("damage: an index's final entry zeroed", Fraction(1, 2),
            "a preallocated index's padding in its final slot: max timestamp 0, deleted early (KAFKA-10207)"),
+    Weight("crash: cut from Kafka's own journal", Fraction(1, 2),
+           "with Kafka's I/O captured, half the power losses fall in Kafka's own write, fsync and rename "
+           "order (KAFKA-3968: a segment fsynced, its directory never), half in impl's, the model's protocol"),
     Weight("damage: one field changed by one bit", Fraction(1, 2),
            "a checkpoint that still parses (epochs out of order, §6.5); a legacy base offset negative (§5.5)"),
     Weight("damage: a text checkpoint's damage", {"a bit flip": 1, "the drawn kind": 1},

@@ -12,7 +12,7 @@ import attrs
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
-# LogConfig's INT settings: none can reach 2 GiB, so neither can a segment file (issue 32)
+# LogConfig's INT settings: none can reach 2 GiB, so neither can a segment file
 INT_KEYS = frozenset(
     {"segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
      "num.recovery.threads.per.data.dir"}
@@ -90,6 +90,11 @@ class LogConfig:
                 raise ConfigError(key, value, "expected delete, compact or both")
             kwargs[attr] = value
         return cls(**kwargs)
+
+    def updated(self, overrides: dict) -> LogConfig:
+        """This config with ``overrides`` in force (validated as :meth:`from_dict` validates)."""
+        changed = LogConfig.from_dict(overrides)
+        return attrs.evolve(self, **{_KEYS[k][0]: getattr(changed, _KEYS[k][0]) for k in overrides})
 
     @property
     def delete_enabled(self) -> bool:

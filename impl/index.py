@@ -180,7 +180,7 @@ class _MmapIndex:
         of the mapping: the bytes, count and last entry appending them one by one would leave.  The
         caller has checked each as :meth:`OffsetIndex.append` / :meth:`TimeIndex.maybe_append`
         would (recovery does, impl.segment): one pack and one copy instead of an entry-sized write
-        per batch, which made index rebuilds a third of recovery (issue #34)."""
+        per batch, which made index rebuilds a third of recovery (benchmarks/recovery.py)."""
         n = len(flat) // 2
         if not n:
             return

@@ -483,6 +483,13 @@ class LogManager:
             }
             write_offsets(self.storage, f"{d}/{LOG_START_OFFSET_CHECKPOINT}", entries)
 
+    def update_topic_config(self, topic: str, overrides: dict) -> None:
+        """LogManager.updateTopicConfig: UnifiedLog.updateConfig on every log of ``topic``, the
+        broker's config with ``overrides`` in force; its segments keep what they were created with."""
+        for (t, _), log in self.logs.items():
+            if t == topic:
+                log.config = self.config.updated(overrides)
+
     @storage_errors
     def retention(self) -> int:
         return sum(log.delete_old_segments() for _, log in sorted(self.logs.items()))

@@ -473,7 +473,7 @@ class LogSegment:
         index.interval.bytes lie since the last, and for a v2 batch the producer state's map end,
         the header of a batch with a producer id, and its leader epoch.  Returns the valid bytes.
 
-        Issue #34: a plain v2 batch (magic 2, long enough, whole, CRC-32C right) is read here with one
+        A plain v2 batch (magic 2, long enough, whole, CRC-32C right) is read here with one
         unpack of the fields used, no header object, and its entries are kept in memory, checked as
         ``OffsetIndex.append`` / ``TimeIndex.maybe_append`` check them, and written in one piece.
         Any other batch (legacy, short, torn, failing its CRC) goes to :class:`BatchScan`, whose

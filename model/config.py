@@ -89,6 +89,11 @@ class Config:
             merged[key] = _check(key, value)
         return cls(merged)
 
+    def updated(self, overrides: dict) -> Config:
+        """This config with ``overrides`` in force (a topic's config altered, LogConfig.fromProps
+        over the broker's defaults and the topic's overrides)."""
+        return Config.of({**self.values, **overrides})
+
     def __getattr__(self, name: str):
         key = name.replace("_", ".")
         try:

@@ -244,7 +244,7 @@ class Log:
                 self.epochs_clear()
         if len(data) > self.config.segment_bytes:
             raise LogError("RecordBatchTooLargeException", f"{len(data)} bytes exceed segment.bytes")
-        if self.active.should_roll(max_ts, last, len(data), self.clock()):
+        if self.active.should_roll(max_ts, last, len(data), self.clock(), self.config):
             # no first offset known (a legacy batch first): KAFKA-6264's guess, the last offset
             # less Int.MAX, raised to the log end offset by the roll
             self.roll(first if first >= 0 else last - INT32_MAX)

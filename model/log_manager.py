@@ -267,6 +267,14 @@ class LogManager:
         self.log(topic, partition).truncate_fully_and_start_at(offset)
         self.checkpoint_recovery_points(self.dir_of(topic, partition))
 
+    def update_topic_config(self, topic: str, overrides: dict) -> None:
+        """LogManager.updateTopicConfig: every log of ``topic`` takes the broker's config with
+        ``overrides`` in force (UnifiedLog.updateConfig); its segments keep what they were created
+        with (index interval, index size, roll jitter), and a log created later takes the broker's."""
+        for (t, _), p in self.partitions.items():
+            if t == topic:
+                p.log.config = self.config.updated(overrides)
+
     def retention(self) -> int:
         """One pass of the retention task (LogManager.cleanupLogs): ``deleteOldSegments`` on every
         log, in (topic, partition) order; the number of segments deleted.  Sets

@@ -142,8 +142,10 @@ class Segment:
             position += h.size
             self.bytes_since_last_index_entry += h.size
 
-    # §4.3
-    def should_roll(self, max_ts_in_messages: int, last_offset: int, size: int, now_ms: int) -> bool:
+    # §4.3: segment.bytes and segment.ms are the log's, as they are now (RollParams, since 2.1: an
+    # altered topic config rolls the active segment too); the jitter is the segment's own
+    def should_roll(self, max_ts_in_messages: int, last_offset: int, size: int, now_ms: int, config=None) -> bool:
+        config = self.config if config is None else config
         if self.rolling_based_timestamp is None and self.size:
             # §4.3: the first batch's, read by framing alone (its CRC is not checked); a first
             # batch whose header cannot be read leaves it unknown (Kafka's append would throw)
@@ -153,8 +155,8 @@ class Segment:
         rolling = -1 if self.rolling_based_timestamp is None else self.rolling_based_timestamp
         waited = max_ts_in_messages - rolling if rolling >= 0 else now_ms - self.created_ms
         return (
-            self.size > self.config.segment_bytes - size
-            or (self.size > 0 and waited > self.config.segment_ms - self.jitter_ms)
+            self.size > config.segment_bytes - size
+            or (self.size > 0 and waited > config.segment_ms - self.jitter_ms)
             or self.offset_index.is_full()
             or self.time_index.is_full()
             or not self.fits(last_offset)

@@ -55,6 +55,8 @@ LONG_RUNS = (
     "test_scenarios_and_cli.py::test_klc_check",
     "test_dump_index.py::test_live_broker_indexes",
     "test_load_real_data.py::",
+    "test_kafka_findings_junit.py::test_the_findings_fail",
+    "test_kafka_io_releases.py::",
 )
 
 
@@ -66,7 +68,7 @@ def pytest_collection_modifyitems(config, items):
 def frozen_heap():
     """The heap the worker built before this test frozen out of the garbage collector for its
     length: the benchmarks collect before every timed run, and late in a gate session each full
-    collection walked the whole worker's heap (a 1.4 s benchmark test took 10 s, issue #35)."""
+    collection walked the whole worker's heap (a 1.4 s benchmark test took 10 s)."""
     gc.freeze()
     try:
         yield

@@ -31,7 +31,8 @@ class TestCrashMachineOnKafka(FreshCases, KafkaCrashMachine.TestCase):
 
 
 def test_a_dry_run_numbers_operations_as_the_crash_counts_them():
-    """The crash point is drawn from a dry run of the interrupted step (CrashMachine._dry_run): its
+    """The crash point is drawn from a dry run of the interrupted step on a fork of the image source
+    (CrashMachine._dry_run): its
     list must number operations exactly as ``at_op`` counts them, or a crash aimed at a rename falls
     elsewhere.  On a truncation that removes two segments, every operation of the list is the one a
     crash at that number interrupts."""
@@ -68,6 +69,7 @@ def test_a_stopped_broker_comes_back_at_the_next_operation(_):
     back, or the rest of such a case only ticks.  Right after a crash only the steps that need the
     broker down may be drawn; after ``down_rules`` steps an operation may be drawn again, and it
     opens the broker first (an ``open`` step in the scenario, so the case replays as it ran)."""
+    from conformance import faults
     from conformance import scenario as sc
     from conformance.crash_images import Fault
     from conformance.runner import Session
@@ -76,7 +78,7 @@ def test_a_stopped_broker_comes_back_at_the_next_operation(_):
     machine.session = Session(sc.Scenario(()), ("model", "impl"), "sim", faults=True)
     machine._do(sc.Create("t", 0))
     machine.created.add(("t", 0))
-    machine._do(sc.Crash(Fault("process")))
+    machine._do(faults.Crash(Fault("process")))
     machine._after_fault(machine.session.steps[-1])
     assert not machine._up()
     for _ in range(machine.down_rules - 1):

@@ -8,6 +8,7 @@ import types
 
 import pytest
 
+from conformance import faults
 from conformance import scenario as sc
 from conformance.runner import Session
 from conformance.sim_storage import SimStorage
@@ -295,8 +296,8 @@ def test_a_split_over_a_malformed_tail_fails_the_partition_naming_the_position(t
     from conformance import runner
     from conformance import scenario as sc
 
-    legacy = sc.InjectLegacySegment(
-        "old", 0, 0, None, (sc.LegacyMessage(0), sc.LegacyMessage(2**31 + 5)), 1, "none", False, T0
+    legacy = faults.InjectLegacySegment(
+        "old", 0, 0, None, (faults.LegacyMessage(0), faults.LegacyMessage(2**31 + 5)), 1, "none", False, T0
     )
     session = runner.Session(sc.Scenario(()), ("model", "impl"), faults=True)
     assert not session.step(sc.Create("t", 0, 0)) and not session.step(sc.Shutdown()) and not session.step(legacy)
@@ -323,9 +324,9 @@ def test_a_clean_load_reads_the_active_tail_by_framing_alone(damage):
     size = len(sc.append_bytes(sc.Append("t", 0, (batch,))))
     # a bit in the second batch's attributes (CRC-covered), or its size field zeroed
     corrupt = (
-        sc.Corrupt(path="d0/t-0/00000000000000000000.log", offset=size + 21, kind="bitflip", seed=3)
+        faults.Corrupt(path="d0/t-0/00000000000000000000.log", offset=size + 21, kind="bitflip", seed=3)
         if damage == "crc"
-        else sc.Corrupt(path="d0/t-0/00000000000000000000.log", offset=size + 8, length=4, kind="zero")
+        else faults.Corrupt(path="d0/t-0/00000000000000000000.log", offset=size + 8, length=4, kind="zero")
     )
     steps = (sc.Create("t", 0), sc.Append("t", 0, (batch, batch)), sc.Shutdown(), corrupt, sc.Open())
     steps += (sc.Append("t", 0, (batch,)),)

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from conformance import regressions
+from conformance import faults
 from conformance import scenario as sc
 from conformance.cli import main
 from conformance.crash_images import Fault
@@ -177,7 +178,7 @@ def test_a_refused_shutdown_does_not_make_the_next_open_a_clean_restart():
     next open recovers, and clean-restart must not call that a recovery after a graceful shutdown
     (it did, found while shrinking a crash-machine case)."""
     s = sc.Scenario(
-        (sc.Create("t", 0), sc.Crash(Fault("process")), sc.Shutdown(), sc.Open()), clock_start_ms=1_700_000_000_000
+        (sc.Create("t", 0), faults.Crash(Fault("process")), sc.Shutdown(), sc.Open()), clock_start_ms=1_700_000_000_000
     )
     verdict = run(s)
     assert verdict.results[2]["model"] == {"error": "NotRunning"}
@@ -209,7 +210,7 @@ def test_a_cut_keeps_the_first_offset_bytes_and_both_targets_read_what_is_left()
     first = len(sc.append_bytes(_append()))
     for tail in (17, 61):
         steps = (sc.Create("t", 0), _append(), _append(2, T0 + 5), sc.Shutdown())
-        steps += (sc.Corrupt("d0/t-0/00000000000000000000.log", first + tail, 1, "cut"), sc.Open())
+        steps += (faults.Corrupt("d0/t-0/00000000000000000000.log", first + tail, 1, "cut"), sc.Open())
         verdict = run(_scenario(*steps, sc.Read("t", 0, 0, 1 << 20, None, True), sc.Append("t", 0, _append().batches)))
         assert verdict.ok, (tail, verdict.violations)
         assert verdict.results[-1]["model"] == {"first": 2, "last": 3}  # the cut batch is gone from the log end

@@ -30,6 +30,7 @@ from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from hypothesis.stateful import run_state_machine_as_test
 
+from conformance import faults
 from conformance import scenario as sc
 from conformance.crash_images import FAMILIES
 from conformance.crash_machine import FAULT_KINDS, MAX_CRASHES, CrashMachine
@@ -286,11 +287,11 @@ def violation_signature(v) -> str:
 def fault_families(scenario: sc.Scenario) -> list[str]:
     out = set()
     for step in scenario.steps:
-        if isinstance(step, sc.Crash):
+        if isinstance(step, faults.Crash):
             out.add(step.fault.family if step.fault is not None else "process")
-        elif isinstance(step, sc.FailIo):
+        elif isinstance(step, faults.FailIo):
             out.add("fail_io")
-        elif isinstance(step, sc.Corrupt):
+        elif isinstance(step, faults.Corrupt):
             out.add("corrupt")
     return sorted(out)
 

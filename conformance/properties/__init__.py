@@ -15,7 +15,7 @@ CLEAN_RESTART = "clean-restart"
 IDEMPOTENT_RECOVERY = "idempotent-recovery"
 ISOLATED = "isolated"
 BAD_INPUT = "bad-input"
-READ_COMMITTED = "read-committed"  # no aborted or open transaction's data at read_committed (issue 32)
+READ_COMMITTED = "read-committed"  # no aborted or open transaction's data at read_committed (KIP-98, docs/producer-state.md)
 
 ALL = (CONFORMS, DURABLE, PREFIX, INDEX_AGREES, CLEAN_RESTART, IDEMPOTENT_RECOVERY, ISOLATED, BAD_INPUT, READ_COMMITTED)
 

@@ -5,18 +5,17 @@ that follows recovers nothing, (impl) reads no log bytes beyond the active segme
 from __future__ import annotations
 
 from conformance import kafkas_own
-from conformance import scenario as sc
 from conformance.index_files import INDEX_SUFFIXES
 from conformance.properties import CLEAN_RESTART, Observation, tainted
 from model.indexes import file_entries
 
 
 def judge(obs: Observation):
-    if isinstance(obs.step, sc.Shutdown):
+    if obs.step.shuts_down:
         for t in obs.targets:
             if "error" not in obs.results[t.name]:  # a refused shutdown (not running) trimmed nothing
                 yield CLEAN_RESTART, _untrimmed(t, obs)
-    if isinstance(obs.step, sc.Open) and obs.shutdown_at is not None:
+    if obs.step.loads and obs.shutdown_at is not None:
         for t in obs.targets:
             yield CLEAN_RESTART, _recovered(t, obs)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 
 from conformance import kafkas_own, releases
-from conformance import scenario as sc
 from conformance.index_files import is_index_file
 from conformance.properties import CONFORMS, Observation, tainted
 from conformance.targets import without_producers
@@ -24,12 +23,12 @@ def judge(obs: Observation):
     step = obs.step
     # an open a running broker refused loaded nothing: its lazily created indexes are as unsettled
     # as before it (corpora/found/conforms-4cc52035c1)
-    refused = isinstance(step, sc.Open) and any(
+    refused = step.loads and any(
         (r or {}).get("error") == "AlreadyRunning" for r in obs.results.values()
     )
     # a failed startup leaves the loads' indexes as a process death does (preallocated, untrimmed)
-    failed = isinstance(step, sc.Open) and any((r or {}).get("started") is False for r in obs.results.values())
-    settled = isinstance(step, sc.Shutdown | sc.Open) and not refused and not failed
+    failed = step.loads and any((r or {}).get("started") is False for r in obs.results.values())
+    settled = (step.shuts_down or step.loads) and not refused and not failed
     a = obs.targets[0] if obs.targets else None
     for b in obs.targets[1:]:
         witness = _difference(obs, a, b, settled)

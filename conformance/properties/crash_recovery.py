@@ -95,7 +95,7 @@ class Reference:
 def judge(obs: Observation):
     """After an ``open``: the crash properties, if a fault came before it (then the tracker resets)."""
     tracker = obs.tracker
-    if not isinstance(obs.step, sc.Open) or not tracker.faulted:
+    if not obs.step.loads or not tracker.faulted:
         return
     yield from tracker.judge(obs.targets)
 
@@ -121,6 +121,9 @@ class RecoveryTracker:
         self.injected_batches: dict[str, list] = {}  # must all be there at the next completed open
         self.legacy: set[str] = set()  # partitions an inject_legacy_segment step created
         self.last: tuple[dict, dict] = ({}, {})  # batches and segment bases at the last observe
+        # the target whose own journal the last crash image was cut from (None: impl's on the
+        # simulated backend): what that target's writes did not make durable, no target can have
+        self.journal_of: str | None = None
 
     def injected(self, key: str, batches: list) -> None:
         """A legacy segment written onto the disk (``inject_legacy_segment``): its messages are
@@ -149,7 +152,7 @@ class RecoveryTracker:
         for key, bs in batches.items():
             if key not in self.anchored:
                 continue
-            rp = state[key]["log_end_offset"] if isinstance(step, sc.Shutdown) else state[key]["recovery_point"]
+            rp = state[key]["log_end_offset"] if step is not None and step.shuts_down else state[key]["recovery_point"]
             ls = state[key]["log_start_offset"]
             required[key] = [b for b in bs if b[1] < rp and b[0] >= ls]
         if crashed:  # the interrupted step may or may not have happened: what both states require
@@ -219,6 +222,26 @@ class RecoveryTracker:
                 if first is not None:
                     self.pairs[key].add((kept[-1][2], first[2]))
 
+    def struck(self, outcome, model) -> None:
+        """What a fault step did (:class:`conformance.faults.FaultOutcome`), told before the targets
+        restart from its image: the model, if it still runs, is as the interrupted step left it."""
+        if outcome.kind == "crashed":
+            during = outcome.during
+            loading = during is not None and during.loads
+            if model is not None and model.running:
+                if loading:
+                    self.load_interrupted(model)
+                self.observe(model, during, crashed=True, result=outcome.model_result)
+            # idempotent-recovery is judged only on a settled image (nothing pending before the
+            # open): otherwise the crash may also have lost what preceded the load
+            # (corpora/crash/idempotent-recovery-after-a-crash-inside-the-loader.json)
+            self.crashed(outcome.reference if outcome.settled else None, loading)
+            self.journal_of = outcome.journal_of
+        elif outcome.kind == "corrupted":
+            self.corrupted(outcome.path)
+        elif outcome.kind == "injected":
+            self.injected(*outcome.injected)
+
     def crashed(self, reference: Reference | None, during_open: bool) -> None:
         self.faulted = self.ever_faulted = True
         if during_open:
@@ -233,7 +256,7 @@ class RecoveryTracker:
 
     def judge(self, targets):
         """The crash properties on every running target; then nothing is pending any more."""
-        running = [t for t in targets if t.running]
+        running = sorted((t for t in targets if t.running), key=lambda t: t.name != self.journal_of)
         model = next((t for t in running if t.name == "model"), None)
         all_deleted = partitions_that_took(model, ALL_DELETED) if model is not None else set()
         try:
@@ -247,6 +270,7 @@ class RecoveryTracker:
                     yield IDEMPOTENT_RECOVERY, self._not_idempotent(t)
         finally:
             self.faulted = False
+            self.journal_of = None
             self.reference = None
             self.open_crashed = False
             self.injected_batches = {}
@@ -270,7 +294,8 @@ class RecoveryTracker:
                 b = missing[0]
                 on_disk = b in self.injected_batches.get(key, ())
                 why = "on disk when the broker started" if on_disk else "flushed before the crash"
-                return f"{t.name}: offsets {b[0]}..{b[1]} of {key}, {why}, are missing after recovery"
+                cut = f" (the crash image was cut from {self.journal_of}'s own journal)" if self.journal_of else ""
+                return f"{t.name}: offsets {b[0]}..{b[1]} of {key}, {why}, are missing after recovery{cut}"
         return None
 
     def _unavailable(self, t) -> str | None:
@@ -360,7 +385,7 @@ def _anchored_by(model, step, result, batches) -> set[str]:
     """Partitions whose directory entry ``step`` made durable: a checkpoint, a shutdown or an open
     fsyncs every data dir; a truncation writes its dir's recovery-point checkpoint (which fsyncs the
     dir) only if it removed something (§4.7, LogManager.truncateTo)."""
-    if isinstance(step, sc.Checkpoint | sc.Shutdown | sc.Open):
+    if step.anchors_data_dirs:
         return set(batches)
     truncated = isinstance(step, sc.TruncateFully) or (
         isinstance(step, sc.Truncate) and (result or {}).get("truncated")

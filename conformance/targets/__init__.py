@@ -86,7 +86,7 @@ def partition_state(log_start, log_end, recovery_point, segments, epochs, produc
     """One partition as every target shows it.  ``producers``: the producer state in memory, one
     snapshot entry per producer (id, epoch, last sequence, last offset, offset delta, timestamp,
     coordinator epoch, open transaction's first offset or −1; docs/producer-state.md), by id —
-    None from a target that does not show it (Kafka 2.x: issue 31)."""
+    None from a target that does not show it (Kafka 2.x: conformance.releases)."""
     state = {
         "log_start_offset": log_start,
         "log_end_offset": log_end,

@@ -3,16 +3,20 @@ traces) or on real files under a temp dir."""
 
 from __future__ import annotations
 
+import _thread
+import contextlib
+import copy
 import functools
 import os
 import shutil
 import tempfile
+import threading
 
 import impl.errors
 import impl.log
 import impl.log_manager
 from conformance import scenario as sc
-from conformance.crash_images import Fault, crash_image
+from conformance.crash_images import Fault, crash_image, journal
 from conformance.schedule import RACE_POINTS, START_POINT, Scheduler
 from conformance.sim_storage import SimStorage
 from conformance.targets import TargetBase, partition_state
@@ -191,6 +195,11 @@ class ImplTarget(TargetBase):
             {rel(p): ms for p, ms in mtimes.items() if p.startswith(lead)},
         )
 
+    def pending_operations(self) -> tuple[list[tuple[object, object]], dict[int, str]]:
+        """The simulated backend's operations not yet durable, in order (owner, operation), and the
+        path of every file by its inode's id."""
+        return journal(self.raw_storage), {id(node): name for name, node in self.raw_storage.inodes()}
+
     def restore(self, files, directories, mtimes):
         self.halt()
         lead = self.root + "/"
@@ -284,3 +293,40 @@ class ImplTarget(TargetBase):
             self.raw_storage.close_all()
         if self.backend == "os" and self._tmp:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def forked(target: ImplTarget) -> ImplTarget:
+    """A deep copy of an impl target on the simulated backend — its log manager, its indexes'
+    mappings and its storage with every pending operation — to run a step on without touching the
+    original.  Locks are made anew; a mapping is a view of the copied file's bytes."""
+    if target.backend != "sim":
+        raise ValueError("only a target on the simulated backend can be forked")
+    with _forking():
+        return copy.deepcopy(target)
+
+
+def _copy_view(view: memoryview, memo: dict) -> memoryview:
+    try:
+        underlying = view.obj
+    except ValueError:  # released (an unmapped index): a released view again
+        released = memoryview(b"")
+        released.release()
+        return released
+    if not isinstance(underlying, bytearray) or view.nbytes != len(underlying) or view.format != "B":
+        raise TypeError("cannot fork a view of part of a buffer")
+    return memoryview(copy.deepcopy(underlying, memo))
+
+
+@contextlib.contextmanager
+def _forking():
+    """copy.deepcopy taught locks and whole-file views, while a fork is made."""
+    dispatch = copy._deepcopy_dispatch  # noqa: SLF001 - the documented hook is per class, these are builtins
+    added = {_thread.LockType: lambda lock, memo: threading.Lock(), memoryview: _copy_view}
+    saved = {k: dispatch[k] for k in added if k in dispatch}
+    dispatch.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            dispatch.pop(k, None)
+        dispatch.update(saved)

@@ -11,6 +11,10 @@ files (held by a live process, not log state), and on Kafka 2.x producer-state s
 (``.snapshot``), which the model writes as 4.x does (docs/producer-state.md).  An offset
 checkpoint's entries are compared in sorted order on every target (Kafka writes its HashMap's
 order: ``conforms.comparable_files``).
+
+With capture on (``capture=True``, ``KLC_KAFKA_CAPTURE=1``) every request's file-system effects are
+traced and replayed onto a simulated storage, so crash images can be made from Kafka's own journal
+(:mod:`conformance.kafka_io`, :meth:`KafkaTarget.capture`).
 """
 
 from __future__ import annotations
@@ -19,13 +23,12 @@ import os
 import shutil
 import time
 
-import attrs
 
-from conformance import releases
+from conformance import crash_images, kafka_io, releases
 from conformance import scenario as sc
 from conformance.scenario import Unsupported
 from conformance.targets import TargetBase, partition_state
-from conformance.targets.kafka_jvm import HALT_STATUS, KafkaTargetError, NoAdapter, scratch_dir, shared
+from conformance.targets.kafka_jvm import HALT_STATUS, Jvm, KafkaTargetError, NoAdapter, build_for, scratch_dir, shared
 
 NOT_COMPARED = (".lock",)
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
@@ -41,14 +44,19 @@ class KafkaRefusal(Exception):
 
 class KafkaTarget(TargetBase):
     trusts_its_index_files = True  # Kafka's own (kafkas_own: index-trusted-after-a-fault)
+    NOT_COMPARED = NOT_COMPARED  # files only Kafka's process keeps (its data dirs' .lock)
 
     @staticmethod
     def refusals():
         return (KafkaRefusal,)
 
-    def __init__(self, scenario: sc.Scenario, classpath: str | None = None, release: str | None = None):
+    def __init__(
+        self, scenario: sc.Scenario, classpath: str | None = None, release: str | None = None, capture: bool | None = None
+    ):
         """``release``: the Kafka release to run (None: the pinned one, kafka_jvm.PINNED); a release
-        no adapter runs is :class:`Unsupported`."""
+        no adapter runs is :class:`Unsupported`.  ``capture`` (default: ``KLC_KAFKA_CAPTURE=1`` in
+        the environment): Kafka's own I/O is traced on the JVM capturing targets share and replayed
+        onto a simulated storage (:mod:`conformance.kafka_io`; :meth:`capture`)."""
         super().__init__(scenario)
         if scenario.failure_policy != "kafka":
             raise Unsupported(
@@ -56,8 +64,18 @@ class KafkaTarget(TargetBase):
             )
         self.classpath = classpath or os.environ.get("KLC_KAFKA_CLASSPATH") or None
         self.release = release
+        if capture is None:
+            capture = os.environ.get("KLC_KAFKA_CAPTURE", "") not in ("", "0")
+        self.io: kafka_io.IoCapture | None = None
+        self.last_capture: kafka_io.StepCapture | None = None
+        if capture:
+            try:
+                kafka_io.strace_binary()
+            except kafka_io.CaptureUnsupported as e:
+                raise Unsupported(str(e)) from None
+        self.capturing = capture
         try:
-            self.jvm = shared(self.classpath, release)
+            self.jvm = self._start_jvm()
         except NoAdapter as e:
             raise Unsupported(str(e)) from None
         self.name = "kafka" if release is None else f"kafka:{release}"
@@ -72,7 +90,13 @@ class KafkaTarget(TargetBase):
         self.index_builds: dict[str, int] = {}  # the last race's index objects per file (Race.java)
         self.stamped: dict[str, int] = {}  # path → the mtime (ns) last given to it
         try:
+            if capture:
+                self.io = kafka_io.IoCapture(self.root, self.clock)
             self._configure()
+        except kafka_io.CaptureUnsupported as e:
+            self._close_capture()
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise Unsupported(str(e)) from None
         except KafkaRefusal as e:  # a config the model took (they must agree): never judged as a pass
             shutil.rmtree(self.root, ignore_errors=True)
             raise KafkaTargetError(f"kafka target: Kafka {self.version} refuses the scenario's config: {e}") from None
@@ -85,10 +109,35 @@ class KafkaTarget(TargetBase):
             "configure", root=self.root, data_dirs=self.dir_names, config=self.scenario.config, clock_ms=self.clock()
         )
 
+    def _start_jvm(self):
+        """The JVM: the process's shared one, or with capture the one capturing targets share (a
+        tracer attached to the shared JVM would see, and have to cut, every other target's requests)."""
+        if not self.capturing:
+            return shared(self.classpath, self.release)
+        return kafka_io.captured_jvm(self.classpath or build_for(self.release), Jvm)
+
+    def _close_capture(self) -> None:
+        if self.io is not None:
+            self.io.close()
+
     def _request(self, op: str, **fields) -> dict:
         began_ns = time.time_ns()
-        answer = self.jvm.request({"op": op, "now_ms": self.clock(), **fields})
+        message = {"op": op, "now_ms": self.clock(), **fields}
+        if self.io is None:
+            answer = self.jvm.request(message)
+        else:
+            try:
+                answer = self.io.request(self.jvm.process.pid, lambda: self.jvm.request(message))
+            except kafka_io.CaptureUnsupported as e:  # no ptrace permission: never judged
+                raise Unsupported(str(e)) from None
+            except kafka_io.CaptureError as e:  # the tracer failed: a harness error
+                raise KafkaTargetError(f"kafka target: {e}{self.jvm._tail()}") from None
         self._stamp(began_ns)  # a refused request may have written files too
+        if self.io is not None:
+            try:
+                self.io.settle()
+            except kafka_io.CaptureUnsupported as e:
+                raise Unsupported(str(e)) from None
         if "unsupported" in answer:
             raise Unsupported(f"kafka {self.version}: {answer['unsupported']}")
         if "refused" in answer:
@@ -152,6 +201,44 @@ class KafkaTarget(TargetBase):
     def _tick(self):
         self._request("tick")
 
+    # --- Kafka's own I/O (conformance.kafka_io) ----------------------------------------------
+
+    def apply(self, step: sc.Step, points: bool = False) -> dict:
+        """With capture, the step's operations are replayed onto the storage, and with ``points``
+        (:meth:`capture`) the storage as the step began is kept for ``storage_at``."""
+        if self.io is None:
+            return super().apply(step)
+        self.io.begin_step(points)
+        try:
+            return step.on(self)
+        finally:
+            self.last_capture = self.io.end_step()
+
+    def capture(self, step: sc.Step):
+        """Apply ``step`` with Kafka's I/O captured: (its result, the SimStorage holding every
+        operation pending since the last durable point, this step's included).  The step's own
+        operations: ``self.last_capture`` (:class:`conformance.kafka_io.StepCapture`; ``.operations``
+        how many, ``.storage_at(k)`` the storage after the first ``k``).  The storage is the
+        target's: crash images may be taken from it, never changed."""
+        if self.io is None:
+            raise KafkaTargetError("kafka target: capture is off (KafkaTarget(capture=True) or KLC_KAFKA_CAPTURE=1)")
+        result = self.apply(step, points=True)
+        return result, self.io.storage
+
+    def image_at(self, k: int | None, fault) -> tuple[dict, list, dict]:
+        """The disk a crash leaves under ``fault`` (a :class:`conformance.crash_images.Fault`) at
+        operation ``k`` of the last step :meth:`capture` ran, or with ``k`` None now, between
+        steps — as :meth:`restore` takes it, for every target of the scenario."""
+        if self.io is None:
+            raise KafkaTargetError("kafka target: capture is off (KafkaTarget(capture=True) or KLC_KAFKA_CAPTURE=1)")
+        if k is None:
+            storage = self.io.storage
+        elif self.last_capture is None:
+            raise KafkaTargetError("kafka target: no step was captured (KafkaTarget.capture)")
+        else:
+            storage = self.last_capture.storage_at(k)
+        return kafka_io.image_for_restore(crash_images.crash_image(storage, fault))
+
     def halt(self) -> None:
         if self.running:
             self._request("halt")
@@ -170,7 +257,7 @@ class KafkaTarget(TargetBase):
         except KafkaTargetError:
             if self.jvm.alive() or self.jvm.process.returncode != HALT_STATUS:
                 raise
-            self.jvm = shared(self.classpath, self.release)  # the operator's restart: a new process
+            self.jvm = self._start_jvm()  # the operator's restart: a new process
             self._configure()
             return True
         self.running = self.started
@@ -192,36 +279,19 @@ class KafkaTarget(TargetBase):
             full = os.path.join(self.root, p)
             os.utime(full, ns=(ms * 1_000_000, ms * 1_000_000))
             self.stamped[full] = ms * 1_000_000
+        if self.io is not None:  # the image is what the disk holds: durable
+            self.io.reset()
 
     # --- steps ----------------------------------------------------------------------------------
 
     def _call(self, step):
-        answers = [self._request(**r) for r in self._requests(step)]
-        return self._result(step, answers)
-
-    def _requests(self, step) -> list[dict]:
-        """The protocol requests of one step: an append of several batches is one per request
-        Kafka would get (sc.append_requests)."""
-        fields = {f.name: getattr(step, f.name) for f in attrs.fields(type(step)) if f.name != "batches"}
-        if not isinstance(step, sc.Append):
-            return [{"op": step.op, **fields}]
-        if not step.leader and step.batches:
-            # a follower's current leader epoch is at least every fetched batch's; Kafka 4.x
-            # leaves out batches stamped above the epoch appendAsFollower is given
-            fields["leader_epoch"] = max(b.leader_epoch for b in step.batches)
-        return [{"op": "append", **fields, "data": data.hex()} for data in sc.append_requests(step)]
-
-    @staticmethod
-    def _result(step, answers: list[dict]) -> dict:
-        if isinstance(step, sc.Append):
-            return {"first": answers[0]["first"], "last": answers[-1]["last"]}
-        return answers[-1]
+        return step.wire_result([self._request(**r) for r in step.wire_requests()])
 
     def _run_race(self, step: sc.Race) -> list[dict]:
         """One JVM thread per step, released together (Race.java): Kafka's own code decides the
         interleaving, ``step.schedule`` is impl's.  ``index_builds``: the index objects Kafka built
         per file; ``built_twice`` the files it built two for (KAFKA-9156)."""
-        threads = [[{"now_ms": self.clock(), **r} for r in self._requests(s)] for s in step.steps]
+        threads = [[{"now_ms": self.clock(), **r} for r in s.wire_requests()] for s in step.steps]
         answer = self._request("race", threads=threads)
         self.index_builds = answer["index_builds"]
         self.built_twice = sorted(path for path, n in self.index_builds.items() if n > 1)
@@ -235,7 +305,7 @@ class KafkaTarget(TargetBase):
                 raise Unsupported(f"kafka {self.version}: {a['unsupported']}")
             if "refused" in a:
                 return {"error": a["refused"]}
-        return self._result(step, [a["ok"] for a in answers])
+        return step.wire_result([a["ok"] for a in answers])
 
     def log_end_offset(self, topic: str, partition: int) -> int:
         partitions = self._request("state")["partitions"]
@@ -308,6 +378,7 @@ class KafkaTarget(TargetBase):
         except (KafkaTargetError, KafkaRefusal):
             pass
         self.running = False
+        self._close_capture()
         shutil.rmtree(self.root, ignore_errors=True)
 
 

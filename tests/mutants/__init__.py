@@ -404,6 +404,14 @@ CRASH_MUTANTS = (
         caught_by=("regression-corpus", "crash-exhaustive"),  # not the crash machine within its CI budget
     ),
     Mutant(
+        name="roll-by-the-segments-own-config",
+        module="impl.log",
+        old="if segment.should_roll(self.config.segment_ms, self.config.segment_bytes, max_ts, last, size, self.clock()):",
+        new="if segment.should_roll(segment.config.segment_ms, segment.config.segment_bytes, max_ts, last, size, self.clock()):",
+        description="the roll bounds are the ones the active segment was created with, as before 2.1 (RollParams): a topic's segment.bytes or segment.ms altered rolls only the next segment (§4.3; pinned by corpora/log/alter-config-rolls-and-retains-by-the-new-config.json)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
         name="recovery-starts-after-rp-segment",
         module="impl.loader",
         old="unflushed = [b for b in bases if floor is None or b >= floor]",

@@ -1,7 +1,6 @@
 package klc.kafka;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
@@ -10,7 +9,6 @@ import kafka.log.UnifiedLog;
 
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
-import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.record.FileRecords;
 import org.apache.kafka.common.record.MemoryRecords;
 import org.apache.kafka.common.record.Records;
@@ -24,23 +22,20 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HexFormat;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 
 /**
- * One broker's log layer on Kafka 3.1–4.0: the Scala LogManager over the scenario's data dirs,
- * driven one step at a time, its partitions {@code kafka.log.UnifiedLog}. Each method is one op of
- * the JSON-lines protocol (docs/kafka-target.md) and calls the Kafka method the scenario format
- * names for that step (docs/scenario-format.md). Between 3.1 and 4.0 the classes around UnifiedLog
- * moved from the broker's {@code kafka.log} and {@code kafka.server} into kafka-storage and
- * server-common (3.5 to 4.0): they are reached by name ({@link Scala#classOf}), and calls whose
- * signature changed go through {@link Scala#callFirst}, newest release first.
+ * The {@link Generation} of Kafka 3.1–4.0: the broker's Scala LogManager, its partitions
+ * {@code kafka.log.UnifiedLog}. Between 3.1 and 4.0 the classes around UnifiedLog moved from the
+ * broker's {@code kafka.log} and {@code kafka.server} into kafka-storage and server-common (3.5 to
+ * 4.0): they are reached by name ({@link Scala#classOf}), and calls whose signature changed go
+ * through {@link Scala#callFirst}, newest release first.
  */
-final class Broker {
+final class Broker extends ScalaGeneration<UnifiedLog> {
     private static final HexFormat HEX = HexFormat.of();
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final String STORAGE = "org.apache.kafka.storage.internals.log.";
     /** transactional.id.expiration.ms's default, which LogManager.apply passes as maxPidExpirationMs up to 3.3. */
     private static final int MAX_PID_EXPIRATION_MS = 7 * 24 * 3600 * 1000;
@@ -51,50 +46,26 @@ final class Broker {
     private static final int PRODUCER_ID_EXPIRATION_CHECK_MS = 600_000;
     /** keepPartitionMetadataFile: a broker whose protocol uses topic ids keeps partition.metadata. */
     private static final boolean KEEP_PARTITION_METADATA = true;
-    /** The broker epoch LogManager.shutdown writes into the clean-shutdown marker from 3.7 (KIP-966), as the model writes it. */
-    private static final long BROKER_EPOCH = -1L;
-    private static final String BEFORE_MAX = "message.timestamp.before.max.ms";
-    private static final String AFTER_MAX = "message.timestamp.after.max.ms";
-    private static final String CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown";
 
-    private final File root;
-    private final List<File> dataDirs = new ArrayList<>();
-    private final Properties topicConfig = new Properties();
-    private final int recoveryThreads;
-    private final StepClock clock;
-    private final StepScheduler scheduler;
     private final Object logConfig;
-    private LogManager manager;
+    private Object failures;
 
     Broker(JsonNode request) {
-        this.root = new File(request.path("root").asText());
-        for (JsonNode d : request.path("data_dirs")) {
-            dataDirs.add(new File(root, d.asText()).getAbsoluteFile());
-        }
-        int threads = 1;
-        Iterator<Map.Entry<String, JsonNode>> fields = request.path("config").fields();
-        while (fields.hasNext()) {
-            Map.Entry<String, JsonNode> e = fields.next();
-            if (e.getKey().equals("num.recovery.threads.per.data.dir")) {
-                threads = e.getValue().asInt();
-            } else {
-                topicConfig.put(e.getKey(), e.getValue().asText());
-            }
-        }
-        this.recoveryThreads = threads;
-        List<String> known = configNames();
-        expressTimestampBounds(known);
-        refuseUnknownConfigs(known);
-        this.clock = new StepClock(request.path("clock_ms").asLong());
-        SystemTimeSegments.use(clock);
-        this.scheduler = new StepScheduler(clock);
-        this.logConfig = newLogConfig(); // Kafka refuses a bad value here
+        super(request, config -> kafkaConfig(config, configNames(), " (KIP-937 split it in 3.6)"));
+        this.logConfig = logConfig(topicConfig); // Kafka refuses a bad value here
     }
 
     /** LogConfig: the broker's Scala case class up to 3.4 (props, overridden configs), kafka-storage's after. */
-    private Object newLogConfig() {
+    @Override
+    protected Object logConfig(Properties config) {
         Class<?> type = Scala.classOf(STORAGE + "LogConfig", "kafka.log.LogConfig");
-        return Scala.constructFirst(type, new Object[] {topicConfig}, new Object[] {topicConfig, scala.collection.immutable.Set$.MODULE$.empty()});
+        return Scala.constructFirst(type, new Object[] {config}, new Object[] {config, scala.collection.immutable.Set$.MODULE$.empty()});
+    }
+
+    /** UnifiedLog.updateConfig(newConfig), which answers the config it replaced. */
+    @Override
+    protected void updateConfig(UnifiedLog log, Object config, Set<String> updated) {
+        Scala.call(log, "updateConfig", config);
     }
 
     private static List<String> configNames() {
@@ -110,70 +81,16 @@ final class Broker {
         }
     }
 
-    /** Up to 3.5 Kafka bounds a CreateTime by one message.timestamp.difference.max.ms either way of
-     *  the broker's clock; 3.6 split it into a bound before and one after (KIP-937). Equal bounds are one. */
-    private void expressTimestampBounds(List<String> known) {
-        String before = topicConfig.getProperty(BEFORE_MAX);
-        String after = topicConfig.getProperty(AFTER_MAX);
-        if ((before == null && after == null) || known.contains(BEFORE_MAX)) {
-            return;
-        }
-        if (before == null || !before.equals(after)) {
-            throw new Unsupported(BEFORE_MAX + " and " + AFTER_MAX + " unless equal: Kafka " + Release.version()
-                    + " has one message.timestamp.difference.max.ms for both (KIP-937 split it in 3.6)");
-        }
-        topicConfig.remove(BEFORE_MAX);
-        topicConfig.remove(AFTER_MAX);
-        topicConfig.put("message.timestamp.difference.max.ms", before);
-    }
-
-    private void refuseUnknownConfigs(List<String> known) {
-        for (String key : topicConfig.stringPropertyNames()) {
-            if (!known.contains(key)) {
-                throw new Unsupported("topic config " + key + ": Kafka " + Release.version() + " has no such config");
-            }
-        }
-        if (Long.parseLong(topicConfig.getProperty("segment.jitter.ms", "0")) != 0) {
-            throw new Unsupported("segment.jitter.ms > 0: Kafka draws the jitter from java.util.Random, the scenario from its jitter_seed");
-        }
-    }
-
     // --- the broker's life ------------------------------------------------------------------
 
-    ObjectNode open() throws InterruptedException {
-        Recoveries.reset();
-        Object failures = Scala.constructFirst(Scala.classOf(STORAGE + "LogDirFailureChannel", "kafka.server.LogDirFailureChannel"),
+    @Override
+    protected Startup.Step startManager() {
+        failures = Scala.constructFirst(Scala.classOf(STORAGE + "LogDirFailureChannel", "kafka.server.LogDirFailureChannel"),
                 new Object[] {dataDirs.size()});
-        String failed = Startup.run(() -> {
+        return () -> {
             manager = newLogManager(failures);
             Scala.callFirst(manager, "startup", new Object[] {scala.collection.immutable.Set$.MODULE$.empty()});
-        }, () -> takeOfflineDirs(failures), () -> {
-            for (UnifiedLog log : logs()) {
-                log.updateHighWatermark(log.logEndOffset());
-            }
-            scheduler.runDue();
-        });
-        ObjectNode out = LoadedPartitions.answer(dataDirs, failed, new LoadedPartitions.Manager() {
-            @Override
-            public TopicPartition partitionOf(File dir) {
-                return Broker.partitionOf(dir);
-            }
-
-            @Override
-            public boolean loadedIn(TopicPartition tp, File dataDir) {
-                Option<UnifiedLog> log = manager.getLog(tp, false);
-                return log.isDefined() && log.get().parentDirFile().getAbsoluteFile().equals(dataDir);
-            }
-
-            @Override
-            public boolean online(File dataDir) {
-                return manager.isLogDirOnline(dataDir.getAbsolutePath());
-            }
-        });
-        if (failed != null) {
-            halt();
-        }
-        return out;
+        };
     }
 
     /** LogManager's constructor: 3.9 and 4.0 end with the initial task delay (0 here, as the
@@ -243,91 +160,41 @@ final class Broker {
         return apiVersion == null ? null : Scala.call(apiVersion, "latestVersion");
     }
 
-    /**
-     * What ReplicaManager's log-dir failure handler does with the dirs the load queued offline:
-     * each stops serving its logs ({@code LogManager.handleLogDirFailure}); a ZooKeeper broker
-     * halts only when no live dir is left. Returns why the broker halted, or null.
-     */
-    private String takeOfflineDirs(Object failures) {
-        for (File dir : dataDirs) {
-            if (!(Boolean) Scala.call(failures, "hasOfflineLogDir", dir.getAbsolutePath())) {
-                continue;
-            }
-            if (manager.liveLogDirs().size() == 1) {
-                return "log dir " + dir.getName() + " failed, the last live one: the broker halts";
-            }
-            manager.handleLogDirFailure(dir.getAbsolutePath());
-        }
-        return null;
+    @Override
+    public boolean loadedIn(TopicPartition tp, File dataDir) {
+        Option<UnifiedLog> log = manager.getLog(tp, false);
+        return log.isDefined() && log.get().parentDirFile().getAbsoluteFile().equals(dataDir);
     }
 
-    /** LogManager.shutdown: from 3.7 it takes the broker epoch it writes into the marker (KIP-966). */
-    ObjectNode shutdown() {
-        try {
-            Scala.callFirst(manager, "shutdown", new Object[] {BROKER_EPOCH}, new Object[0]);
-        } catch (Exception e) {
-            // KafkaServer.shutdown swallows it (CoreUtils.swallow), as after a log dir failure
-            org.slf4j.LoggerFactory.getLogger(Broker.class).warn("LogManager.shutdown threw; swallowed as KafkaServer.shutdown does", e);
-        }
-        scheduler.forget();
-        ObjectNode out = JSON.createObjectNode();
-        ObjectNode dirs = out.putObject("shutdown");
-        for (File dir : dataDirs) {
-            dirs.put(dir.getName(), new File(dir, CLEAN_SHUTDOWN_FILE).exists());
-        }
-        manager = null;
-        ProcessMetrics.forget(); // the per-dir gauges would keep the shut-down LogManager reachable
-        return out;
+    @Override
+    protected boolean queuedOffline(String dataDir) {
+        return (Boolean) Scala.call(failures, "hasOfflineLogDir", dataDir);
     }
 
-    /** The process dies: nothing is flushed, trimmed or closed; only the dir locks are let go so
-     *  the next LogManager in this JVM can take them (an OS releases them with the process). */
-    ObjectNode halt() {
-        if (manager != null) {
-            for (Object lock : Scala.items(Scala.field(manager, LogManager.class, "dirLocks"))) {
-                destroy(lock);
-            }
-        }
-        manager = null;
-        scheduler.forget();
-        ProcessMetrics.forget(); // its gauges would keep every abandoned log reachable
-        System.gc(); // the abandoned logs' channels and mappings go with their objects
-        return JSON.createObjectNode();
+    @Override
+    protected void highWatermarkAtTheEnd(UnifiedLog log) {
+        log.updateHighWatermark(log.logEndOffset());
     }
 
-    /** A dir lock let go; one the failure handler already destroyed (an offline dir's, still in
-     *  {@code dirLocks}) throws ClosedChannelException. */
-    private static void destroy(Object lock) {
-        try {
-            Scala.call(lock, "destroy");
-        } catch (Exception e) {
-            if (!(e instanceof java.nio.channels.ClosedChannelException)) {
-                throw e;
-            }
-        }
+    @Override
+    protected long highWatermark(UnifiedLog log) {
+        return log.highWatermark();
     }
 
-    void clockAt(long nowMs) {
-        clock.set(nowMs);
-    }
-
-    /** Time has passed (the request's now_ms): the tasks now due run, as Kafka's scheduler runs them. */
-    ObjectNode tick() {
-        scheduler.tick();
-        return JSON.createObjectNode();
-    }
-
-    void afterStep() {
-        if (manager == null) {
-            return;
-        }
-        scheduler.runDue();
-        for (UnifiedLog log : logs()) {
-            log.updateHighWatermark(log.logEndOffset());
-        }
+    @Override
+    protected TopicPartition parseTopicPartitionName(File dir) {
+        return UnifiedLog.parseTopicPartitionName(dir);
     }
 
     // --- steps on one partition ---------------------------------------------------------------
+
+    /** getOrCreateLog(partition, isNew, isFuture, topic id): 3.7 adds the target dir's id (none). */
+    @Override
+    protected void createLog(TopicPartition tp, String dataDir) {
+        manager.maybeUpdatePreferredLogDir(tp, dataDir);
+        Scala.callFirst(manager, "getOrCreateLog", new Object[] {tp, false, false, Option.empty()});
+    }
+
 
     /** getOrCreateLog(partition, isNew, isFuture, topic id): 3.7 adds the target dir's id (none). */
     ObjectNode create(String topic, int partition, int dir) {
@@ -341,6 +208,7 @@ final class Broker {
      *  WriteTxnMarkers request writes it (origin COORDINATOR); any other leader append is a
      *  client's produce request (appendAsLeader's defaults). A follower's append carries the
      *  largest epoch of its batches from 3.9 (KAFKA-16990's signature); 4.0 and before 3.9 none. */
+    @Override
     ObjectNode append(UnifiedLog log, byte[] data, boolean leader, int leaderEpoch) {
         MemoryRecords records = MemoryRecords.readableRecords(ByteBuffer.wrap(data));
         boolean marker = records.batches().iterator().hasNext() && records.batches().iterator().next().isControlBatch();
@@ -360,12 +228,13 @@ final class Broker {
     }
 
     /** UnifiedLog.roll(expectedNextOffset = None). */
+    @Override
     ObjectNode roll(UnifiedLog log) {
         Object rolled = Scala.call(log, "roll", Option.empty());
         return JSON.createObjectNode().put("base", (Long) Scala.member(rolled, "baseOffset"));
     }
 
-    /** A fetch bounded by {@code maxOffset} the way a follower's high watermark bounds it (§4.5). */
+    @Override
     ObjectNode read(UnifiedLog log, long offset, int maxBytes, Long maxOffset, boolean minOne) throws IOException {
         String isolation = "LOG_END";
         if (maxOffset != null) {
@@ -383,8 +252,7 @@ final class Broker {
         }
     }
 
-    /** A consumer's fetch at read_committed: up to the last stable offset, with the aborted
-     *  transactions the fetched range overlaps (null: the fetch answered none at all). */
+    @Override
     ObjectNode readCommitted(UnifiedLog log, long offset, int maxBytes, boolean minOne) throws IOException {
         Object info = Scala.call(log, "read", offset, maxBytes, isolation("TXN_COMMITTED"), minOne);
         ObjectNode out = JSON.createObjectNode().put("bytes", HEX.formatHex(bytesOf((Records) Scala.member(info, "records"))));
@@ -415,6 +283,7 @@ final class Broker {
 
     /** fetchOffsetByTimestamp: 3.6 adds the remote log manager (none); 4.0 answers an
      *  OffsetResultHolder, before an Option of the timestamp and offset. */
+    @Override
     ObjectNode offsetForTimestamp(UnifiedLog log, long timestamp) {
         Object answer = Scala.callFirst(log, "fetchOffsetByTimestamp", new Object[] {timestamp, Option.empty()}, new Object[] {timestamp});
         if (!(answer instanceof Option<?>)) {
@@ -435,89 +304,39 @@ final class Broker {
         return out;
     }
 
-    ObjectNode truncate(UnifiedLog log, long offset) {
-        boolean truncated = offset < log.logEndOffset();
-        if (offset < 0) {
-            log.truncateTo(offset); // Kafka's own refusal
-        }
-        manager.truncateTo(scalaMap(log.topicPartition(), offset), false);
-        return JSON.createObjectNode().put("truncated", truncated);
-    }
-
-    /** truncateFullyAndStartAt(partition, offset, isFuture): 3.6 adds the log start offset to keep (none). */
-    ObjectNode truncateFully(UnifiedLog log, long offset) {
-        Scala.call(manager, "truncateFullyAndStartAt", log.topicPartition(), offset, false);
-        return JSON.createObjectNode();
-    }
-
-    /** Partition.deleteRecordsOnLeader: −1 is the high watermark, another negative offset is refused. */
-    ObjectNode deleteRecords(UnifiedLog log, long offset) {
-        long converted = offset == -1 ? log.highWatermark() : offset;
-        if (converted < 0) {
-            throw new OffsetOutOfRangeException("The offset " + converted + " for partition " + log.topicPartition() + " is not valid");
-        }
+    @Override
+    protected void incrementLogStartOffset(UnifiedLog log, long offset) {
         Class<?> reasons = Scala.classOf(STORAGE + "LogStartOffsetIncrementReason", "kafka.log.LogStartOffsetIncrementReason");
-        Scala.call(log, "maybeIncrementLogStartOffset", converted, Scala.constant(reasons, "ClientRecordDeletion", "ClientRecordDeletion"));
-        return JSON.createObjectNode().put("log_start_offset", log.logStartOffset());
+        Scala.call(log, "maybeIncrementLogStartOffset", offset, Scala.constant(reasons, "ClientRecordDeletion", "ClientRecordDeletion"));
     }
 
-    /** The harness's precondition (the step's offset lies within the log), then Kafka's flush of
-     *  the offsets below it: flushUptoOffsetExclusive from 3.4, flush(offset) before. */
-    ObjectNode flush(UnifiedLog log, Long offset) {
-        long to = offset == null ? log.logEndOffset() : offset;
-        if (to < 0 || to > log.logEndOffset()) {
-            throw new OffsetOutOfRangeException("cannot flush to " + to + ": the log ends at " + log.logEndOffset());
-        }
-        Scala.call(log, Scala.has(log, "flushUptoOffsetExclusive") ? "flushUptoOffsetExclusive" : "flush", to);
-        return JSON.createObjectNode();
-    }
-
-    ObjectNode retention() {
-        int deleted = 0;
-        for (UnifiedLog log : sortedLogs()) {
-            deleted += log.deleteOldSegments();
-        }
-        return JSON.createObjectNode().put("deleted", deleted);
-    }
-
-    ObjectNode checkpoint() {
-        manager.checkpointLogRecoveryOffsets();
-        manager.checkpointLogStartOffsets();
-        return JSON.createObjectNode();
-    }
-
-    UnifiedLog log(String topic, int partition) {
-        Option<UnifiedLog> log = manager.getLog(new TopicPartition(topic, partition), false);
-        if (log.isEmpty()) {
-            throw new UnknownTopicOrPartitionException(topic + "-" + partition + " has no log");
-        }
-        return log.get();
+    /** Kafka's flush of the offsets below one: flushUptoOffsetExclusive from 3.4, flush(offset) before. */
+    @Override
+    protected void flushBelow(UnifiedLog log, long offset) {
+        Scala.call(log, Scala.has(log, "flushUptoOffsetExclusive") ? "flushUptoOffsetExclusive" : "flush", offset);
     }
 
     // --- observations -------------------------------------------------------------------------
 
-    ObjectNode state() {
-        ObjectNode out = JSON.createObjectNode();
-        ObjectNode parts = out.putObject("partitions");
-        for (UnifiedLog log : sortedLogs()) {
-            ObjectNode p = parts.putObject(keyOf(log));
-            p.put("log_start_offset", log.logStartOffset());
-            p.put("log_end_offset", log.logEndOffset());
-            p.put("recovery_point", log.recoveryPoint());
-            ArrayNode segments = p.putArray("segments");
-            for (Object s : segments(log)) {
-                File file = (File) Scala.member(Scala.member(s, "log"), "file");
-                segments.addArray().add((Long) Scala.member(s, "baseOffset")).add((Integer) Scala.member(s, "size")).add(file.getName());
-            }
-            ArrayNode epochs = p.putArray("epochs");
-            for (Object cache : Scala.items(optional(Scala.call(log, "leaderEpochCache")))) {
-                for (Object e : Scala.items(Scala.member(cache, "epochEntries"))) {
-                    epochs.addArray().add((Integer) Scala.member(e, "epoch")).add((Long) Scala.member(e, "startOffset"));
-                }
-            }
-            producers(p.putArray("producers"), Scala.member(Scala.call(log, "producerStateManager"), "activeProducers"));
+    @Override
+    protected String keyOf(UnifiedLog log) {
+        return log.parentDirFile().getName() + "/" + log.dir().getName();
+    }
+
+    @Override
+    protected void describe(UnifiedLog log, ObjectNode p) {
+        ArrayNode segments = p.putArray("segments");
+        for (Object s : segments(log)) {
+            File file = (File) Scala.member(Scala.member(s, "log"), "file");
+            segments.addArray().add((Long) Scala.member(s, "baseOffset")).add((Integer) Scala.member(s, "size")).add(file.getName());
         }
-        return out;
+        ArrayNode epochs = p.putArray("epochs");
+        for (Object cache : Scala.items(optional(Scala.call(log, "leaderEpochCache")))) {
+            for (Object e : Scala.items(Scala.member(cache, "epochEntries"))) {
+                epochs.addArray().add((Integer) Scala.member(e, "epoch")).add((Long) Scala.member(e, "startOffset"));
+            }
+        }
+        producers(p.putArray("producers"), Scala.member(Scala.call(log, "producerStateManager"), "activeProducers"));
     }
 
     /** The producer state in memory, one snapshot entry per producer, by id: what a snapshot written
@@ -545,105 +364,14 @@ final class Broker {
         }
     }
 
-    /** The entries of every segment whose two indexes are materialised (reading an index that is
-     *  not would materialise it, which changes what Kafka does next: KAFKA-7283). */
-    ObjectNode indexEntries() {
-        ObjectNode out = JSON.createObjectNode();
-        ObjectNode segs = out.putObject("segments");
-        for (UnifiedLog log : sortedLogs()) {
-            List<Object> segments = segments(log);
-            for (int i = 0; i < segments.size(); i++) {
-                Object s = segments.get(i);
-                if (materialised(s, "lazyOffsetIndex") && materialised(s, "lazyTimeIndex")) {
-                    long end = i + 1 < segments.size() ? (Long) Scala.member(segments.get(i + 1), "baseOffset") : log.logEndOffset();
-                    indexEntry(segs.putObject(keyOf(log) + "/" + Scala.member(s, "baseOffset")), s, i == segments.size() - 1, end);
-                }
-            }
-        }
-        return out;
-    }
-
-    private static void indexEntry(ObjectNode e, Object segment, boolean active, long end) {
-        ArrayNode offsets = e.putArray("offsets");
-        Object oi = Scala.member(segment, "offsetIndex");
-        for (int k = 0; k < (Integer) Scala.member(oi, "entries"); k++) {
-            Object op = Scala.call(oi, "entry", k);
-            offsets.addArray().add((Long) Scala.member(op, "offset")).add((Integer) Scala.member(op, "position"));
-        }
-        ArrayNode times = e.putArray("times");
-        Object ti = Scala.member(segment, "timeIndex");
-        for (int k = 0; k < (Integer) Scala.member(ti, "entries"); k++) {
-            Object to = Scala.call(ti, "entry", k);
-            times.addArray().add((Long) Scala.member(to, "timestamp")).add((Long) Scala.member(to, "offset"));
-        }
-        e.put("active", active);
-        e.put("end", end);
-    }
-
-    /** The directory the data dirs lie in. */
-    File root() {
-        return root;
-    }
-
-    boolean running() {
-        return manager != null;
-    }
-
-    // --- helpers ------------------------------------------------------------------------------
-
-    private List<UnifiedLog> logs() {
-        return Scala.list(manager.allLogs());
-    }
-
-    private List<UnifiedLog> sortedLogs() {
-        List<UnifiedLog> logs = logs();
-        logs.sort(Comparator.comparing((UnifiedLog l) -> l.topicPartition().topic())
-                .thenComparingInt(l -> l.topicPartition().partition()));
-        return logs;
-    }
-
-    /** UnifiedLog.logSegments: a Scala Iterable up to 3.6, a Java Collection from 3.7. */
-    private static List<Object> segments(UnifiedLog log) {
-        return Scala.items(Scala.call(log, "logSegments"));
-    }
-
     /** The leader-epoch cache: an Option up to 3.9, always there in 4.0. */
     private static Object optional(Object cache) {
         return cache instanceof Option<?> || cache == null ? cache : Option.apply(cache);
     }
 
-    private static String keyOf(UnifiedLog log) {
-        return log.parentDirFile().getName() + "/" + log.dir().getName();
-    }
-
-    /** A partition dir as Kafka's loader names it; null for anything else it finds there, and for
-     *  KRaft's metadata log, which LogManager leaves to the raft layer. */
-    private static TopicPartition partitionOf(File dir) {
-        String name = dir.getName();
-        if (name.endsWith("-delete") || name.endsWith("-future") || name.endsWith("-stray")
-                || name.startsWith("__cluster_metadata-")) {
-            return null;
-        }
-        try {
-            return UnifiedLog.parseTopicPartitionName(dir);
-        } catch (RuntimeException e) {
-            return null;
-        }
-    }
-
-    /** The offset of LogAppendInfo.firstOffset: an Option of a LogOffsetMetadata up to 3.4 (none: -1),
-     *  a long from 3.5 (-1 when none). */
-    private static long firstOffset(Object info) {
-        Object first = Scala.member(info, "firstOffset");
-        if (first instanceof Long offset) {
-            return offset;
-        }
-        List<Object> some = Scala.items(first);
-        return some.isEmpty() ? -1 : (Long) Scala.member(some.get(0), "messageOffset");
-    }
-
     /** Whether a segment's index object exists yet: its LazyIndex's wrapper is an IndexValue. */
-    private static boolean materialised(Object segment, String lazyField) {
+    @Override
+    protected boolean materialised(Object segment, String lazyField) {
         Object lazy = Scala.field(segment, segment.getClass(), lazyField);
         for (Class<?> c = lazy.getClass(); c != null; c = c.getSuperclass()) {
             for (java.lang.reflect.Field f : c.getDeclaredFields()) {
@@ -653,10 +381,6 @@ final class Broker {
             }
         }
         throw new IllegalStateException(lazy.getClass().getName() + " of Kafka " + Release.version() + " holds no index wrapper");
-    }
-
-    private static scala.collection.immutable.Map<TopicPartition, Object> scalaMap(TopicPartition tp, long offset) {
-        return scala.collection.immutable.Map$.MODULE$.<TopicPartition, Object>empty().updated(tp, offset);
     }
 
     /** The arguments in order, the items of an Object[] among them spliced in. */
@@ -670,17 +394,5 @@ final class Broker {
             }
         }
         return all.toArray();
-    }
-
-    private static byte[] bytesOf(Records records) throws IOException {
-        ByteBuffer buffer = ByteBuffer.allocate(records.sizeInBytes());
-        if (records instanceof FileRecords file) {
-            file.readInto(buffer, 0);
-        } else if (records instanceof MemoryRecords memory) {
-            buffer.put(memory.buffer().duplicate());
-        } else {
-            throw new IllegalStateException("records of type " + records.getClass().getName());
-        }
-        return buffer.array();
     }
 }

@@ -1,13 +1,11 @@
 package klc.kafka;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.OffsetOutOfRangeException;
-import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.server.util.FileLock;
 import org.apache.kafka.storage.internals.epoch.LeaderEpochFileCache;
@@ -38,46 +36,35 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HexFormat;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.Set;
 
 /**
- * One broker's log layer: Kafka's own LogManager over the scenario's data dirs, driven one
- * step at a time. Each method is one op of the JSON-lines protocol (docs/kafka-target.md) and
- * calls the Kafka method the scenario format names for that step (docs/scenario-format.md).
+ * The {@link Generation} of Kafka 4.1 on: kafka-storage's Java {@code UnifiedLog}, under the
+ * LogManager of {@link Logs} (the broker's Scala one up to 4.3, kafka-storage's from 4.4).
  */
-final class Broker {
+final class Broker extends Generation<Logs, UnifiedLog> {
     private static final HexFormat HEX = HexFormat.of();
-    private static final ObjectMapper JSON = new ObjectMapper();
-    /** One replica: the high watermark is the log end offset (scenario determinism contract). */
+    /** The broker epoch LogManager.shutdown writes into the clean-shutdown marker (KIP-966), as the model writes it. */
     private static final int BROKER_EPOCH = -1;
 
-    private final File root;
-    private final List<File> dataDirs = new ArrayList<>();
-    private final Properties topicConfig = new Properties();
-    private final int recoveryThreads;
-    private final StepClock clock;
-    private final StepScheduler scheduler;
-    private Logs manager;
     private LogDirFailureChannel failures;
 
     Broker(JsonNode request) {
-        this.root = new File(request.path("root").asText());
-        for (JsonNode d : request.path("data_dirs")) {
-            dataDirs.add(new File(root, d.asText()).getAbsoluteFile());
-        }
-        int threads = 1;
-        Iterator<Map.Entry<String, JsonNode>> fields = request.path("config").fields();
-        while (fields.hasNext()) {
-            Map.Entry<String, JsonNode> e = fields.next();
+        super(request, Broker::kafkaConfig);
+        new LogConfig(topicConfig); // a config Kafka refuses fails here, before any step
+    }
+
+    /** The scenario's topic config as LogConfig takes it. */
+    private static Properties kafkaConfig(Map<String, JsonNode> config) {
+        Properties topicConfig = new Properties();
+        for (Map.Entry<String, JsonNode> e : config.entrySet()) {
             String key = e.getKey();
             String value = e.getValue().asText();
-            if (key.equals("num.recovery.threads.per.data.dir")) {
-                threads = e.getValue().asInt();
-            } else if (key.equals("segment.jitter.ms") && e.getValue().asLong() != 0) {
+            if (key.equals("segment.jitter.ms") && e.getValue().asLong() != 0) {
                 throw new Unsupported("segment.jitter.ms > 0: Kafka draws the jitter from java.util.Random, the scenario from its jitter_seed");
             } else if (!LogConfig.configNames().contains(key)) {
                 // LogConfig ignores a name it does not define: the step would run without the setting
@@ -89,143 +76,116 @@ final class Broker {
                 topicConfig.put(key, value);
             }
         }
-        this.recoveryThreads = threads;
-        this.clock = new StepClock(request.path("clock_ms").asLong());
-        SystemTimeSegments.use(clock);
-        this.scheduler = new StepScheduler(clock);
-        new LogConfig(topicConfig); // a config Kafka refuses fails here, before any step
+        return topicConfig;
     }
 
     // --- the broker's life ------------------------------------------------------------------
 
-    ObjectNode open() throws Exception {
-        Recoveries.reset();
+    @Override
+    protected Startup.Step startManager() throws IOException {
         failures = new LogDirFailureChannel(dataDirs.size());
         manager = new Logs(dataDirs, new LogConfig(topicConfig), recoveryThreads, scheduler, failures, clock);
-        String failed = Startup.run(() -> manager.startup(), this::takeOfflineDirs, () -> {
-            for (UnifiedLog log : manager.allLogs()) {
-                log.updateHighWatermark(log.logEndOffset());
-            }
-            scheduler.runDue();
-        });
-        ObjectNode out = LoadedPartitions.answer(dataDirs, failed, new LoadedPartitions.Manager() {
-            @Override
-            public TopicPartition partitionOf(File dir) {
-                return Broker.partitionOf(dir);
-            }
-
-            @Override
-            public boolean loadedIn(TopicPartition tp, File dataDir) {
-                Optional<UnifiedLog> log = manager.getLog(tp);
-                return log.isPresent() && new File(log.get().parentDir()).equals(dataDir);
-            }
-
-            @Override
-            public boolean online(File dataDir) {
-                return manager.isLogDirOnline(dataDir.getAbsolutePath());
-            }
-        });
-        if (failed != null) {
-            halt();
-        }
-        return out;
+        return () -> manager.startup();
     }
 
-    /**
-     * What ReplicaManager's log-dir failure handler does with the dirs the load queued offline (an
-     * unreadable checkpoint, an I/O error in a partition's load): each stops serving its logs
-     * ({@code LogManager.handleLogDirFailure}). The first data dir holds the metadata log (KRaft's
-     * default {@code metadata.log.dir}), whose failure halts the broker, as does losing the last
-     * live dir. Returns why the broker halted, or null.
-     */
-    private String takeOfflineDirs() {
-        for (File dir : dataDirs) {
-            String path = dir.getAbsolutePath();
-            if (!failures.hasOfflineLogDir(path)) {
-                continue;
-            }
-            if (dir.equals(dataDirs.get(0)) || manager.liveLogDirCount() == 1) {
-                return "log dir " + dir.getName() + " failed: the broker halts";
-            }
-            manager.handleLogDirFailure(path);
+    @Override
+    public boolean loadedIn(TopicPartition tp, File dataDir) {
+        Optional<UnifiedLog> log = manager.getLog(tp);
+        return log.isPresent() && new File(log.get().parentDir()).equals(dataDir);
+    }
+
+    @Override
+    public boolean online(File dataDir) {
+        return manager.isLogDirOnline(dataDir.getAbsolutePath());
+    }
+
+    @Override
+    protected boolean queuedOffline(String dataDir) {
+        return failures.hasOfflineLogDir(dataDir);
+    }
+
+    /** The first data dir holds the metadata log (KRaft's default {@code metadata.log.dir}), whose
+     *  failure halts the broker, as does losing the last live dir. */
+    @Override
+    protected String haltsOn(File dataDir) {
+        if (dataDir.equals(dataDirs.get(0)) || manager.liveLogDirCount() == 1) {
+            return "log dir " + dataDir.getName() + " failed: the broker halts";
         }
         return null;
     }
 
-    ObjectNode shutdown() throws IOException {
-        try {
-            manager.shutdown(BROKER_EPOCH);
-        } catch (Exception e) {
-            // BrokerServer.shutdown swallows it (CoreUtils.swallow): after a log dir failure the
-            // dir's lock is destroyed twice, and the second release throws once the checkpoints
-            // and markers of the live dirs are written
-            org.slf4j.LoggerFactory.getLogger(Broker.class).warn("LogManager.shutdown threw; swallowed as BrokerServer.shutdown does", e);
-        }
-        scheduler.forget();
-        ObjectNode out = JSON.createObjectNode();
-        ObjectNode dirs = out.putObject("shutdown");
-        for (File dir : dataDirs) {
-            dirs.put(dir.getName(), new File(dir, ".kafka_cleanshutdown").exists());
-        }
-        manager = null;
-        ProcessMetrics.forget(); // the per-dir gauges would keep the shut-down LogManager reachable
-        return out;
+    @Override
+    protected void handleLogDirFailure(String dataDir) {
+        manager.handleLogDirFailure(dataDir);
     }
 
-    /** The process dies: nothing is flushed, trimmed or closed; only the dir locks are let go so
-     *  the next LogManager in this JVM can take them (an OS releases them with the process). The
-     *  lock of a dir the failure handler took offline is already gone: handleLogDirFailure
+    @Override
+    protected void stopManager() throws IOException {
+        manager.shutdown(BROKER_EPOCH);
+    }
+
+    /** The lock of a dir the failure handler took offline is already gone: handleLogDirFailure
      *  destroys it and leaves it in {@code dirLocks()}, where unlocking it again throws. */
-    ObjectNode halt() throws IOException {
-        if (manager != null) {
-            for (FileLock lock : manager.dirLocks()) {
-                try {
-                    lock.destroy();
-                } catch (ClosedChannelException alreadyReleased) {
-                    // an offline dir's: released when the dir went offline
-                }
+    @Override
+    protected void releaseDirLocks() throws IOException {
+        for (FileLock lock : manager.dirLocks()) {
+            try {
+                lock.destroy();
+            } catch (ClosedChannelException alreadyReleased) {
+                // an offline dir's: released when the dir went offline
             }
         }
-        manager = null;
-        scheduler.forget();
-        ProcessMetrics.forget(); // its gauges would keep every abandoned log reachable
-        System.gc(); // the abandoned logs' channels and mappings go with their objects
-        return JSON.createObjectNode();
     }
 
-    void clockAt(long nowMs) {
-        clock.set(nowMs);
+    @Override
+    protected List<UnifiedLog> logs() {
+        return new ArrayList<>(manager.allLogs());
     }
 
-    /** Time has passed (the request's now_ms): the tasks now due run, as Kafka's scheduler runs them. */
-    ObjectNode tick() {
-        scheduler.tick();
-        return JSON.createObjectNode();
+    @Override
+    protected Optional<UnifiedLog> findLog(TopicPartition tp) {
+        return manager.getLog(tp);
     }
 
-    void afterStep() throws IOException {
-        if (manager == null) {
-            return;
-        }
-        scheduler.runDue();
-        for (UnifiedLog log : manager.allLogs()) {
-            log.updateHighWatermark(log.logEndOffset());
-        }
+    @Override
+    protected void createLog(TopicPartition tp, String dataDir) throws IOException {
+        manager.maybeUpdatePreferredLogDir(tp, dataDir);
+        manager.getOrCreateLog(tp);
+    }
+
+    @Override
+    protected void truncateTo(TopicPartition tp, long offset) {
+        manager.truncateTo(tp, offset);
+    }
+
+    @Override
+    protected void truncateFullyAndStartAt(TopicPartition tp, long offset) {
+        manager.truncateFullyAndStartAt(tp, offset);
+    }
+
+    @Override
+    protected void checkpointLogRecoveryAndStartOffsets() {
+        manager.checkpointLogRecoveryOffsets();
+        manager.checkpointLogStartOffsets();
+    }
+
+    @Override
+    protected Object logConfig(Properties config) {
+        return new LogConfig(config);
+    }
+
+    @Override
+    protected void updateConfig(UnifiedLog log, Object config, Set<String> updated) {
+        log.updateConfig((LogConfig) config);
     }
 
     // --- steps on one partition ---------------------------------------------------------------
-
-    ObjectNode create(String topic, int partition, int dir) throws IOException {
-        TopicPartition tp = new TopicPartition(topic, partition);
-        manager.maybeUpdatePreferredLogDir(tp, dataDirs.get(dir % dataDirs.size()).getAbsolutePath());
-        manager.getOrCreateLog(tp);
-        return JSON.createObjectNode();
-    }
 
     /** A leader's end-transaction marker is written as the transaction coordinator's
      *  WriteTxnMarkers request writes it (origin COORDINATOR), at transaction version 0 (the
      *  classic protocol, whose markers keep the producer's epoch); any other leader append is a
      *  client's produce request. */
+    @Override
     ObjectNode append(UnifiedLog log, byte[] data, boolean leader, int leaderEpoch) throws IOException {
         LogAppendInfo info = !leader ? log.appendAsFollower(Moved.memoryRecords(data), leaderEpoch)
                 : isControlBatch(data) ? coordinatorAppend(log, data, leaderEpoch)
@@ -252,11 +212,12 @@ final class Broker {
         return data.length > 22 && data[16] == 2 && (data[22] & 0x20) != 0;
     }
 
+    @Override
     ObjectNode roll(UnifiedLog log) throws IOException {
         return JSON.createObjectNode().put("base", log.roll().baseOffset());
     }
 
-    /** A fetch bounded by {@code maxOffset} the way a follower's high watermark bounds it (§4.5). */
+    @Override
     ObjectNode read(UnifiedLog log, long offset, int maxBytes, Long maxOffset, boolean minOne) throws IOException {
         FetchIsolation isolation = FetchIsolation.LOG_END;
         if (maxOffset != null) {
@@ -274,8 +235,7 @@ final class Broker {
         }
     }
 
-    /** A consumer's fetch at read_committed: up to the last stable offset, with the aborted
-     *  transactions the fetched range overlaps (null: the fetch answered none at all). */
+    @Override
     ObjectNode readCommitted(UnifiedLog log, long offset, int maxBytes, boolean minOne) throws IOException {
         FetchDataInfo info = log.read(offset, maxBytes, FetchIsolation.TXN_COMMITTED, minOne);
         ObjectNode out = JSON.createObjectNode().put("bytes", HEX.formatHex(Moved.bytesOf(info.records)));
@@ -288,6 +248,7 @@ final class Broker {
         return out;
     }
 
+    @Override
     ObjectNode offsetForTimestamp(UnifiedLog log, long timestamp) {
         var holder = log.fetchOffsetByTimestamp(timestamp, Optional.empty());
         ObjectNode out = JSON.createObjectNode();
@@ -303,81 +264,75 @@ final class Broker {
         return out;
     }
 
-    ObjectNode truncate(UnifiedLog log, long offset) {
-        boolean truncated = offset < log.logEndOffset();
-        if (offset < 0) {
-            log.truncateTo(offset); // Kafka's own refusal
-        }
-        manager.truncateTo(log.topicPartition(), offset);
-        return JSON.createObjectNode().put("truncated", truncated);
+    @Override
+    protected void highWatermarkAtTheEnd(UnifiedLog log) throws IOException {
+        log.updateHighWatermark(log.logEndOffset());
     }
 
-    ObjectNode truncateFully(UnifiedLog log, long offset) {
-        manager.truncateFullyAndStartAt(log.topicPartition(), offset);
-        return JSON.createObjectNode();
+    @Override
+    protected long highWatermark(UnifiedLog log) {
+        return log.highWatermark();
     }
 
-    /** Partition.deleteRecordsOnLeader: −1 is the high watermark, another negative offset is refused. */
-    ObjectNode deleteRecords(UnifiedLog log, long offset) {
-        long converted = offset == -1 ? log.highWatermark() : offset;
-        if (converted < 0) {
-            throw new OffsetOutOfRangeException("The offset " + converted + " for partition " + log.topicPartition() + " is not valid");
-        }
-        log.maybeIncrementLogStartOffset(converted, LogStartOffsetIncrementReason.ClientRecordDeletion);
-        return JSON.createObjectNode().put("log_start_offset", log.logStartOffset());
+    @Override
+    protected TopicPartition topicPartition(UnifiedLog log) {
+        return log.topicPartition();
     }
 
-    /** The harness's precondition (the step's offset lies within the log), then Kafka's flush. */
-    ObjectNode flush(UnifiedLog log, Long offset) {
-        long to = offset == null ? log.logEndOffset() : offset;
-        if (to < 0 || to > log.logEndOffset()) {
-            throw new OffsetOutOfRangeException("cannot flush to " + to + ": the log ends at " + log.logEndOffset());
-        }
-        log.flushUptoOffsetExclusive(to);
-        return JSON.createObjectNode();
+    @Override
+    protected long logStartOffset(UnifiedLog log) {
+        return log.logStartOffset();
     }
 
-    ObjectNode retention() throws IOException {
-        int deleted = 0;
-        for (UnifiedLog log : sortedLogs()) {
-            deleted += log.deleteOldSegments();
-        }
-        return JSON.createObjectNode().put("deleted", deleted);
+    @Override
+    protected long logEndOffset(UnifiedLog log) {
+        return log.logEndOffset();
     }
 
-    ObjectNode checkpoint() {
-        manager.checkpointLogRecoveryOffsets();
-        manager.checkpointLogStartOffsets();
-        return JSON.createObjectNode();
+    @Override
+    protected long recoveryPoint(UnifiedLog log) {
+        return log.recoveryPoint();
     }
 
-    UnifiedLog log(String topic, int partition) {
-        return manager.getLog(new TopicPartition(topic, partition))
-                .orElseThrow(() -> new UnknownTopicOrPartitionException(topic + "-" + partition + " has no log"));
+    @Override
+    protected void truncateLog(UnifiedLog log, long offset) {
+        log.truncateTo(offset);
+    }
+
+    @Override
+    protected void incrementLogStartOffset(UnifiedLog log, long offset) {
+        log.maybeIncrementLogStartOffset(offset, LogStartOffsetIncrementReason.ClientRecordDeletion);
+    }
+
+    @Override
+    protected void flushBelow(UnifiedLog log, long offset) {
+        log.flushUptoOffsetExclusive(offset);
+    }
+
+    @Override
+    protected int deleteOldSegments(UnifiedLog log) throws IOException {
+        return log.deleteOldSegments();
     }
 
     // --- observations -------------------------------------------------------------------------
 
-    ObjectNode state() throws IOException {
-        ObjectNode out = JSON.createObjectNode();
-        ObjectNode parts = out.putObject("partitions");
-        for (UnifiedLog log : sortedLogs()) {
-            ObjectNode p = parts.putObject(keyOf(log));
-            p.put("log_start_offset", log.logStartOffset());
-            p.put("log_end_offset", log.logEndOffset());
-            p.put("recovery_point", log.recoveryPoint());
-            ArrayNode segments = p.putArray("segments");
-            for (LogSegment s : log.logSegments()) {
-                segments.addArray().add(s.baseOffset()).add(s.size()).add(s.log().file().getName());
-            }
-            ArrayNode epochs = p.putArray("epochs");
-            LeaderEpochFileCache cache = log.leaderEpochCache();
-            for (EpochEntry e : cache.epochEntries()) {
-                epochs.addArray().add((Integer) Moved.member(e, "epoch")).add((Long) Moved.member(e, "startOffset"));
-            }
-            producers(p.putArray("producers"), log.producerStateManager().activeProducers().values());
+    @Override
+    protected String keyOf(UnifiedLog log) {
+        return new File(log.parentDir()).getName() + "/" + log.dir().getName();
+    }
+
+    @Override
+    protected void describe(UnifiedLog log, ObjectNode p) {
+        ArrayNode segments = p.putArray("segments");
+        for (LogSegment s : log.logSegments()) {
+            segments.addArray().add(s.baseOffset()).add(s.size()).add(s.log().file().getName());
         }
-        return out;
+        ArrayNode epochs = p.putArray("epochs");
+        LeaderEpochFileCache cache = log.leaderEpochCache();
+        for (EpochEntry e : cache.epochEntries()) {
+            epochs.addArray().add((Integer) Moved.member(e, "epoch")).add((Long) Moved.member(e, "startOffset"));
+        }
+        producers(p.putArray("producers"), log.producerStateManager().activeProducers().values());
     }
 
     /** The producer state in memory, one snapshot entry per producer, by id: what a snapshot written
@@ -396,81 +351,42 @@ final class Broker {
         }
     }
 
-    /** The entries of every segment whose two indexes are materialised (reading an index that is
-     *  not would materialise it, which changes what Kafka does next: KAFKA-7283). */
-    ObjectNode indexEntries() throws Exception {
-        ObjectNode out = JSON.createObjectNode();
-        ObjectNode segs = out.putObject("segments");
-        for (UnifiedLog log : sortedLogs()) {
-            List<LogSegment> segments = log.logSegments();
-            for (int i = 0; i < segments.size(); i++) {
-                LogSegment s = segments.get(i);
-                if (!materialised(s, "lazyOffsetIndex") || !materialised(s, "lazyTimeIndex")) {
-                    continue;
-                }
-                ObjectNode e = segs.putObject(keyOf(log) + "/" + s.baseOffset());
-                ArrayNode offsets = e.putArray("offsets");
-                OffsetIndex oi = s.offsetIndex();
-                for (int k = 0; k < oi.entries(); k++) {
-                    OffsetPosition op = oi.entry(k);
-                    offsets.addArray().add((Long) Moved.member(op, "offset")).add((Integer) Moved.member(op, "position"));
-                }
-                ArrayNode times = e.putArray("times");
-                TimeIndex ti = s.timeIndex();
-                for (int k = 0; k < ti.entries(); k++) {
-                    TimestampOffset to = ti.entry(k);
-                    times.addArray().add((Long) Moved.member(to, "timestamp")).add((Long) Moved.member(to, "offset"));
-                }
-                e.put("active", i == segments.size() - 1);
-                e.put("end", i + 1 < segments.size() ? segments.get(i + 1).baseOffset() : log.logEndOffset());
-            }
+    @Override
+    protected List<LogSegment> segments(UnifiedLog log) {
+        return log.logSegments();
+    }
+
+    @Override
+    protected long baseOffset(Object segment) {
+        return ((LogSegment) segment).baseOffset();
+    }
+
+    @Override
+    protected void indexEntries(Object segment, ArrayNode offsets, ArrayNode times) throws IOException {
+        OffsetIndex oi = ((LogSegment) segment).offsetIndex();
+        for (int k = 0; k < oi.entries(); k++) {
+            OffsetPosition op = oi.entry(k);
+            offsets.addArray().add((Long) Moved.member(op, "offset")).add((Integer) Moved.member(op, "position"));
         }
-        return out;
-    }
-
-    /** The directory the data dirs lie in. */
-    File root() {
-        return root;
-    }
-
-    boolean running() {
-        return manager != null;
-    }
-
-    // --- helpers ------------------------------------------------------------------------------
-
-    private List<UnifiedLog> sortedLogs() {
-        List<UnifiedLog> logs = new ArrayList<>(manager.allLogs());
-        logs.sort(Comparator.comparing((UnifiedLog l) -> l.topicPartition().topic())
-                .thenComparingInt(l -> l.topicPartition().partition()));
-        return logs;
-    }
-
-    private static String keyOf(UnifiedLog log) {
-        return new File(log.parentDir()).getName() + "/" + log.dir().getName();
-    }
-
-    /** A partition dir as Kafka's loader names it; null for anything else it finds there, and for
-     *  KRaft's metadata log, which LogManager leaves to the raft layer. */
-    private static TopicPartition partitionOf(File dir) {
-        String name = dir.getName();
-        if (name.endsWith("-delete") || name.endsWith("-future") || name.endsWith("-stray")
-                || name.startsWith("__cluster_metadata-")) {
-            return null;
-        }
-        try {
-            return UnifiedLog.parseTopicPartitionName(dir);
-        } catch (Exception e) { // up to 4.3 it declares IOException
-            return null;
+        TimeIndex ti = ((LogSegment) segment).timeIndex();
+        for (int k = 0; k < ti.entries(); k++) {
+            TimestampOffset to = ti.entry(k);
+            times.addArray().add((Long) Moved.member(to, "timestamp")).add((Long) Moved.member(to, "offset"));
         }
     }
 
-    private static boolean materialised(LogSegment segment, String field) throws ReflectiveOperationException {
+    @Override
+    protected boolean materialised(Object segment, String field) throws ReflectiveOperationException {
         Field lazyField = LogSegment.class.getDeclaredField(field);
         lazyField.setAccessible(true);
         LazyIndex<?> lazy = (LazyIndex<?>) lazyField.get(segment);
         Field wrapper = LazyIndex.class.getDeclaredField("indexWrapper");
         wrapper.setAccessible(true);
         return wrapper.get(lazy).getClass().getSimpleName().equals("IndexValue");
+    }
+
+    @Override
+    protected TopicPartition parseTopicPartitionName(File dir) throws Exception {
+        return UnifiedLog.parseTopicPartitionName(dir);
     }
 }

@@ -38,7 +38,7 @@ public final class Main {
         KafkaLog kafkaLog = KafkaLog.install();
         Advices.install();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
-        Broker broker = null;
+        Generation<?, ?> broker = null; // the generation's Broker
         String line;
         while ((line = in.readLine()) != null) {
             if (line.isBlank()) {
@@ -76,7 +76,7 @@ public final class Main {
     }
 
     /** One step's answer on a race's thread: ok, or what went wrong, as the request loop answers it. */
-    static ObjectNode answer(Broker broker, JsonNode request, KafkaLog kafkaLog) {
+    static ObjectNode answer(Generation<?, ?> broker, JsonNode request, KafkaLog kafkaLog) {
         ObjectNode answer = JSON.createObjectNode();
         try {
             answer.set("ok", Steps.apply(broker, request.path("op").asText(), request));

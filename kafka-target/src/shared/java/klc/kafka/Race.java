@@ -28,7 +28,7 @@ final class Race {
 
     private Race() { }
 
-    static ObjectNode run(Broker broker, JsonNode request, KafkaLog kafkaLog) throws Exception {
+    static ObjectNode run(Generation<?, ?> broker, JsonNode request, KafkaLog kafkaLog) throws Exception {
         JsonNode threads = request.path("threads");
         if (!threads.isArray() || threads.size() == 0) {
             throw new Steps.BadRequest("race needs threads: a list of request lists");
@@ -65,7 +65,7 @@ final class Race {
         return out;
     }
 
-    private static ArrayNode runThread(Broker broker, JsonNode requests, AtomicInteger start, KafkaLog kafkaLog) {
+    private static ArrayNode runThread(Generation<?, ?> broker, JsonNode requests, AtomicInteger start, KafkaLog kafkaLog) {
         ArrayNode out = JSON.createArrayNode();
         start.decrementAndGet();
         long deadline = System.nanoTime() + JOIN_MS * 1_000_000;

@@ -5,8 +5,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.function.Predicate;
 
-/** The protocol's ops, each read from its request and handed to the broker. */
+/** The protocol's ops, each read from its request and handed to the broker: one dispatch for
+ *  every generation, written against {@link Generation} and compiled with each. */
 final class Steps {
     static final class BadRequest extends RuntimeException {
         BadRequest(String message) {
@@ -16,7 +18,8 @@ final class Steps {
 
     private Steps() { }
 
-    static ObjectNode apply(Broker broker, String op, JsonNode r) throws Exception {
+    /** One op on any generation: {@code L} is its log class, which the partition ops take. */
+    static <L> ObjectNode apply(Generation<?, L> broker, String op, JsonNode r) throws Exception {
         if (r.has("now_ms")) {
             broker.clockAt(number(r, "now_ms")); // the scenario's clock, moved only by tick steps
         }
@@ -36,10 +39,11 @@ final class Steps {
             case "create": return broker.create(text(r, "topic"), (int) number(r, "partition"), (int) number(r, "dir"));
             case "retention": return broker.retention();
             case "checkpoint": return broker.checkpoint();
+            case "alter_config": return broker.alterConfig(text(r, "topic"), object(r, "config"));
             case "clean": throw new Unsupported("a log-cleaner round: this target does not run Kafka's LogCleaner yet");
             default: break;
         }
-        var log = broker.log(text(r, "topic"), (int) number(r, "partition")); // the generation's log class
+        L log = broker.log(text(r, "topic"), (int) number(r, "partition"));
         switch (op) {
             case "append":
                 return broker.append(log, HexFormat.of().parseHex(text(r, "data")), r.path("leader").asBoolean(true),
@@ -64,7 +68,7 @@ final class Steps {
     }
 
     /** Kafka's load; with {@code halt_at}, the process dies at the chosen point of it. */
-    private static ObjectNode open(Broker broker, JsonNode r) throws Exception {
+    private static ObjectNode open(Generation<?, ?> broker, JsonNode r) throws Exception {
         JsonNode haltAt = r.path("halt_at");
         if (haltAt.isMissingNode() || haltAt.isNull()) {
             return counted(broker);
@@ -80,7 +84,7 @@ final class Steps {
     /** The load's answer with the index objects it built, per file ({@code indexes_built}): up to
      *  2.2 every segment's offset and time index is built and checked at load, from 2.3 only those
      *  something reads, the active segments' after a clean shutdown (KAFKA-7283). */
-    private static ObjectNode counted(Broker broker) throws Exception {
+    private static ObjectNode counted(Generation<?, ?> broker) throws Exception {
         IndexBuilds.start();
         Map<String, Integer> built;
         ObjectNode answer;
@@ -95,18 +99,23 @@ final class Steps {
     }
 
     private static long number(JsonNode r, String field) {
-        JsonNode v = r.get(field);
-        if (v == null || !v.canConvertToLong()) {
-            throw new BadRequest("field " + field + " must be an integer, got " + v);
-        }
-        return v.asLong();
+        return field(r, field, JsonNode::canConvertToLong, "an integer").asLong();
+    }
+
+    private static JsonNode object(JsonNode r, String field) {
+        return field(r, field, JsonNode::isObject, "an object");
     }
 
     private static String text(JsonNode r, String field) {
+        return field(r, field, JsonNode::isTextual, "a string").asText();
+    }
+
+    /** The request's field, which must be present and of the kind {@code ok} accepts. */
+    private static JsonNode field(JsonNode r, String field, Predicate<JsonNode> ok, String kind) {
         JsonNode v = r.get(field);
-        if (v == null || !v.isTextual()) {
-            throw new BadRequest("field " + field + " must be a string, got " + v);
+        if (v == null || !ok.test(v)) {
+            throw new BadRequest("field " + field + " must be " + kind + ", got " + v);
         }
-        return v.asText();
+        return v;
     }
 }

@@ -5,14 +5,16 @@ import org.apache.kafka.common.utils.Exit;
 
 import java.io.File;
 
-/** What the protocol needs of Kafka 3.1–4.0 outside the log layer. */
+/** What the protocol needs of Kafka 1.1–4.0 outside the log layer. */
 final class Release {
     /** The classes {@link Advices} weaves into: a segment (the broker's Scala kafka.log.LogSegment up
-     *  to 3.6, kafka-storage's from 3.7), and UnifiedLog, which LogLoader's result is handed to:
-     *  its construction marks a partition loaded (UnifiedLog.apply loads, then constructs). */
+     *  to 3.6, kafka-storage's from 3.7), and the log class: up to 3.0 {@code Log}, whose constructor
+     *  loads the partition (segments, recovery, producer state); from 3.1 UnifiedLog, which
+     *  LogLoader's result is handed to: its construction marks a partition loaded (UnifiedLog.apply
+     *  loads, then constructs). */
     static final String SEGMENT_CLASS = Scala.hasClass("kafka.log.LogSegment")
             ? "kafka.log.LogSegment" : "org.apache.kafka.storage.internals.log.LogSegment";
-    static final String LOG_CLASS = "kafka.log.UnifiedLog";
+    static final String LOG_CLASS = Scala.hasClass("kafka.log.UnifiedLog") ? "kafka.log.UnifiedLog" : "kafka.log.Log";
     /** The index classes whose constructions a race counts ({@link IndexBuilds}): kafka.log up to
      *  3.4, kafka-storage from 3.5; only those of the running release match. */
     static final String[] INDEX_CLASSES = {"kafka.log.OffsetIndex", "kafka.log.TimeIndex",
@@ -36,8 +38,8 @@ final class Release {
         Exit.setHaltProcedure((status, message) -> { throw new Main.Halted(status, message); });
     }
 
-    /** The refusal a broker would answer: a RecordValidationException (kafka.common up to 3.4,
-     *  kafka-storage after) answers with the exception it wraps. */
+    /** The refusal a broker would answer: a RecordValidationException (kafka.common from 2.4 to 3.4,
+     *  kafka-storage after; before 2.4 the refusal is thrown as is) answers with the exception it wraps. */
     static Throwable refusal(Throwable e) {
         if (e.getClass().getSimpleName().equals("RecordValidationException")) {
             return (Throwable) Scala.member(e, "invalidException");

@@ -1,0 +1,421 @@
+package klc.kafka;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.OffsetOutOfRangeException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+
+import java.io.File;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import java.util.function.Function;
+
+/**
+ * One broker's log layer: Kafka's own LogManager over the scenario's data dirs, driven one step at
+ * a time, the same for every generation of Kafka's log classes. Each public-facing method is one op
+ * of the JSON-lines protocol (docs/kafka-target.md), which {@link Steps} dispatches; what it asks of
+ * Kafka is the generation's {@code Broker}, one abstract method per call whose API differs between
+ * generations: Kafka 4.1 on (kafka-target/src/main), 3.1 to 4.0's Scala {@code UnifiedLog} and 1.1
+ * to 3.0's Scala {@code Log} (kafka-target-scala).
+ *
+ * @param <M> the generation's LogManager
+ * @param <L> the generation's log class, one partition's log
+ */
+abstract class Generation<M, L> implements LoadedPartitions.Manager {
+    protected static final ObjectMapper JSON = new ObjectMapper();
+    /** The broker's own config among the scenario's: the rest are its topics' log config. */
+    private static final String RECOVERY_THREADS = "num.recovery.threads.per.data.dir";
+    private static final String CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown";
+
+    protected final File root;
+    protected final List<File> dataDirs = new ArrayList<>();
+    /** The scenario header's topic config as this generation's LogConfig takes it. */
+    protected final Properties topicConfig;
+    protected final int recoveryThreads;
+    protected final StepClock clock;
+    protected final StepScheduler scheduler;
+    /** The running broker's LogManager; null while the broker is down. */
+    protected M manager;
+    /** The header's topic config as the scenario wrote it: what alter_config overlays. */
+    private final Map<String, JsonNode> header = new LinkedHashMap<>();
+    private final Function<Map<String, JsonNode>, Properties> kafkaConfig;
+
+    /** {@code kafkaConfig}: a scenario's topic config, in order, as the generation's LogConfig takes
+     *  it (renamed where a release names a setting otherwise); throws {@link Unsupported} for what the
+     *  release cannot express. The config is read before the clock exists: a refused one changes nothing. */
+    protected Generation(JsonNode request, Function<Map<String, JsonNode>, Properties> kafkaConfig) {
+        this.root = new File(request.path("root").asText());
+        for (JsonNode d : request.path("data_dirs")) {
+            dataDirs.add(new File(root, d.asText()).getAbsoluteFile());
+        }
+        int threads = 1;
+        Iterator<Map.Entry<String, JsonNode>> fields = request.path("config").fields();
+        while (fields.hasNext()) {
+            Map.Entry<String, JsonNode> e = fields.next();
+            if (e.getKey().equals(RECOVERY_THREADS)) {
+                threads = e.getValue().asInt();
+            } else {
+                header.put(e.getKey(), e.getValue());
+            }
+        }
+        this.recoveryThreads = threads;
+        this.kafkaConfig = kafkaConfig;
+        this.topicConfig = kafkaConfig.apply(header);
+        this.clock = new StepClock(request.path("clock_ms").asLong());
+        SystemTimeSegments.use(clock);
+        this.scheduler = new StepScheduler(clock);
+    }
+
+    // --- the broker's life ------------------------------------------------------------------
+
+    /** Kafka's load (LogManager's startup), the log-dir failure handler, then a started broker's
+     *  first steps; answers the {@code loaded} list ({@link LoadedPartitions}). */
+    ObjectNode open() throws Exception {
+        Recoveries.reset();
+        Startup.Step load = startManager();
+        String failed = Startup.run(load, this::takeOfflineDirs, () -> {
+            for (L log : logs()) {
+                highWatermarkAtTheEnd(log);
+            }
+            scheduler.runDue();
+        });
+        ObjectNode out = LoadedPartitions.answer(dataDirs, failed, this);
+        if (failed != null) {
+            halt();
+        }
+        return out;
+    }
+
+    /** What ReplicaManager's log-dir failure handler does with the dirs the load queued offline:
+     *  each stops serving its logs ({@code LogManager.handleLogDirFailure}), unless losing it halts
+     *  the broker. Returns why the broker halted, or null. */
+    private String takeOfflineDirs() {
+        for (File dir : dataDirs) {
+            String path = dir.getAbsolutePath();
+            if (!queuedOffline(path)) {
+                continue;
+            }
+            String halts = haltsOn(dir);
+            if (halts != null) {
+                return halts;
+            }
+            handleLogDirFailure(path);
+        }
+        return null;
+    }
+
+    /** LogManager.shutdown; what it throws is swallowed, as the broker's shutdown swallows it
+     *  (CoreUtils.swallow): after a log dir failure the dir's lock is destroyed twice, and the
+     *  second release throws once the checkpoints and markers of the live dirs are written. */
+    ObjectNode shutdown() throws IOException {
+        try {
+            stopManager();
+        } catch (Exception e) {
+            org.slf4j.LoggerFactory.getLogger(getClass()).warn("LogManager.shutdown threw; swallowed as the broker's shutdown does", e);
+        }
+        scheduler.forget();
+        ObjectNode out = JSON.createObjectNode();
+        ObjectNode dirs = out.putObject("shutdown");
+        for (File dir : dataDirs) {
+            dirs.put(dir.getName(), new File(dir, CLEAN_SHUTDOWN_FILE).exists());
+        }
+        manager = null;
+        ProcessMetrics.forget(); // the per-dir gauges would keep the shut-down LogManager reachable
+        return out;
+    }
+
+    /** The process dies: nothing is flushed, trimmed or closed; only the dir locks are let go so
+     *  the next LogManager in this JVM can take them (an OS releases them with the process). */
+    ObjectNode halt() throws IOException {
+        if (manager != null) {
+            releaseDirLocks();
+        }
+        manager = null;
+        scheduler.forget();
+        ProcessMetrics.forget(); // its gauges would keep every abandoned log reachable
+        System.gc(); // the abandoned logs' channels and mappings go with their objects
+        return JSON.createObjectNode();
+    }
+
+    void clockAt(long nowMs) {
+        clock.set(nowMs);
+    }
+
+    /** Time has passed (the request's now_ms): the tasks now due run, as Kafka's scheduler runs them. */
+    ObjectNode tick() {
+        scheduler.tick();
+        return JSON.createObjectNode();
+    }
+
+    void afterStep() throws IOException {
+        if (manager == null) {
+            return;
+        }
+        scheduler.runDue();
+        for (L log : logs()) {
+            highWatermarkAtTheEnd(log);
+        }
+    }
+
+    // --- steps on the broker ------------------------------------------------------------------
+
+    /** The partition's log in the step's data dir (maybeUpdatePreferredLogDir, getOrCreateLog). */
+    ObjectNode create(String topic, int partition, int dir) throws IOException {
+        createLog(new TopicPartition(topic, partition), dataDirs.get(dir % dataDirs.size()).getAbsolutePath());
+        return JSON.createObjectNode();
+    }
+
+    ObjectNode retention() throws IOException {
+        int deleted = 0;
+        for (L log : sortedLogs()) {
+            deleted += deleteOldSegments(log);
+        }
+        return JSON.createObjectNode().put("deleted", deleted);
+    }
+
+    ObjectNode checkpoint() {
+        checkpointLogRecoveryAndStartOffsets();
+        return JSON.createObjectNode();
+    }
+
+    /**
+     * A topic's config altered as a broker applies an AlterConfigs (LogManager.updateTopicConfig):
+     * the header's config overlaid with {@code changes}, read by the same rules as the header's,
+     * becomes the config of every log the topic has ({@code updateConfig}). A partition created
+     * later gets the header's: the config repository here holds no topic override.
+     */
+    ObjectNode alterConfig(String topic, JsonNode changes) {
+        Map<String, JsonNode> merged = new LinkedHashMap<>(header);
+        Set<String> updated = new LinkedHashSet<>();
+        Iterator<Map.Entry<String, JsonNode>> fields = changes.fields();
+        while (fields.hasNext()) {
+            Map.Entry<String, JsonNode> e = fields.next();
+            if (e.getKey().equals(RECOVERY_THREADS)) {
+                throw new Steps.BadRequest(RECOVERY_THREADS + " is the broker's config, not a topic's");
+            }
+            merged.put(e.getKey(), e.getValue());
+            updated.add(e.getKey());
+        }
+        Object config = logConfig(kafkaConfig.apply(merged)); // Kafka refuses a bad value here
+        for (L log : sortedLogs()) {
+            if (topicPartition(log).topic().equals(topic)) {
+                updateConfig(log, config, updated);
+            }
+        }
+        return JSON.createObjectNode();
+    }
+
+    L log(String topic, int partition) {
+        return findLog(new TopicPartition(topic, partition))
+                .orElseThrow(() -> new UnknownTopicOrPartitionException(topic + "-" + partition + " has no log"));
+    }
+
+    // --- steps on one partition ---------------------------------------------------------------
+
+    ObjectNode truncate(L log, long offset) {
+        boolean truncated = offset < logEndOffset(log);
+        if (offset < 0) {
+            truncateLog(log, offset); // Kafka's own refusal
+        }
+        truncateTo(topicPartition(log), offset);
+        return JSON.createObjectNode().put("truncated", truncated);
+    }
+
+    ObjectNode truncateFully(L log, long offset) {
+        truncateFullyAndStartAt(topicPartition(log), offset);
+        return JSON.createObjectNode();
+    }
+
+    /** Partition.deleteRecordsOnLeader: −1 is the high watermark, another negative offset is refused. */
+    ObjectNode deleteRecords(L log, long offset) {
+        long converted = offset == -1 ? highWatermark(log) : offset;
+        if (converted < 0) {
+            throw new OffsetOutOfRangeException("The offset " + converted + " for partition " + topicPartition(log) + " is not valid");
+        }
+        incrementLogStartOffset(log, converted);
+        return JSON.createObjectNode().put("log_start_offset", logStartOffset(log));
+    }
+
+    /** The harness's precondition (the step's offset lies within the log), then Kafka's flush of
+     *  the offsets below it. */
+    ObjectNode flush(L log, Long offset) {
+        long to = offset == null ? logEndOffset(log) : offset;
+        if (to < 0 || to > logEndOffset(log)) {
+            throw new OffsetOutOfRangeException("cannot flush to " + to + ": the log ends at " + logEndOffset(log));
+        }
+        flushBelow(log, to);
+        return JSON.createObjectNode();
+    }
+
+    abstract ObjectNode append(L log, byte[] data, boolean leader, int leaderEpoch) throws IOException;
+
+    abstract ObjectNode roll(L log) throws IOException;
+
+    /** A fetch bounded by {@code maxOffset} the way a follower's high watermark bounds it (§4.5). */
+    abstract ObjectNode read(L log, long offset, int maxBytes, Long maxOffset, boolean minOne) throws IOException;
+
+    /** A consumer's fetch at read_committed: up to the last stable offset, with the aborted
+     *  transactions the fetched range overlaps (null: the fetch answered none at all). */
+    abstract ObjectNode readCommitted(L log, long offset, int maxBytes, boolean minOne) throws IOException;
+
+    abstract ObjectNode offsetForTimestamp(L log, long timestamp) throws IOException;
+
+    // --- observations -------------------------------------------------------------------------
+
+    ObjectNode state() throws IOException {
+        ObjectNode out = JSON.createObjectNode();
+        ObjectNode parts = out.putObject("partitions");
+        for (L log : sortedLogs()) {
+            ObjectNode p = parts.putObject(keyOf(log));
+            p.put("log_start_offset", logStartOffset(log));
+            p.put("log_end_offset", logEndOffset(log));
+            p.put("recovery_point", recoveryPoint(log));
+            describe(log, p);
+        }
+        return out;
+    }
+
+    /** The entries of every segment whose two indexes are materialised (reading an index that is
+     *  not would materialise it, which changes what Kafka does next: KAFKA-7283). */
+    ObjectNode indexEntries() throws Exception {
+        ObjectNode out = JSON.createObjectNode();
+        ObjectNode segs = out.putObject("segments");
+        for (L log : sortedLogs()) {
+            List<?> segments = segments(log);
+            for (int i = 0; i < segments.size(); i++) {
+                Object s = segments.get(i);
+                if (materialised(s, "lazyOffsetIndex") && materialised(s, "lazyTimeIndex")) {
+                    ObjectNode e = segs.putObject(keyOf(log) + "/" + baseOffset(s));
+                    indexEntries(s, e.putArray("offsets"), e.putArray("times"));
+                    e.put("active", i == segments.size() - 1);
+                    e.put("end", i + 1 < segments.size() ? baseOffset(segments.get(i + 1)) : logEndOffset(log));
+                }
+            }
+        }
+        return out;
+    }
+
+    /** The directory the data dirs lie in. */
+    File root() {
+        return root;
+    }
+
+    boolean running() {
+        return manager != null;
+    }
+
+    /** A partition dir as Kafka's loader names it; null for anything else it finds there. */
+    @Override
+    public TopicPartition partitionOf(File dir) {
+        if (ignored(dir.getName())) {
+            return null;
+        }
+        try {
+            return parseTopicPartitionName(dir);
+        } catch (Exception e) { // Kafka's refusal of the name; up to 4.3 the Java one declares IOException
+            return null;
+        }
+    }
+
+    // --- what differs by Kafka's API -----------------------------------------------------------
+
+    /** A new LogManager over the data dirs (this.manager), answering its load: startup (the
+     *  constructor too where it loads, up to 2.7). What it throws before the load is a refusal. */
+    protected abstract Startup.Step startManager() throws Exception;
+
+    /** Whether the load queued the data dir on the log-dir failure channel. */
+    protected abstract boolean queuedOffline(String dataDir);
+
+    /** Why losing the data dir halts the broker, or null: it goes offline alone. */
+    protected abstract String haltsOn(File dataDir);
+
+    protected abstract void handleLogDirFailure(String dataDir);
+
+    protected abstract void stopManager() throws Exception;
+
+    /** Every dir lock the LogManager holds let go; one the failure handler already destroyed stays so. */
+    protected abstract void releaseDirLocks() throws IOException;
+
+    protected abstract List<L> logs();
+
+    protected abstract Optional<L> findLog(TopicPartition tp);
+
+    protected abstract void createLog(TopicPartition tp, String dataDir) throws IOException;
+
+    protected abstract void truncateTo(TopicPartition tp, long offset);
+
+    protected abstract void truncateFullyAndStartAt(TopicPartition tp, long offset);
+
+    protected abstract void checkpointLogRecoveryAndStartOffsets();
+
+    /** The generation's LogConfig of a topic config (Kafka refuses a bad value here). */
+    protected abstract Object logConfig(Properties config);
+
+    /** The log takes {@code config} (a {@link #logConfig}); {@code updated}: the keys the step set. */
+    protected abstract void updateConfig(L log, Object config, Set<String> updated);
+
+    /** One replica: the high watermark is the log end offset (scenario determinism contract). */
+    protected abstract void highWatermarkAtTheEnd(L log) throws IOException;
+
+    protected abstract long highWatermark(L log);
+
+    protected abstract TopicPartition topicPartition(L log);
+
+    protected abstract long logStartOffset(L log);
+
+    protected abstract long logEndOffset(L log);
+
+    protected abstract long recoveryPoint(L log);
+
+    protected abstract void truncateLog(L log, long offset);
+
+    protected abstract void incrementLogStartOffset(L log, long offset);
+
+    protected abstract void flushBelow(L log, long offset);
+
+    protected abstract int deleteOldSegments(L log) throws IOException;
+
+    /** The log's data dir and partition dir, as the answers name a partition. */
+    protected abstract String keyOf(L log);
+
+    /** The state's per-partition fields beyond the offsets: segments, epochs, producers. */
+    protected abstract void describe(L log, ObjectNode partition) throws IOException;
+
+    protected abstract List<?> segments(L log);
+
+    protected abstract long baseOffset(Object segment);
+
+    /** Whether a segment's index object exists yet (lazy since 2.3, KAFKA-7283). */
+    protected abstract boolean materialised(Object segment, String lazyIndex) throws ReflectiveOperationException;
+
+    /** A segment's offset-index and time-index entries, as [offset, position] and [timestamp, offset]. */
+    protected abstract void indexEntries(Object segment, ArrayNode offsets, ArrayNode times) throws IOException;
+
+    protected abstract TopicPartition parseTopicPartitionName(File dir) throws Exception;
+
+    /** Directories the loader passes over by name, and KRaft's metadata log, which LogManager
+     *  leaves to the raft layer; Kafka up to 3.0 knows only the first two. */
+    protected boolean ignored(String name) {
+        return name.endsWith("-delete") || name.endsWith("-future") || name.endsWith("-stray")
+                || name.startsWith("__cluster_metadata-");
+    }
+
+    protected List<L> sortedLogs() {
+        List<L> logs = logs();
+        logs.sort(Comparator.comparing((L l) -> topicPartition(l).topic()).thenComparingInt(l -> topicPartition(l).partition()));
+        return logs;
+    }
+}
