@@ -6,7 +6,9 @@ import contextlib
 import functools
 import json
 import os
+import signal
 import sys
+import threading
 
 import attrs
 import click
@@ -17,12 +19,46 @@ from conformance.dump_index import INDEX_SUFFIXES, dump_index_file
 from conformance.dump_state import STATE_FILES, dump_state_file
 from conformance.mutants import MutantError, mutant_stack
 from conformance.scenario import Scenario, ScenarioError
-from conformance.targets import kafka_jvm
+from conformance.targets import HarnessError, kafka_jvm
 from conformance.targets.kafka_jvm import RELEASE, KafkaTargetError, shared
 from impl.config import ConfigError, LogConfig
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised where Python raises KeyboardInterrupt for SIGINT."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _interrupt(signum: int, _frame) -> None:
+    raise Interrupted(signum)
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # ended as SIGINT ends a command: cleanup, then exit
+
+
+class _Klc(click.Group):
+    """klc's commands.  SIGTERM and SIGHUP end a command as SIGINT does: unwinding it, so that what
+    it cleans up in ``finally`` is cleaned up (``klc load``'s private copy, a kafka target's root and
+    JVM, a campaign's run record written as interrupted), then exit status 128 + the signal."""
+
+    def invoke(self, ctx):
+        main_thread = threading.current_thread() is threading.main_thread()  # where handlers may be set
+        before = {s: signal.signal(s, _interrupt) for s in STOP_SIGNALS} if main_thread else {}
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as e:
+            signum = getattr(e, "signum", signal.SIGINT)
+            click.echo(f"klc: stopped by {signal.Signals(signum).name}", err=True)
+            sys.exit(128 + signum)
+        finally:
+            for s, handler in before.items():
+                signal.signal(s, handler)
+
+
+@click.group(cls=_Klc, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kafka-log-conformance")
 def main() -> None:
     """Reference model, implementation and conformance suite for Kafka's on-disk log layer."""
@@ -208,8 +244,9 @@ def replay(
     """Run scenario files (docs/scenario-format.md) through the runner and check every property.
 
     Exit status: 0 all passed, 1 a property was violated, 2 a file is not a valid scenario or the
-    kafka target could not run, 3 nothing violated but not judged to the end (a target could not express
-    a step, or the scenario reached a known Kafka bug: corpora/kafka-findings).
+    kafka target could not run (a harness error: its JVM died or stopped answering — no verdict),
+    3 nothing violated but not judged to the end (a target could not express a step, or the
+    scenario reached a known Kafka bug: corpora/kafka-findings).
     """
     target, build = _judged(target, kafka_classpath, "replay")
     targets = {"both": ("model", "impl")}.get(target, ("model", target) if target.startswith("kafka") else (target,))
@@ -311,8 +348,8 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
             continue
         try:
             verdict = run(scenario, targets, backend)
-        except KafkaTargetError as e:
-            click.echo(f"klc replay: {path}: {e}", err=True)
+        except HarnessError as e:  # a dead or hung JVM: nothing was judged, no verdict is printed
+            click.echo(f"klc replay: {path}: HARNESS ERROR, not a verdict: {e}", err=True)
             sys.exit(2)
         if as_json:
             judged = {"kafka_build": build.to_json()} if build is not None else {}
@@ -714,10 +751,12 @@ def campaign(budget_minutes, scenarios, master, profile, target, kafka_classpath
     and written to corpora/found/<signature>/, and a report in OUT/report.html.
 
     Rerunning skips the seeds already in the table for this commit, profile, target and (on a kafka
-    target) the digest of the jars judged.  Exit status:
+    target) the digest of the jars judged, but not those of a harness error; a second campaign into
+    the same OUT waits for the first.  Exit status:
     0 no new failure (failures whose signature already has a corpus entry are counted, not new),
-    1 a new signature or a harness error, 2 bad arguments, no Spark, an unreachable master, or a
-    campaign Spark aborted (a task failed on every retry).
+    1 a new signature, 2 a harness error in a task (a dead or hung kafka JVM: those seeds were not
+    judged), bad arguments, no Spark, an unreachable master, or a campaign Spark aborted (a task
+    failed on every retry); 128+N stopped by signal N (SIGINT, SIGTERM, SIGHUP).
     """
     from conformance.campaign.driver import CampaignConfig, CampaignError, run_campaign  # local: Spark, Hypothesis
 
@@ -742,12 +781,14 @@ def campaign(budget_minutes, scenarios, master, profile, target, kafka_classpath
         sys.exit(2)
     failed = result.failures
     run = result.run
+    errors = [r for r in failed if r["status"] == "error"]
     if as_json:
         click.echo(json.dumps({
             "run_id": result.run_id, "tasks": len(result.rows), "scenarios": result.scenarios,
             "skipped_seeds": result.skipped, "failed_tasks": len(failed), "seconds": result.seconds,
             "fuzz_seconds": run["fuzz_s"], "scenarios_per_s": result.scenarios_per_s, "master": run["master"],
             "executors": run["executors"], "parallelism": result.parallelism, "findings": result.findings,
+            "harness_errors": [{k: r[k] for k in ("seed", "signature", "witness")} for r in errors],
             "report": result.report, "kafka_build": config.kafka_build,
         }, default=str))  # fmt: skip
     else:
@@ -762,14 +803,32 @@ def campaign(budget_minutes, scenarios, master, profile, target, kafka_classpath
             click.echo(
                 f"  NEW {f['signature']}: {f['witness']}{' (flaky)' if f['flaky'] else ''} -> {f['corpus_path']}"
             )
+        for line in harness_error_lines(errors):
+            click.echo(line)
         click.echo(f"report: {result.report}")
         if build is not None:
             click.echo(_judged_line(build))
-    errors = [r for r in failed if r["status"] == "error"]
-    if not as_json:
-        for r in errors:  # a harness error's cause on the console, not only in the table
-            click.echo(f"  ERROR seed {r['seed']}: {r.get('witness') or _last_line(r.get('error') or '')}", err=True)
-    sys.exit(1 if result.findings or errors else 0)
+    # a harness error is no verdict: those seeds were not judged (exit 2, as replay's)
+    sys.exit(2 if errors else 1 if result.findings else 0)
+
+
+def harness_error_lines(errors: list[dict], shown: int = 5) -> list[str]:
+    """The console's lines for a campaign's harness errors: one per signature, with its cause
+    (the witness: how the JVM ended, its stderr's tail), the seeds it hit, and where the traceback is."""
+    by_signature: dict[str, list[dict]] = {}
+    for r in errors:
+        by_signature.setdefault(r["signature"], []).append(r)
+    lines = []
+    for signature, rows in list(by_signature.items())[:shown]:
+        seeds = ", ".join(str(r["seed"]) for r in rows[:10]) + (", ..." if len(rows) > 10 else "")
+        lines.append(
+            f"  HARNESS ERROR (not judged, not a finding) in {len(rows)} task(s), seed(s) {seeds}: {rows[0]['witness']}"
+        )
+    if len(by_signature) > shown:
+        lines.append(f"  ... and {len(by_signature) - shown} more kind(s) of harness error")
+    if errors:
+        lines.append("  (each traceback is in the results table's error column; a rerun runs those seeds again)")
+    return lines
 
 
 def _last_line(text: str) -> str:

@@ -49,7 +49,7 @@ from conformance.scenario import (
     build_legacy_wrapper,
     encode_legacy_message,
 )
-from conformance.targets import digest
+from conformance.targets import HarnessError, digest
 from conformance.tracing import PowerLoss
 from conformance.verdicts import describe, own_frames, where
 from model import compression
@@ -146,6 +146,8 @@ class ImplJournal:
                 "operation": e.args[0],
                 "path": e.args[1].removeprefix(target.root + "/"),
             }, None
+        except HarnessError:  # the image source could not run (Kafka's JVM died): no verdict
+            raise
         except Exception as e:
             cause = getattr(fault, "error", "a crash")
             return {}, f"raised {where(e)} when operation {fault.at_op} of {describe(during)} failed with {cause}"

@@ -40,7 +40,7 @@ from conformance.properties import (
     storage_protocol,
 )
 from conformance.properties.crash_recovery import RecoveryTracker
-from conformance.targets import Target
+from conformance.targets import HarnessError, Target
 from conformance.targets.impl_target import ImplTarget, forked
 from conformance.targets.kafka import KafkaTarget, Unsupported
 from conformance.targets.model_target import ModelTarget
@@ -219,6 +219,8 @@ class Session:
                 self.verdict.unsupported = f"step {index} ({describe(step)}): {e}"
                 self.broken = True
                 return None
+            except HarnessError:  # the target could not run (a dead JVM): no verdict, the caller says so
+                raise
             except Exception as e:  # an operation no target should refuse blew up
                 prop = BAD_INPUT if step.loads and self.tracker.faulted else CONFORMS
                 frames = own_frames(traceback.extract_tb(e.__traceback__))

@@ -200,3 +200,49 @@ def test_exit_status_is_1_for_a_new_signature_and_0_once_it_is_known(tmp_path):
     assert fresh.exit_code == 0, fresh.output
     summary = json.loads(fresh.output)
     assert summary["failed_tasks"] >= 1 and summary["skipped_seeds"] == 0 and summary["findings"] == []
+
+
+# --- a harness error in a task: recorded with its cause, never a finding ------------------------------
+
+
+@pytest.fixture
+def jvm_killed_once(monkeypatch):
+    """The kafka target's JVM killed by PID (SIGKILL) as the first step after the broker's start is
+    sent to it, once: the example that hit it fails with a harness error, Hypothesis's replay of it
+    passes."""
+    from conformance.targets import kafka_jvm
+
+    request, killed = kafka_jvm.Jvm.request, []
+    around_steps = ("hello", "configure", "open", "state", "index_entries", "halt")
+
+    def request_then_die(self, message, *args):
+        if message["op"] not in around_steps and not killed:
+            os.kill(self.process.pid, 9)
+            self.process.wait()
+            killed.append(message["op"])
+        return request(self, message, *args)
+
+    monkeypatch.setattr(kafka_jvm.Jvm, "request", request_then_die)
+    return killed
+
+
+def test_a_task_whose_jvm_dies_is_a_harness_error_row_not_a_failure(jvm_killed_once):
+    row = run_task(Task("c", 0, "power-loss", "kafka", examples=2, steps=8))
+    assert jvm_killed_once == ["create"]
+    assert row["status"] == "error" and row["property"] is None, row
+    assert row["witness"].startswith("harness error: kafka target: the JVM has exited (killed by SIGKILL)"), row
+    assert row["signature"].startswith("error-") and "KafkaTargetError" in row["error"], row
+
+
+def test_a_campaign_shows_a_harness_error_with_its_cause_and_exits_2(tmp_path, jvm_killed_once):
+    """On the process pool (forked: the dying JVM goes with it): no finding, one console line."""
+    args = ["campaign", "--scenarios", "2", "--examples-per-task", "2", "--steps", "8", "--profile", "power-loss",
+            "--target", "kafka", "--executor", "processes", "--out", str(tmp_path / "o"),
+            "--corpus", str(tmp_path / "found")]  # fmt: skip
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    (line,) = [s for s in result.output.splitlines() if "HARNESS ERROR" in s]
+    assert "in 1 task(s), seed(s) 0: harness error: kafka target: the JVM has exited (killed by SIGKILL)" in line, line
+    assert "NEW " not in result.output and not (tmp_path / "found").exists()
+    (row,) = table.read(str(tmp_path / "o" / "results"))
+    assert row["status"] == "error"

@@ -289,3 +289,63 @@ def test_a_campaign_and_a_replay_leave_no_temp_files(tmp_path):
     _out, stderr = replay.communicate(timeout=300)
     assert replay.returncode in (0, 1, 3), stderr[-2000:]
     assert list(private_tmp.iterdir()) == []
+
+
+# --- one campaign at a time in an output folder --------------------------------------------------------
+
+_HOLD = """
+import sys
+from conformance.campaign.driver import out_lock
+class Ui:
+    def note(self, text): print(text, flush=True)
+with out_lock(sys.argv[1], sys.argv[2], Ui()):
+    print("holding", flush=True)
+    sys.stdin.read()
+"""
+
+
+def _holder(out: Path, run_id: str) -> subprocess.Popen:
+    env = os.environ | {"PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-c", _HOLD, str(out), run_id]
+    return subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+@pytest.mark.parametrize("release", ["done", "killed"])
+def test_a_second_campaign_waits_for_the_first_to_let_go_of_out(tmp_path, release):
+    """The lock alone (cheap): a second holder waits, told who holds the folder, until the first
+    lets go — finishing, or killed (the kernel drops a dead holder's lock)."""
+    first = _holder(tmp_path / "out", "first-run")
+    assert first.stdout.readline().strip() == "holding"
+    second = _holder(tmp_path / "out", "second-run")
+    waiting = second.stdout.readline().strip()
+    assert waiting.startswith("waiting for campaign first-run (pid ") and f"finish with {tmp_path / 'out'}" in waiting
+    time.sleep(0.3)
+    assert second.poll() is None
+    if release == "done":
+        first.stdin.close()
+    else:
+        first.kill()
+    first.wait(timeout=30)
+    assert second.stdout.readline().strip() == "holding"
+    second.stdin.close()
+    assert second.wait(timeout=30) == 0
+
+
+@pytest.mark.slow
+def test_two_campaigns_into_one_out_run_every_seed_once(tmp_path):
+    """Started together: the second waits, then skips what the first ran; both runs' rows and
+    records are kept, no seed twice."""
+    args = ["campaign", "--executor", "processes", "--scenarios", "8", "--examples-per-task", "2", "--steps", "10",
+            "--out", str(tmp_path / "out"), "--corpus", str(tmp_path / "found"), "--json"]  # fmt: skip
+    both = [_klc(*args), _klc(*args)]
+    outputs = [p.communicate(timeout=600) for p in both]
+    for p, (stdout, stderr) in zip(both, outputs, strict=True):
+        assert p.returncode == 0, stderr[-2000:]
+    summaries = sorted((json.loads(out) for out, _err in outputs), key=lambda s: s["skipped_seeds"])
+    assert [s["tasks"] for s in summaries] == [4, 4] and [s["skipped_seeds"] for s in summaries] == [0, 4]
+    rows = table.read(str(tmp_path / "out" / "results"))
+    assert sorted(r["seed"] for r in rows) == list(range(8)), "a seed ran twice or was left out"
+    runs = [json.loads(p.read_text()) for p in (tmp_path / "out" / "runs").iterdir()]
+    assert sorted(r["run_id"] for r in runs) == sorted(s["run_id"] for s in summaries)
+    assert {r["run_id"] for r in rows} == {s["run_id"] for s in summaries}
+    assert all(r["status"] == "finished" for r in runs)

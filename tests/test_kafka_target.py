@@ -4,9 +4,14 @@ verdicts on Kafka are checked by tests/test_regressions.py."""
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -16,9 +21,10 @@ from conformance import scenario as sc
 from conformance.cli import main
 from conformance.regressions import CORPORA
 from conformance.runner import run
-from conformance.targets import kafka_jvm
+from conformance.targets import HarnessError, kafka_jvm
 from conformance.targets.kafka import KafkaTarget, Unsupported
 
+REPO = Path(__file__).resolve().parent.parent
 ROLL_CASE = os.path.join(CORPORA, "log", "roll-on-segment-bytes.json")
 
 
@@ -151,7 +157,8 @@ def test_a_jvm_that_stops_answering_is_stopped(monkeypatch):
     jvm = kafka_jvm.Jvm(kafka_jvm.build())
     os.kill(jvm.process.pid, signal.SIGSTOP)  # a JVM that hangs: it reads nothing and answers nothing
     monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 0.2)
-    with pytest.raises(kafka_jvm.KafkaTargetError, match="no answer to 'hello' within 0 s; the JVM was stopped"):
+    hung = r"no answer to 'hello' within 0 s \(KLC_KAFKA_TIMEOUT\); the JVM was killed"
+    with pytest.raises(kafka_jvm.KafkaTargetError, match=hung):
         jvm.request({"op": "hello"})
     assert not jvm.alive()
 
@@ -316,3 +323,135 @@ def test_a_fresh_checkout_takes_the_build_another_checkout_made(tmp_path, monkey
     monkeypatch.setattr(kafka_jvm, "BUILD_CACHE", kafka_jvm.Path("off"))
     kafka_jvm.build(_adapter_checkout(tmp_path / "five"))
     assert builds[-1] == tmp_path / "five" / "kafka-target" and not (tmp_path / "off").exists()
+
+
+# --- a dead or hung JVM mid-scenario: a harness error, exit 2, never a verdict ------------------------
+
+TXN_CASE = os.path.join(CORPORA, "log", "transactions-markers-and-the-last-stable-offset.json")
+
+
+def _klc(*args: str, env: dict) -> subprocess.Popen:
+    """``klc`` from this checkout, in a process group of its own."""
+    cmd = [sys.executable, "-c", "from conformance.cli import main; main()", *args]
+    return subprocess.Popen(
+        cmd, cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)} | env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def _java_child(pid: int) -> int | None:
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(stat.replace("/stat", "/cmdline"), "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and b"klc.kafka.Main" in cmdline:
+            return int(stat.split("/")[2])
+    return None
+
+
+def _once_steps_ran(tmp: str, proc: subprocess.Popen) -> int:
+    """The JVM's pid, once the scenario's create step has made its partition's first segment."""
+    deadline = time.monotonic() + 300
+    while not glob.glob(os.path.join(tmp, "klc-kafka-*", "d0", "*", "*.log")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the scenario never got to its first step"
+        time.sleep(0.02)
+    return _java_child(proc.pid)
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGSTOP"])
+def test_a_jvm_killed_or_hung_mid_replay_is_a_harness_error_not_a_verdict(tmp_path, how):
+    """The JVM killed by PID mid-scenario, or stopped (SIGSTOP) for KLC_KAFKA_TIMEOUT=10 s: exit 2, one
+    harness-error line naming how the JVM ended and its stderr — no FAIL, no conforms violation —
+    and no klc-kafka-* dir left."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    replay = _klc("replay", "--target", "kafka", TXN_CASE, env={"TMPDIR": str(tmp), "KLC_KAFKA_TIMEOUT": "10"})
+    try:
+        os.kill(_once_steps_ran(str(tmp), replay), getattr(signal, how))
+        stdout, stderr = replay.communicate(timeout=120)
+    finally:
+        if replay.poll() is None:
+            os.killpg(replay.pid, signal.SIGKILL)
+    assert replay.returncode == 2, (stdout, stderr)
+    assert "FAIL" not in stdout and "violated" not in stdout + stderr, (stdout, stderr)
+    (line,) = [s for s in stderr.splitlines() if s.strip()]
+    assert line.startswith(f"klc replay: {TXN_CASE}: HARNESS ERROR, not a verdict: kafka target: "), line
+    ended = "died during '" if how == "SIGKILL" else "no answer to '"
+    assert ended in line and ("killed by SIGKILL" if how == "SIGKILL" else "within 10 s") in line, line
+    assert "its stderr ends: " in line or "it wrote nothing on stderr" in line, line
+    assert list(tmp.iterdir()) == []
+
+
+def test_the_runner_lets_a_harness_error_through(monkeypatch):
+    """A target whose JVM dies: the runner raises the harness error, never a conforms violation."""
+    target = KafkaTarget(_scenario([]))
+    target.close()
+
+    def dead(self, step):
+        raise kafka_jvm.KafkaTargetError("kafka target: the JVM died during 'append' (killed by SIGKILL)")
+
+    monkeypatch.setattr(KafkaTarget, "_call", dead)
+    with pytest.raises(HarnessError, match="the JVM died during 'append'"):
+        run(_scenario([{"op": "create"}, _append("a")]), ("model", "kafka"))
+
+
+# --- a long-lived JVM does not wear out -----------------------------------------------------------------
+
+
+def _held(pid: int) -> tuple[int, int]:
+    """The JVM's open descriptors and memory mappings."""
+    with open(f"/proc/{pid}/maps") as f:
+        return len(os.listdir(f"/proc/{pid}/fd")), sum(1 for _ in f)
+
+
+@pytest.mark.parametrize(
+    "partitions,loads,release",
+    [
+        pytest.param(40, 5, None, id="gate"),
+        pytest.param(2000, 50, None, id="nightly", marks=pytest.mark.slow),
+        # the Scala adapters: kafka.log.Log with Yammer's own registry, UnifiedLog with server-common's
+        pytest.param(40, 5, "2.3.1", id="2.3.1", marks=pytest.mark.slow),
+        pytest.param(40, 5, "3.9.1", id="3.9.1", marks=pytest.mark.slow),
+    ],
+)
+def test_one_jvm_loads_a_crashed_dir_again_and_again(tmp_path, monkeypatch, partitions, loads, release):
+    """``klc load --target kafka``'s load, repeated in one JVM as a campaign or a mutation run
+    repeats loads for hours: what the earlier loads held is let go.  Each load of a crashed dir
+    held one descriptor and two index mappings per partition until the JVM died (Kafka's metrics
+    registry kept every abandoned log reachable: 2,000 partitions failed at the 10th load as
+    'log dir dir0 failed'); now the descriptors and mappings after every load stay within a few
+    of those after the first, far below one load's worth."""
+    from benchmarks.load_scale import build
+    from conformance.load_report import load_dirs_on_kafka
+
+    monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 900)  # 2,000 partitions on a busy machine: minutes
+    data = build(str(tmp_path), partitions, clean=False)
+    jvm = kafka_jvm.Jvm(kafka_jvm.build_for(release))
+    try:
+        held = []
+        for _ in range(loads):
+            report = load_dirs_on_kafka([data], {}, jvm)
+            assert report["startup_error"] is None and len(report["partitions"]) == partitions
+            assert not [p["error"] for p in report["partitions"] if p["error"]]
+            held.append(_settled(jvm.process.pid, held[0] if held else None, partitions))
+        fds, maps = zip(*held, strict=True)
+        assert max(fds) - fds[0] < partitions // 4 and max(maps) - maps[0] < partitions // 2, held
+    finally:
+        jvm.stop()
+
+
+def _settled(pid: int, first: tuple[int, int] | None, partitions: int) -> tuple[int, int]:
+    """What the JVM holds after a load, given a moment for the JDK's cleaners (which close and
+    unmap what the collector freed) when it holds more than after the first load."""
+    deadline = time.monotonic() + 5
+    while True:
+        now = _held(pid)
+        bounded = first is not None and now[0] - first[0] < partitions // 4 and now[1] - first[1] < partitions // 2
+        if first is None or bounded or time.monotonic() > deadline:
+            return now
+        time.sleep(0.1)

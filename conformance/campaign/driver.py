@@ -19,6 +19,8 @@ function of its input row, so the same code runs on Spark executors or in local 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import fcntl
 import json
 import multiprocessing
 import os
@@ -276,6 +278,17 @@ class _Processes:
     def stop(self) -> None:
         self.pool.shutdown()
 
+    def cancel(self) -> None:
+        """Interrupted (SIGINT, SIGTERM, SIGHUP): the tasks still queued or running are dropped and
+        the workers ended, so that stopping does not wait for them."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        terminate = getattr(self.pool, "terminate_workers", None)  # Python 3.14
+        if terminate is not None:
+            terminate()
+            return
+        for process in list((getattr(self.pool, "_processes", None) or {}).values()):
+            process.terminate()
+
 
 # A task lost with its executor is rerun elsewhere: tasks are pure functions of their seed, so a
 # rerun gives the same row.  Spark counts a task lost with an executor that died (killed by the OOM
@@ -459,20 +472,62 @@ def run_campaign(config: CampaignConfig, ui=None) -> CampaignResult:
     ``stage(text)`` and ``note(text)``."""
     check_config(config)
     ui = ui or _SilentUi()
-    start = time.monotonic()
     run_id = time.strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    if config.executor == "spark":  # what keeps Spark from starting, said before anything is written in OUT
+        problem = java_problem() or (master_problem(config.master) if config.master else None)
+        if problem:
+            raise CampaignError(problem)
+    with out_lock(config.out, run_id, ui):
+        return _run_campaign(config, ui, run_id)
+
+
+LOCK_FILE = ".campaign.lock"
+
+
+@contextlib.contextmanager
+def out_lock(out: str, run_id: str, ui):
+    """One campaign at a time in ``out``: a second one waits here until the first has written its
+    rows, run record and report, then reads the table and skips what the first ran — no seed runs
+    twice, no row is lost.  A POSIX record lock (``lockf``) on ``OUT/.campaign.lock``: the kernel
+    releases it when the holder dies, however it dies, and unlike ``flock`` it is not inherited by
+    the process pool's forked workers (a killed driver's orphans would hold it)."""
+    try:
+        os.makedirs(out, exist_ok=True)
+        lock = open(os.path.join(out, LOCK_FILE), "a+", encoding="utf-8")
+    except OSError as e:
+        raise CampaignError(f"--out {out}: cannot create its lock file ({e.strerror or e})") from None
+    with lock:
+        try:
+            fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another campaign"
+            waiting = f"waiting for {holder} to finish with {out} (one campaign at a time in an output folder)"
+            if isinstance(ui, _SilentUi):  # --json: said on stderr, the summary stays alone on stdout
+                print(f"klc campaign: {waiting}", file=sys.stderr, flush=True)
+            else:
+                ui.note(waiting)
+            fcntl.lockf(lock, fcntl.LOCK_EX)
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"campaign {run_id} (pid {os.getpid()} on {socket.gethostname()})\n")
+        lock.flush()
+        yield  # closing the file releases the lock
+
+
+def _run_campaign(config: CampaignConfig, ui, run_id: str) -> CampaignResult:
+    start = time.monotonic()
     commit = config.commit or current_commit()
     results = table.results_dir(config.out)
     try:
         previous = table.read(results)
     except table.TableError as e:
         raise CampaignError(str(e)) from None
-    digest = (config.kafka_build or {}).get("digest")
-    done = {
+    ours = (commit, config.profile, config.target, (config.kafka_build or {}).get("digest"))
+    done = {  # a harness error judged nothing: its seed runs again
         r["seed"]
         for r in previous
-        if (r["commit"], r["profile"], r["target"], r.get("kafka_build"))
-        == (commit, config.profile, config.target, digest)
+        if (r["commit"], r["profile"], r["target"], r.get("kafka_build")) == ours and r["status"] != "error"
     }
     corpus_dir = config.corpus_dir or (corpus.DEFAULT_CORPUS if os.path.isdir(os.path.dirname(corpus.DEFAULT_CORPUS)) else os.path.join(config.out, "found"))  # fmt: skip
     executor = (
@@ -493,6 +548,8 @@ def run_campaign(config: CampaignConfig, ui=None) -> CampaignResult:
         except BaseException as e:
             # what finished is in the table; the run record and the report say the run did not
             run["status"] = "aborted" if isinstance(e, CampaignAborted) else "interrupted"
+            if isinstance(e, KeyboardInterrupt) and hasattr(executor, "cancel"):
+                executor.cancel()
             _finish_run(config.out, run, rows, start)
             _write_outputs(config.out, report, rows, [], run)
             if isinstance(e, CampaignAborted):

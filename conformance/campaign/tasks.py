@@ -38,6 +38,7 @@ from conformance.crash_machine import FAULT_KINDS, MAX_CRASHES, CrashMachine
 from conformance.mutants import mutant_stack, parse_target
 from conformance.properties import PropertyViolation
 from conformance.regressions import replay_scenario
+from conformance.targets import HarnessError
 from conformance.verdicts import own_frames
 
 # fault profile → the fault kinds a task under it may enable
@@ -137,7 +138,10 @@ class _CampaignMachine(CrashMachine):
         return result
 
     def teardown(self):
-        if counts_as_scenario(sys.exc_info()[1], current_build_context().is_final):
+        raised = sys.exc_info()[1]
+        if isinstance(raised, HarnessError):  # the first one is the cause: Hypothesis's replay may pass
+            self.observed.setdefault("harness", raised)
+        if counts_as_scenario(raised, current_build_context().is_final):
             self.observed["scenarios"] = self.observed.get("scenarios", 0) + 1
         self.observed.setdefault("branches", set()).update(self.branches_reached)
         super().teardown()
@@ -217,7 +221,8 @@ def run_task(task: Task) -> dict:
         "branches": sorted(observed.get("branches", ())), "fault_families": [], "choices": [],
     }  # fmt: skip
     if error is not None:
-        row |= describe_failure(observed.get("failure"), error)
+        cause = observed.get("harness") or harness_error(error) or error
+        row |= describe_failure(observed.get("failure"), cause)
         for key, values in database.data.items():
             if len(key) == 48 and values:  # the primary key (a sha384 digest; ".secondary" etc. are longer)
                 row["db_key"], row["choices"] = key.hex(), sorted(v.hex() for v in values)
@@ -226,9 +231,28 @@ def run_task(task: Task) -> dict:
     return row
 
 
+def harness_error(error: BaseException | None) -> HarnessError | None:
+    """The :class:`HarnessError` in ``error``, its causes or, for an exception group (Hypothesis's
+    FlakyFailure: an example failed, its replay did not), its members."""
+    seen = set()
+    todo = [error]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, HarnessError):
+            return e
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    return None
+
+
 def describe_failure(failure: PropertyViolation | None, error: BaseException) -> dict:
-    """status, property, signature, witness, steps and fault families of a failed task."""
-    if failure is not None and getattr(failure, "violation", None) is not None:
+    """status, property, signature, witness, steps and fault families of a failed task.  A harness
+    error (a dead or hung JVM) is status ``error`` whatever else happened: it is never a finding
+    against the target, and its witness is its cause (the JVM's end and stderr's tail)."""
+    violated = failure is not None and getattr(failure, "violation", None) is not None
+    if violated and not isinstance(error, HarnessError):
         v, scenario = failure.violation, failure.scenario
         return {
             "status": "fail",
@@ -241,9 +265,10 @@ def describe_failure(failure: PropertyViolation | None, error: BaseException) ->
         }
     frames = own_frames(traceback.extract_tb(error.__traceback__))
     first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    kind = "harness error" if isinstance(error, HarnessError) else type(error).__name__
     return {
         "status": "error",
-        "witness": f"{type(error).__name__}: {first}"[:500],
+        "witness": f"{kind}: {first}"[:500],
         "signature": signature("error", type(error).__name__, frames),
         "error": "".join(traceback.format_exception(error))[-4000:],
     }

@@ -23,6 +23,16 @@ from conformance import scenario as sc
 from model.file_records import iterate_file
 
 
+class HarnessError(RuntimeError):
+    """The harness could not run a target — a JVM that died or stopped answering, a build or a tool
+    missing — so nothing was judged: never a verdict about the system under test (DESIGN.md
+    "Targets": a target reports what it cannot do, it never passes or fails by default).  The runner
+    lets it through (a violation is what a target *did*); ``klc`` reports it as a harness error,
+    exit status 2, and a campaign task records it as ``status: error``, never as a finding.  It
+    belongs to the target protocol, not to :mod:`conformance.verdicts`, because any target raises
+    it — Kafka's JVM, or another store speaking the JSON lines — and a verdict is never made of it."""
+
+
 class Target(Protocol):
     """The one target protocol (DESIGN.md "Targets")."""
 

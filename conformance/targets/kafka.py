@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 
 
@@ -38,6 +37,7 @@ from conformance.targets.kafka_jvm import (
     build_for,
     classpath_of,
     judged_build,
+    scratch_dir,
     shared,
     user_build,
 )
@@ -106,7 +106,7 @@ class KafkaTarget(TargetBase):
         self.differences = releases.differences(release)
         self.compares_producer_state = releases.PRODUCERS_NOT_SHOWN not in self.differences
         self.version = self.jvm.version
-        self.root = tempfile.mkdtemp(prefix="klc-kafka-")
+        self.root = scratch_dir("klc-kafka-")  # removed at exit if a harness error leaves it
         for d in self.dir_names:
             os.makedirs(os.path.join(self.root, d))
         self.manager = None

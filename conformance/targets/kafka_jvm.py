@@ -28,12 +28,15 @@ import os
 import queue
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+from conformance.targets import HarnessError
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 PROJECT = CHECKOUT / "kafka-target"  # kafka-storage's UnifiedLog: 4.1 on, the pinned release
@@ -47,13 +50,14 @@ PINNED = "4.4.0"  # kafka-target/pom.xml's kafka.version (tests/test_kafka_targe
 RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 HALT_STATUS = 70  # the exit status of a JVM halted by an open's halt_at (LoadCrash.java)
 ANSWER_TIMEOUT_S = float(os.environ.get("KLC_KAFKA_TIMEOUT", "120"))
+STARTUP_TIMEOUT_S = 120  # the first answer, at least: a JVM's start on a busy machine is no hang
 BUILD_TIMEOUT_S = 900
 # small heap work, short-lived: the serial collector and the C1 compiler start fastest; the target
 # attaches Byte Buddy to itself to see LogSegment.recover (docs/kafka-target.md)
 JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djdk.attach.allowAttachSelf=true")
 
 
-class KafkaTargetError(RuntimeError):
+class KafkaTargetError(HarnessError):
     """The kafka target could not be built, started, or it stopped answering: a harness error,
     never a verdict about Kafka."""
 
@@ -373,7 +377,13 @@ def _run_maven(project: Path, version: str | None = None) -> None:
 
 
 class Jvm:
-    """One running kafka-target process: :meth:`request` sends a JSON line and returns the answer."""
+    """One running kafka-target process: :meth:`request` sends a JSON line and returns the answer.
+
+    A JVM that exits, or gives no answer within :data:`ANSWER_TIMEOUT_S` (then it is killed: a hung
+    JVM reads no ``quit`` either), is a :class:`KafkaTargetError` naming the request, how the
+    process ended and the tail of its stderr.  A request interrupted on our side (SIGINT, or SIGTERM
+    and SIGHUP, which ``klc`` turns into the same interruption) kills the JVM too: its answer would
+    otherwise be read as the answer to the next request."""
 
     def __init__(self, classpath: str):
         java = shutil.which("java")
@@ -392,8 +402,9 @@ class Jvm:
         self.answers: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._pump, args=(self.process.stdout, self.answers.put), daemon=True).start()
         keep = self.stderr.append if not os.environ.get("KLC_KAFKA_DEBUG") else _kept_and_echoed(self.stderr)
-        threading.Thread(target=self._pump, args=(self.process.stderr, keep), daemon=True).start()
-        self.version = self.request({"op": "hello"})["ok"]["kafka"]
+        self.stderr_pump = threading.Thread(target=self._pump, args=(self.process.stderr, keep), daemon=True)
+        self.stderr_pump.start()
+        self.version = self.request({"op": "hello"}, max(ANSWER_TIMEOUT_S, STARTUP_TIMEOUT_S))["ok"]["kafka"]
 
     @staticmethod
     def _pump(stream, sink) -> None:
@@ -405,26 +416,17 @@ class Jvm:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def request(self, message: dict) -> dict:
+    def request(self, message: dict, timeout_s: float | None = None) -> dict:
         if not self.alive():
-            raise KafkaTargetError(f"kafka target: the JVM has exited ({self.process.returncode}){self._tail()}")
+            raise KafkaTargetError(f"kafka target: the JVM has exited ({self._ended()}){self._tail()}")
+        sent = json.dumps(message) + "\n"
         try:
-            self.process.stdin.write(json.dumps(message) + "\n")
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError) as e:
-            raise KafkaTargetError(f"kafka target: the JVM stopped reading requests ({e}){self._tail()}") from None
-        try:
-            line = self.answers.get(timeout=ANSWER_TIMEOUT_S)
-        except queue.Empty:
-            self.kill()  # it is hung: it would not read a quit either
-            raise KafkaTargetError(
-                f"kafka target: no answer to {message.get('op')!r} within {ANSWER_TIMEOUT_S:.0f} s; the JVM was stopped{self._tail()}"
-            ) from None
-        if line is None:
-            self.process.wait(timeout=10)
-            raise KafkaTargetError(
-                f"kafka target: the JVM died during {message.get('op')!r} (exit {self.process.returncode}){self._tail()}"
-            )
+            line = self._exchange(sent, message.get("op"), ANSWER_TIMEOUT_S if timeout_s is None else timeout_s)
+        except KafkaTargetError:
+            raise
+        except BaseException:  # interrupted: the JVM would answer this request to the next one
+            self.kill()
+            raise
         try:
             answer = json.loads(line)
         except ValueError:
@@ -433,9 +435,55 @@ class Jvm:
             raise KafkaTargetError(f"kafka target: {answer['harness']}")
         return answer
 
+    def _exchange(self, sent: str, op: str | None, timeout_s: float) -> str:
+        """Send one request line, wait for its answer line; a JVM that dies or hangs meanwhile is a
+        :class:`KafkaTargetError`."""
+        try:
+            self.process.stdin.write(sent)
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError) as e:
+            self._reap()
+            raise KafkaTargetError(
+                f"kafka target: the JVM stopped reading requests ({e}; {self._ended()}){self._tail()}"
+            ) from None
+        try:
+            line = self.answers.get(timeout=timeout_s)
+        except queue.Empty:
+            self.kill()  # it is hung: it would not read a quit either
+            raise KafkaTargetError(
+                f"kafka target: no answer to {op!r} within {timeout_s:.0f} s "
+                f"(KLC_KAFKA_TIMEOUT); the JVM was killed{self._tail()}"
+            ) from None
+        if line is None:
+            self._reap()
+            raise KafkaTargetError(f"kafka target: the JVM died during {op!r} ({self._ended()}){self._tail()}")
+        return line
+
+    def _reap(self) -> None:
+        """Wait for a JVM whose output ended, and for the last of its stderr (what it said as it died)."""
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.stderr_pump.join(timeout=5)
+
+    def _ended(self) -> str:
+        """How the process ended: its exit status, or the signal that killed it."""
+        code = self.process.returncode
+        if code is None:
+            return "still running"
+        if code < 0:
+            try:
+                return f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit status {code}"
+
     def _tail(self) -> str:
         lines = [s for s in self.stderr if s.strip()][-5:]
-        return ("; stderr: " + " | ".join(lines)) if lines else ""
+        if not lines:
+            return "; it wrote nothing on stderr (KLC_KAFKA_DEBUG=1 has Kafka log there)"
+        return "; its stderr ends: " + " | ".join(lines)
 
     def stop(self) -> None:
         if self.alive():
@@ -449,6 +497,7 @@ class Jvm:
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
+        self.stderr_pump.join(timeout=5)
 
 
 _SHARED: dict[str, Jvm] = {}
@@ -464,10 +513,27 @@ def shared(classpath: str | None = None, version: str | None = None) -> Jvm:
     return jvm
 
 
+_SCRATCH: set[str] = set()
+
+
+def scratch_dir(prefix: str) -> str:
+    """A new temp dir for a JVM's files (a kafka target's root), removed when this process exits
+    if its owner did not remove it: a harness error or an interruption (SIGINT, SIGTERM, SIGHUP)
+    while a target was still being set up leaves no ``klc-kafka-*`` behind."""
+    for gone in [d for d in _SCRATCH if not os.path.isdir(d)]:  # removed by their owners
+        _SCRATCH.discard(gone)
+    path = tempfile.mkdtemp(prefix=prefix)
+    _SCRATCH.add(path)
+    return path
+
+
 @atexit.register
 def _stop_all() -> None:
+    """At exit: every JVM stopped (killed when it does not quit), then what they left removed."""
     for jvm in _SHARED.values():
         jvm.stop()
+    for path in _SCRATCH:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _kept_and_echoed(kept: collections.deque):

@@ -133,6 +133,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
             dirs.put(dir.getName(), new File(dir, CLEAN_SHUTDOWN_FILE).exists());
         }
         manager = null;
+        ProcessMetrics.forget(); // the per-dir gauges would keep the shut-down LogManager reachable
         return out;
     }
 
@@ -144,6 +145,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         }
         manager = null;
         scheduler.forget();
+        ProcessMetrics.forget(); // its gauges would keep every abandoned log reachable
         System.gc(); // the abandoned logs' channels and mappings go with their objects
         return JSON.createObjectNode();
     }
