@@ -167,3 +167,17 @@ def test_capture_without_strace_is_unsupported(monkeypatch):
     monkeypatch.setenv("KLC_STRACE", os.path.join(os.sep, "no", "strace"))
     with pytest.raises(Unsupported, match="needs strace"):
         KafkaTarget(sc.Scenario(()), capture=True)
+
+
+@needs_capture
+@pytest.mark.slow
+def test_the_crash_machine_finds_kafka_3968_on_2_8_2_unaimed():
+    """The crash machine with Kafka 2.8.2's I/O captured, not pointed at the bug, finds a flushed
+    segment lost with its directory entry (durable, the image cut from 2.8.2's own journal), and
+    3.0.0 passes the scenario it found (corpora/README.md, "Time to catch the real bugs"; seed 2
+    found it at 136 examples)."""
+    from benchmarks.time_to_catch import measure_one
+
+    row = measure_one("kafka-io:2.8.2..3.0.0@own journal", 2, budget=1800)
+    assert row["found"] and row["property"] == "durable", row
+    assert "own journal" in row["witness"] and row["fixed_release_passes"], row
