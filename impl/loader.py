@@ -168,6 +168,7 @@ class PartitionLoader:
         self.scheduler = scheduler  # the log's, for after the load
         self.deferred = Scheduler()  # this load's delayed deletions, until the caller takes them
         self.pending_deletion: list[LogSegment] = []  # the segments those deletions hold open
+        self._opened: list[LogSegment] = []  # every segment this load opened: a failed load closes them all
         self.clean = had_clean_shutdown
         self.recovery_point_checkpoint = recovery_point_checkpoint
         self.log_start_checkpoint = log_start_offset_checkpoint
@@ -198,10 +199,12 @@ class PartitionLoader:
         return self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
 
     def _open(self, base: int, suffix: str = "", listed=None) -> LogSegment:
-        return LogSegment(
+        segment = LogSegment(
             self.storage, self.dir, base, self.config, self.clock(), self._jitter(base), suffix=suffix, existing=True,
             listed=listed,
         )  # fmt: skip
+        self._opened.append(segment)
+        return segment
 
     # §5.2 step 1
     def remove_temp_files_and_collect_swaps(self) -> list[str]:
@@ -230,10 +233,12 @@ class PartitionLoader:
         log_swaps = [p for p in swaps if p[: -len(SWAP_SUFFIX)].endswith(".log")]
         if log_swaps:
             opened = [self._open(_offset(p), SWAP_SUFFIX) for p in log_swaps]
-            low = min(s.base_offset for s in opened)
-            high = max(s.read_next_offset() for s in opened)
-            for s in opened:
-                s.close_handlers()
+            try:
+                low = min(s.base_offset for s in opened)
+                high = max(s.read_next_offset() for s in opened)  # a damaged swap fails the load here
+            finally:
+                for s in opened:
+                    s.close_handlers()
             self._listing = None  # readNextOffset may have created an .index.swap: listed again, as Kafka does
             self._snapshots_changed = True  # the range deleted may hold snapshots
             for path in self._listed().paths():
@@ -347,10 +352,12 @@ class PartitionLoader:
             path = f"{self.dir}/{filename_prefix(base)}{suffix}{CLEANED_SUFFIX}"
             if self.storage.exists(path):
                 self._unlink(path)
-        return LogSegment(
+        segment = LogSegment(
             self.storage, self.dir, base, self.config, self.clock(), self._jitter(base), suffix=CLEANED_SUFFIX,
             preallocate=self.config.preallocate,
         )  # fmt: skip
+        self._opened.append(segment)
+        return segment
 
     # §5.6, started over after splitting an overflowed segment (§5.5)
     def recover_log(self, epoch_cache: LeaderEpochCache) -> tuple[int, int]:
@@ -431,7 +438,9 @@ class PartitionLoader:
         try:
             return self._load()
         except BaseException:
-            for segment in self.segments.values():  # a failed load keeps no descriptor
+            # a failed load keeps no descriptor: the log's segments, those pending deletion, and
+            # any opened on the way (a swap being read, a split's new segments, one being recovered)
+            for segment in {id(s): s for s in [*self._opened, *self.segments.values(), *self.pending_deletion]}.values():
                 segment.close_handlers()
             raise
 
