@@ -95,6 +95,14 @@ def main() -> None:
     "--cluster-metadata-decoder", "topic_decoders", flag_value="cluster-metadata", multiple=True,
     help="Decode records as KRaft __cluster_metadata records (implies --print-data-log).",
 )  # fmt: skip
+@click.option(
+    "--remote-log-metadata-decoder", "topic_decoders", flag_value="remote-log-metadata", multiple=True,
+    help="Decode records as tiered storage's __remote_log_metadata records (implies --print-data-log).",
+)  # fmt: skip
+@click.option(
+    "--share-group-state-decoder", "topic_decoders", flag_value="share-group-state", multiple=True,
+    help="Decode records as __share_group_state records (implies --print-data-log).",
+)  # fmt: skip
 def dump(
     files: tuple[str, ...],
     deep_iteration: bool,
