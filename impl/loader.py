@@ -38,7 +38,7 @@ from collections.abc import Callable
 import attrs
 
 from impl.config import LogConfig
-from impl.errors import IndexFailure
+from impl.errors import IndexFailure, LogFormatError
 from impl.leader_epoch import CHECKPOINT_NAME, LeaderEpochCache
 from impl.log import PartitionLog, Scheduler
 from impl.names import offset_from_file_name
@@ -54,6 +54,12 @@ from impl.segment import (
 from impl.split import SplitError, replace_segments, split_overflowed_segment
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+
+
+def _name_file(e: LogFormatError | IndexFailure, path: str) -> None:
+    """An error that names no file is given ``path``: every load error says where it is."""
+    if e.file is None:
+        e.file = path
 
 
 class LoadError(Exception):
@@ -315,7 +321,11 @@ class PartitionLoader:
         if segment.base_offset not in self._scanned:  # else Kafka's second pass changes nothing (module docstring)
             self._scanned.add(segment.base_offset)
             self.report.scanned_segments.append(segment.base_offset)
-            truncated = segment.recover(epoch_cache)  # LogSegmentOffsetOverflow: the caller splits (§5.5)
+            try:
+                truncated = segment.recover(epoch_cache)  # LogSegmentOffsetOverflow: the caller splits (§5.5)
+            except (LogFormatError, IndexFailure) as e:
+                _name_file(e, segment.log_path)  # a marker's records, read during recovery
+                raise
             self.report.truncated_bytes += truncated
             self._map_end_after[segment.base_offset] = segment.recovered_map_end
             self._producers_in[segment.base_offset] = segment.recovered_producers
@@ -437,7 +447,9 @@ class PartitionLoader:
     def load(self) -> PartitionLog:
         try:
             return self._load()
-        except BaseException:
+        except BaseException as e:
+            if isinstance(e, LogFormatError | IndexFailure):
+                _name_file(e, self.dir)  # where nothing nearer is known: the partition's dir
             # a failed load keeps no descriptor: the log's segments, those pending deletion, and
             # any opened on the way (a swap being read, a split's new segments, one being recovered)
             for segment in {id(s): s for s in [*self._opened, *self.segments.values(), *self.pending_deletion]}.values():

@@ -168,3 +168,20 @@ def test_usage_errors_are_one_line_with_status_2(tmp_path):
         result = subprocess.run([KLC, *args], capture_output=True, text=True)
         assert result.returncode == 2, (args, result.stderr)
         assert len(result.stderr.splitlines()) == 1 and result.stdout == "", (args, result.stderr)
+
+
+def test_a_load_error_names_the_file(tmp_path):
+    """A transaction marker whose records do not decode (its CRC right): the partition's error
+    names the segment, not only the byte position."""
+    from model.records import encode_batch_v2
+
+    data = tmp_path / "d"
+    part = data / "__transaction_state-31"
+    part.mkdir(parents=True)
+    raw = encode_batch_v2(records_count=1, last_offset_delta=0, transactional=True, control=True, producer_id=5,
+                          producer_epoch=0, payload=b"\x02\x00\x00\x00\x00\x00", base_timestamp=0, max_timestamp=0)  # fmt: skip
+    (part / "00000000000000000000.log").write_bytes(raw)
+    (data / "recovery-point-offset-checkpoint").write_text("0\n0\n")
+    report = _load(data, status=preflight.WOULD_NOT_START)
+    error = _partition(report, "__transaction_state-31")["error"]
+    assert error.startswith(f"{part}/00000000000000000000.log: byte position 0: InvalidRecordException"), error

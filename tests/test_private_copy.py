@@ -98,5 +98,5 @@ def test_klc_load_marks_a_partition_whose_segment_was_not_copied(tmp_path):
     (d / "00000000000000000000.log").write_bytes(b"")
     os.mkfifo(d / "00000000000000000005.log")
     result = CliRunner().invoke(main, ["load", str(tmp_path / "d0")])
-    assert result.exit_code == 1
+    assert result.exit_code == 1  # incomplete: no verdict on what was not copied
     assert "INCOMPLETE: not copied, so the log above lacks them: 00000000000000000005.log" in result.output
