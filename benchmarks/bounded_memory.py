@@ -15,7 +15,7 @@ Cases, each one ``klc`` child with stdout to /dev/null (or to a pipe, for the fi
 Peak RSS is each child's own ``ru_maxrss`` (``wait4``).  The bounds these show are documented in
 docs/dump.md ("Bounded memory"): a ``.txnindex`` costs one read of ``impl.txn_index.READ_RECORDS``
 records; a record is held whole (at most the 256 MiB one-record limit) with its decompression
-buffer, and its text is written ``conformance.dump_decoders.PIECE`` bytes of input at a time.
+buffer, and its text is written ``operator_tools.dump_decoders.PIECE`` bytes of input at a time.
 """
 
 from __future__ import annotations

@@ -11,14 +11,14 @@ import sys
 import attrs
 import click
 
-from conformance.dump import DumpIOError, DumpOptions, check_regular_file, dump_file
-from conformance.dump_decoders import DECODERS
-from conformance.dump_index import INDEX_SUFFIXES, dump_index_file
-from conformance.dump_state import STATE_FILES, dump_state_file
 from conformance.mutants import MutantError, mutant_stack
 from conformance.scenario import Scenario, ScenarioError
 from conformance.targets.kafka_jvm import RELEASE, KafkaTargetError, NoAdapter, build, shared
 from impl.config import ConfigError, LogConfig
+from operator_tools.dump import DumpIOError, DumpOptions, check_regular_file, dump_file
+from operator_tools.dump_decoders import DECODERS
+from operator_tools.dump_index import INDEX_SUFFIXES, dump_index_file
+from operator_tools.dump_state import STATE_FILES, dump_state_file
 
 
 class _Klc(click.Group):
@@ -478,7 +478,7 @@ def load(
     watermark; 0 the broker would start and discard no record.  2: bad arguments, the kafka target
     could not run, or the private copy did not fit in TMPDIR (no verdict).  docs/load.md.
     """
-    from conformance.load_report import HostError, format_text  # local: impl log stack, slow
+    from operator_tools.load_report import HostError, format_text  # local: impl log stack, slow
 
     try:
         report = _load_report(dirs, config_items, target, kafka_classpath, count_batches)
@@ -494,7 +494,7 @@ def load(
 
 
 def _load_report(dirs, config_items, target, kafka_classpath, count_batches) -> dict:
-    from conformance.load_report import load_dirs, load_dirs_on_kafka  # local: impl log stack, slow
+    from operator_tools.load_report import load_dirs, load_dirs_on_kafka  # local: impl log stack, slow
 
     config = _config_option(config_items)
     if target.startswith("kafka"):

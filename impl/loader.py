@@ -452,7 +452,9 @@ class PartitionLoader:
                 _name_file(e, self.dir)  # where nothing nearer is known: the partition's dir
             # a failed load keeps no descriptor: the log's segments, those pending deletion, and
             # any opened on the way (a swap being read, a split's new segments, one being recovered)
-            for segment in {id(s): s for s in [*self._opened, *self.segments.values(), *self.pending_deletion]}.values():
+            for segment in {
+                id(s): s for s in [*self._opened, *self.segments.values(), *self.pending_deletion]
+            }.values():
                 segment.close_handlers()
             raise
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conformance.cli import main
-from conformance.dump import base_offset_from_name
+from operator_tools.dump import base_offset_from_name
 from conformance.formats import mixed_reference_segment, spec_vector_segment
 from conformance.strategies import damaged_segments, hostile_batches
 from model import records as R

@@ -1,5 +1,5 @@
 """The internal-topic decoders that read the release's own message definitions
-(conformance/message_schemas.py), checked against the release's own classes: the kafka-metadata
+(operator_tools/message_schemas.py), checked against the release's own classes: the kafka-metadata
 jar's ``MetadataRecordType`` enumeration, and its JSON converters on records of every type at every
 version, written by Kafka and decoded here."""
 
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conformance import message_schemas as ms
 from conformance.cli import main
-from conformance.dump_topics import cluster_metadata_record, remote_log_metadata_record, share_group_state_record
+from operator_tools import message_schemas as ms
+from operator_tools.dump_topics import cluster_metadata_record, remote_log_metadata_record, share_group_state_record
 
 JAVA = Path(__file__).parent / "java" / "MetadataRecords.java"
 ITU = "ItumelengMogase__Real-Time-Data-Pipeline-for-Patient-Admissions"
@@ -72,7 +72,9 @@ def _value(rng: random.Random, kind: str, f: dict, version: int, structs: dict):
     if kind == "uuid":
         return base64.urlsafe_b64encode(rng.randbytes(16)).decode().rstrip("=")
     if kind.startswith("[]"):
-        return [_value(rng, kind[2:], {**f, "nullableVersions": "none"}, version, structs) for _ in range(rng.randrange(3))]
+        return [
+            _value(rng, kind[2:], {**f, "nullableVersions": "none"}, version, structs) for _ in range(rng.randrange(3))
+        ]
     fields = f.get("fields") or structs[kind]["fields"]
     return _struct(rng, fields, version, structs)
 
@@ -146,7 +148,10 @@ def test_bad_metadata_bytes_are_not_decoded_with_the_reason():
 def test_remote_log_metadata_and_share_group_state_decoders():
     """Records of the two 4.x internal topics, built by their definitions' wire rules."""
     remote = ms.by_api_key("remote-log-metadata")
-    assert {d["name"] for d in remote.values()} >= {"RemoteLogSegmentMetadataRecord", "RemotePartitionDeleteMetadataRecord"}
+    assert {d["name"] for d in remote.values()} >= {
+        "RemoteLogSegmentMetadataRecord",
+        "RemotePartitionDeleteMetadataRecord",
+    }
     delete = next(k for k, d in remote.items() if d["name"] == "RemotePartitionDeleteMetadataRecord")
     d = remote[delete]
     version = max(ms._versions(d["validVersions"]))
@@ -164,5 +169,9 @@ def test_remote_log_metadata_and_share_group_state_decoders():
     assert {d["name"] for d in share.values()} == {"ShareSnapshotKey", "ShareUpdateKey"}
     key = (1).to_bytes(2, "big") + (1).to_bytes(2, "big") + b"g" + topic_id + (4).to_bytes(4, "big")
     k, v = share_group_state_record(key, None)
-    assert k == {"type": 1, "name": "ShareUpdateKey", "data": {"groupId": "g", "topicId": "AAECAwQFBgcICQoLDA0ODw", "partition": 4}}
+    assert k == {
+        "type": 1,
+        "name": "ShareUpdateKey",
+        "data": {"groupId": "g", "topicId": "AAECAwQFBgcICQoLDA0ODw", "partition": 4},
+    }
     assert v == "<DELETE>"

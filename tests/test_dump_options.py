@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance import dump
+from operator_tools import dump
 from conformance.cli import main
-from conformance.dump_topics import TOPIC_DECODERS
+from operator_tools.dump_topics import TOPIC_DECODERS
 from model import compression
 from model import records as R
 from model.errors import RecordFormatError

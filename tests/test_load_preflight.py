@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conformance import preflight
 from conformance.cli import main
 from impl.file_records import BatchScan
+from operator_tools import preflight
 
 ITU = "ItumelengMogase__Real-Time-Data-Pipeline-for-Patient-Admissions"
 KLC = os.path.join(os.path.dirname(sys.executable), "klc")
@@ -164,7 +164,13 @@ def test_a_full_tmpdir_is_said_as_such_with_no_verdict(live, tmp_path):
 
 
 def test_usage_errors_are_one_line_with_status_2(tmp_path):
-    for args in (["load", "/nonexistent"], ["load"], ["dump", "--bogus", "x"], ["replay"], ["matrix", "--release", "x"]):
+    for args in (
+        ["load", "/nonexistent"],
+        ["load"],
+        ["dump", "--bogus", "x"],
+        ["replay"],
+        ["matrix", "--release", "x"],
+    ):
         result = subprocess.run([KLC, *args], capture_output=True, text=True)
         assert result.returncode == 2, (args, result.stderr)
         assert len(result.stderr.splitlines()) == 1 and result.stdout == "", (args, result.stderr)

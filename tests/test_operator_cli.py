@@ -20,7 +20,9 @@ def _klc(*args) -> subprocess.CompletedProcess:
 
 def test_dump_of_a_log_dir_dumps_every_file_by_kind(shared_dir, tmp_path):
     data = tmp_path / "data"
-    shutil.copytree(shared_dir / "real-data" / ITU / "clean-2f57540f" / "kafka-data" / "_schemas-0", data / "_schemas-0")
+    shutil.copytree(
+        shared_dir / "real-data" / ITU / "clean-2f57540f" / "kafka-data" / "_schemas-0", data / "_schemas-0"
+    )
     (data / "recovery-point-offset-checkpoint").write_text("0\n1\n_schemas 0 3\n")
     (data / "notes.txt").write_text("not Kafka's")
     done = _klc("dump", data)

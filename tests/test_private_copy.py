@@ -1,4 +1,4 @@
-"""klc load's private copy (conformance/private_copy.py): it costs what the data costs, keeps every
+"""klc load's private copy (operator_tools/private_copy.py): it costs what the data costs, keeps every
 modification time, follows links as Kafka does, and reports what it cannot copy."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conformance.private_copy import copy_file, private_copy
+from operator_tools.private_copy import copy_file, private_copy
 
 MIB = 1 << 20
 T = 1_600_000_000

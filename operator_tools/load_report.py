@@ -5,19 +5,19 @@ and report per partition what the load found and did."""
 from __future__ import annotations
 
 import errno
-import mmap
 import os
 import shutil
+import sys
 import tempfile
 import time
 
-from conformance import preflight
-from conformance.private_copy import private_copy
 from conformance.targets.kafka_jvm import KafkaTargetError
 from impl.config import LogConfig
 from impl.file_records import BatchScan
 from impl.log_manager import LogManager
 from impl.storage import OsStorage
+from operator_tools import files, preflight
+from operator_tools.private_copy import private_copy
 
 LOG_DIR_FILES = (".kafka_cleanshutdown", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                  "replication-offset-checkpoint", "meta.properties", "cleaner-offset-checkpoint")  # fmt: skip
@@ -41,7 +41,9 @@ def _work_dir() -> str:
     try:
         return tempfile.mkdtemp(prefix="klc-load-")
     except OSError as e:
-        raise HostError(f"cannot make the private copy's dir in TMPDIR ({tempfile.gettempdir()}): {e.strerror}") from None
+        raise HostError(
+            f"cannot make the private copy's dir in TMPDIR ({tempfile.gettempdir()}): {e.strerror}"
+        ) from None
 
 
 def _remove(work: str) -> None:
@@ -49,8 +51,6 @@ def _remove(work: str) -> None:
     problems = []
     shutil.rmtree(work, onerror=lambda _f, path, exc: problems.append(f"{path}: {exc[1]}"))
     if problems:
-        import sys
-
         print(f"klc load: the private copy {work} was not wholly removed: {problems[0]}", file=sys.stderr)
 
 
@@ -209,8 +209,11 @@ def _batches(path: str, size: int) -> int:
     the page cache, not the heap."""
     if size == 0:
         return 0
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as whole:
+    whole = files.view(path)
+    try:
         return BatchScan(whole, 0, size).run().batches
+    finally:
+        whole.close()
 
 
 def _segment(base: int, size: int, batches) -> dict:
@@ -288,7 +291,7 @@ def load_dirs(dirs: list[str], config: LogConfig, count_batches: bool = False) -
 
 
 def _judged(report: dict) -> dict:
-    """The report with what the restart discards and its verdict (conformance/preflight.py);
+    """The report with what the restart discards and its verdict (operator_tools/preflight.py);
     HostError when TMPDIR filled up rather than anything the broker did."""
     _did_not_fit(report, [d["dir"] for d in report["dirs"]])
     hws = {}

@@ -16,12 +16,12 @@ high watermark checkpointed counts every discarded record as acknowledged (nothi
 
 from __future__ import annotations
 
-import mmap
 import os
 
 from impl.checkpoints import CheckpointError, parse_offsets
 from impl.file_records import BatchScan
 from impl.names import offset_from_file_name
+from operator_tools import files
 
 HW_CHECKPOINT = "replication-offset-checkpoint"
 
@@ -45,8 +45,7 @@ def high_watermarks(d: str) -> tuple[dict[tuple[str, int], int], str | None]:
     """The dir's checkpointed high watermarks, and a warning when the file cannot be read."""
     path = os.path.join(d, HW_CHECKPOINT)
     try:
-        with open(path, "rb") as f:
-            return parse_offsets(f.read(), path), None
+        return parse_offsets(files.read(path, 1 << 26), path), None
     except FileNotFoundError:
         return {}, None
     except (OSError, CheckpointError) as e:
@@ -79,18 +78,19 @@ def framed_records(path: str, start: int, end: int | None = None) -> tuple[int, 
     CRCs unchecked (what the load cut away is what failed a check): a v2 batch counts its records,
     a legacy message (perhaps a compressed wrapper) one.  Bytes that frame no batch count none."""
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size <= start:
-                return 0, None
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as whole:
-                records, after = 0, None
-                for h in BatchScan(whole, start, end, check_crc=False):
-                    records += max(h.records_count, 1) if h.magic >= 2 else 1
-                    after = max(after or 0, h.last_offset + 1)
-                return records, after
-    except (OSError, ValueError):
+        whole = files.view(path)
+    except OSError:
         return 0, None
+    try:
+        records, after = 0, None
+        if len(whole) > start:
+            for h in BatchScan(whole, start, end, check_crc=False):
+                records += max(h.records_count, 1) if h.magic >= 2 else 1
+                after = max(after or 0, h.last_offset + 1)
+        return records, after
+    finally:
+        if hasattr(whole, "close"):
+            whole.close()
 
 
 def discarded(original: str, entry: dict, hw: int | None) -> dict:

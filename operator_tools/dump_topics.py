@@ -17,8 +17,8 @@ import base64
 import functools
 import struct
 
-from conformance import message_schemas
-from conformance.dump_decoders import NotDecoded
+from operator_tools import message_schemas
+from operator_tools.dump_decoders import NotDecoded
 
 DELETE = "<DELETE>"  # a null value: the key's tombstone (what Kafka's parsers print)
 
@@ -257,7 +257,7 @@ def transaction_record(key: bytes | None, value: bytes | None) -> tuple:
 
 
 def _by_definition(decode, data: bytes):
-    """``decode(data)`` by the release's message definitions (conformance/message_schemas.py);
+    """``decode(data)`` by the release's message definitions (operator_tools/message_schemas.py);
     where they cannot be had (no jar, no Maven), the frame and the fields as hex, and why."""
     try:
         return decode(data)

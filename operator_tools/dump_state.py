@@ -15,9 +15,10 @@ import json
 import os
 from collections.abc import Callable, Iterator
 
-from conformance.dump import DumpIOError, DumpOptions, check_regular_file
 from model.checkpoints import CheckpointError, parse_epochs, parse_offsets
 from model.producer_state import CorruptSnapshot, parse, snapshot_offset
+from operator_tools import files
+from operator_tools.dump import DumpIOError, DumpOptions, check_regular_file
 
 MAX_BYTES = 64 << 20  # above a snapshot of Kafka's 1,000,000-entry bound (42 MB) and any checkpoint
 
@@ -46,11 +47,10 @@ def dump_state_file(path: str, options: DumpOptions, emit: Callable[[str], None]
 def _read(path: str) -> bytes:
     check_regular_file(path)
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_BYTES:
-                raise DumpIOError(f"cannot read {path}: {size} bytes, more than any such file holds ({MAX_BYTES})")
-            return f.read(MAX_BYTES + 1)
+        size = files.size(path)
+        if size > MAX_BYTES:
+            raise DumpIOError(f"cannot read {path}: {size} bytes, more than any such file holds ({MAX_BYTES})")
+        return files.read(path, MAX_BYTES + 1)
     except OSError as e:
         raise DumpIOError(f"cannot read {path}: {e.strerror or e}") from None
 

@@ -13,12 +13,12 @@ import json
 import os
 from collections.abc import Callable, Iterator
 
-from conformance.dump import DumpIOError, DumpOptions, _open_buffer, base_offset_from_name, check_regular_file
 from impl.errors import IndexFailure
 from impl.index import OffsetIndex, TimeIndex
 from impl.index_verify import verify_offset_index, verify_time_index
 from impl.storage import OsStorage
 from impl.txn_index import TransactionIndex
+from operator_tools.dump import DumpIOError, DumpOptions, _open_buffer, base_offset_from_name, check_regular_file
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 

@@ -18,12 +18,21 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from conformance.dump_decoders import DECODERS, PIECE, NotDecoded, hex_pieces, not_decoded, printable, printable_pieces
-from conformance.dump_topics import TOPIC_DECODERS
 from impl.file_records import CORRUPT, SHORT_TAIL, TORN, BatchHeader, BatchScan
 from model import compression
 from model.errors import RecordFormatError
 from model.records import CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, Batch, wrap_sequence
+from operator_tools import files
+from operator_tools.dump_decoders import (
+    DECODERS,
+    PIECE,
+    NotDecoded,
+    hex_pieces,
+    not_decoded,
+    printable,
+    printable_pieces,
+)
+from operator_tools.dump_topics import TOPIC_DECODERS
 
 
 @attrs.frozen
@@ -69,11 +78,7 @@ def _open_buffer(path: str):
     """A read-only mmap of ``path`` (or ``b""`` for an empty file); caller closes what it gets."""
     check_regular_file(path)
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                return b""
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return files.view(path)
     except OSError as e:
         raise DumpIOError(f"cannot read {path}: {e.strerror or e}") from None
 
@@ -152,7 +157,9 @@ def _json_bytes_pieces(b) -> Iterator[str]:
     view = memoryview(b)
     step = PIECE // 3 * 3  # whole base64 quanta: the pieces concatenate to one encoding
     yield '{"base64": '
-    yield from _json_string_pieces(base64.b64encode(view[at : at + step]).decode("ascii") for at in range(0, len(view), step))
+    yield from _json_string_pieces(
+        base64.b64encode(view[at : at + step]).decode("ascii") for at in range(0, len(view), step)
+    )
     try:
         for _ in text_pieces_strict(view):
             pass
@@ -284,7 +291,9 @@ def record_json_pieces(r, options: DumpOptions) -> Iterator[str]:
     headers = [{"key": k.decode("utf-8", errors="replace"), "value": _json_bytes(v)} for k, v in r.headers]
     yield ', "headers": ' + json.dumps(headers)
     if options.decodes and r.control_type is None:
-        for which, (name, b, decoder) in enumerate((("key", r.key, options.key_decoder), ("value", r.value, options.value_decoder))):
+        for which, (name, b, decoder) in enumerate(
+            (("key", r.key, options.key_decoder), ("value", r.value, options.value_decoder))
+        ):
             yield f', "{name}_decoded": '
             if options.topic_decoder is None and b is not None and decoder in ("string", "hex"):
                 yield from _json_string_pieces(printable_pieces(b) if decoder == "string" else hex_pieces(b))

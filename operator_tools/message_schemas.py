@@ -25,7 +25,7 @@ import struct
 import subprocess
 import zipfile
 
-from conformance.dump_decoders import NotDecoded
+from operator_tools.dump_decoders import NotDecoded
 
 GROUP = "org/apache/kafka"
 RELEASE = "4.4.0"  # the pinned Kafka release (kafka-target/pom.xml; conformance/targets/kafka_jvm.PINNED)
@@ -47,11 +47,20 @@ def jar(artifact: str, release: str = RELEASE) -> str:
     """The jar's path in the local Maven repository, fetched there first if missing."""
     path = os.path.join(M2, GROUP, artifact, release, f"{artifact}-{release}.jar")
     if not os.path.isfile(path):
-        get = ["mvn", "-q", "-B", "dependency:get", f"-Dartifact=org.apache.kafka:{artifact}:{release}", "-Dtransitive=false"]
+        get = [
+            "mvn",
+            "-q",
+            "-B",
+            "dependency:get",
+            f"-Dartifact=org.apache.kafka:{artifact}:{release}",
+            "-Dtransitive=false",
+        ]
         try:
             subprocess.run(get, capture_output=True, timeout=600)
         except (OSError, subprocess.TimeoutExpired) as e:
-            raise SchemaUnavailable(f"{artifact}-{release}.jar is not in {M2} and Maven could not fetch it: {e}") from None
+            raise SchemaUnavailable(
+                f"{artifact}-{release}.jar is not in {M2} and Maven could not fetch it: {e}"
+            ) from None
     if not os.path.isfile(path):
         raise SchemaUnavailable(f"{artifact}-{release}.jar is not in {M2} and `mvn dependency:get` did not fetch it")
     return path
@@ -86,9 +95,7 @@ def definitions(topic: str, release: str = RELEASE) -> dict[str, dict]:
 @functools.cache
 def by_api_key(topic: str, kind: str | None = None, release: str = RELEASE) -> dict[int, dict]:
     """The topic's definitions by api key (of one ``type`` when given: coordinator key or value)."""
-    return {
-        d["apiKey"]: d for d in definitions(topic, release).values() if kind is None or d.get("type") == kind
-    }
+    return {d["apiKey"]: d for d in definitions(topic, release).values() if kind is None or d.get("type") == kind}
 
 
 def _versions(spec: str | None) -> range:
