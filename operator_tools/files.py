@@ -3,15 +3,27 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
+
 from impl.storage import OsStorage
 
 _STORAGE = OsStorage(read_only=True)
 
 
+def _open(path: str):
+    """The file opened read-only; OSError unless it is a regular file (opening a FIFO would wait
+    for a writer forever, a device is no Kafka file)."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    return _STORAGE.open(path)
+
+
 def view(path: str):
     """A read-only mapping of the whole file (``b""`` when empty); the caller closes a mapping.
     OSError as the file system says."""
-    f = _STORAGE.open(path)
+    f = _open(path)
     try:
         return f.view()
     finally:
@@ -20,7 +32,7 @@ def view(path: str):
 
 def read(path: str, limit: int) -> bytes:
     """The file's first ``limit`` bytes (all of it when shorter); OSError as the file system says."""
-    f = _STORAGE.open(path)
+    f = _open(path)
     try:
         return f.read(0, min(f.size(), limit))
     finally:
@@ -28,7 +40,7 @@ def read(path: str, limit: int) -> bytes:
 
 
 def size(path: str) -> int:
-    f = _STORAGE.open(path)
+    f = _open(path)
     try:
         return f.size()
     finally:

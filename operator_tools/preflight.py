@@ -61,7 +61,8 @@ def _segment_files(part: str) -> tuple[dict[int, str], list[int]]:
         return logs, snapshots
     for name in names:
         for suffix, into in ((".log", logs), (".snapshot", snapshots)):
-            if name.endswith(suffix):
+            # a FIFO or a device named like a segment was not copied (a problem line says so)
+            if name.endswith(suffix) and os.path.isfile(os.path.join(part, name)):
                 try:
                     offset = offset_from_file_name(name)
                 except Exception:  # a bad name fails the load itself, which says so

@@ -191,3 +191,15 @@ def test_a_load_error_names_the_file(tmp_path):
     report = _load(data, status=preflight.WOULD_NOT_START)
     error = _partition(report, "__transaction_state-31")["error"]
     assert error.startswith(f"{part}/00000000000000000000.log: byte position 0: InvalidRecordException"), error
+
+
+def test_a_fifo_named_like_a_segment_is_never_opened(tmp_path):
+    """The pre-flight reads the operator's segments; a FIFO among them would block a reader
+    forever: it is not opened, and the report is incomplete (exit 1)."""
+    part = tmp_path / "d" / "t-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(b"")
+    os.mkfifo(part / "00000000000000000005.log")
+    done = subprocess.run([KLC, "load", "--json", str(tmp_path / "d")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == preflight.INCOMPLETE, done.stderr
+    assert json.loads(done.stdout)["partitions"][0]["discarded"]["deleted_segments"] == []
