@@ -5,7 +5,7 @@
 Builds a data dir as a broker leaves it: one partition written by impl (a few segments, a crash
 without shutdown, so preallocated 10 MiB indexes and recovery points behind the log end; with
 ``--clean`` a graceful shutdown) hard-linked into N partition dirs, with the checkpoints naming all
-of them.  Then runs the load `klc load` runs (conformance.load_report.load_dirs) in a child process
+of them.  Then runs the load `klc load` runs (operator_tools.load_report.load_dirs) in a child process
 whose descriptor limit is ``--nofile``, and reports, within the run:
 
 * partitions loaded / asked, and the partitions NOT LOADED (a descriptor limit must cost none);
@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from conformance.private_copy import _data_extents, private_copy
+from operator_tools.private_copy import _data_extents, private_copy
 
 TEMPLATE_TOPIC = "template"
 LINKS_PER_FILE = 50_000
@@ -108,7 +108,7 @@ def child(data: str, nofile: int) -> None:
     """The load, under a descriptor limit; prints one JSON line of what it measured."""
     import threading
 
-    from conformance.load_report import load_dirs
+    from operator_tools.load_report import load_dirs
     from impl.config import LogConfig
     from impl.log_manager import LogManager
 

@@ -4,7 +4,7 @@
 
 Builds a data dir as a broker leaves it — per partition one small `.log`, a preallocated
 10 MiB `.index` holding a few entries and a 10 MiB `.timeindex` never written (Kafka preallocates `segment.index.bytes`) —
-copies it the way `klc load` does (conformance/private_copy.py), and reports, within the run:
+copies it the way `klc load` does (operator_tools/private_copy.py), and reports, within the run:
 
 * disk: bytes allocated by the copy / bytes allocated by the source (1.0: it costs what the data costs);
 * time: the copy / reading every file's data extents once (the floor: a copy must read them).
@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 
-from conformance.private_copy import _data_extents, private_copy
+from operator_tools.private_copy import _data_extents, private_copy
 
 MIB = 1 << 20
 

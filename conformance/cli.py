@@ -13,15 +13,15 @@ import threading
 import attrs
 import click
 
-from conformance.dump import DumpIOError, DumpOptions, check_regular_file, dump_file
-from conformance.dump_decoders import DECODERS
-from conformance.dump_index import INDEX_SUFFIXES, dump_index_file
-from conformance.dump_state import STATE_FILES, dump_state_file
 from conformance.mutants import MutantError, mutant_stack
 from conformance.scenario import Scenario, ScenarioError
 from conformance.targets import HarnessError, kafka_jvm
-from conformance.targets.kafka_jvm import RELEASE, KafkaTargetError, shared
+from conformance.targets.kafka_jvm import RELEASE, KafkaTargetError, NoAdapter, shared
 from impl.config import ConfigError, LogConfig
+from operator_tools.dump import DumpIOError, DumpOptions, check_regular_file, dump_file
+from operator_tools.dump_decoders import DECODERS
+from operator_tools.dump_index import INDEX_SUFFIXES, dump_index_file
+from operator_tools.dump_state import STATE_FILES, dump_state_file
 
 
 class Interrupted(KeyboardInterrupt):
@@ -42,7 +42,23 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # ended as SIGINT ends a command
 class _Klc(click.Group):
     """klc's commands.  SIGTERM and SIGHUP end a command as SIGINT does: unwinding it, so that what
     it cleans up in ``finally`` is cleaned up (``klc load``'s private copy, a kafka target's root and
-    JVM, a campaign's run record written as interrupted), then exit status 128 + the signal."""
+    JVM, a campaign's run record written as interrupted), then exit status 128 + the signal.  A usage
+    error is one line on stderr naming the command, exit status 2, in every command (click's own
+    form is three lines, usage and a hint first)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as e:
+            where = e.ctx.command_path if e.ctx is not None else "klc"
+            click.echo(f"{where}: {e.format_message()} (usage: {where} -h)", err=True)
+            sys.exit(2)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
 
     def invoke(self, ctx):
         main_thread = threading.current_thread() is threading.main_thread()  # where handlers may be set
@@ -56,6 +72,12 @@ class _Klc(click.Group):
         finally:
             for s, handler in before.items():
                 signal.signal(s, handler)
+
+
+def _refused(command: str, target: str, e: NoAdapter) -> None:
+    """A --target kafka:VERSION no adapter runs: refused, exit status 2, in load and replay alike."""
+    click.echo(f"klc {command}: --target {target} refused: {str(e).removeprefix('kafka target: ')}", err=True)
+    sys.exit(2)
 
 
 @click.group(cls=_Klc, context_settings={"help_option_names": ["-h", "--help"]})
@@ -107,6 +129,14 @@ def main() -> None:
     "--cluster-metadata-decoder", "topic_decoders", flag_value="cluster-metadata", multiple=True,
     help="Decode records as KRaft __cluster_metadata records (implies --print-data-log).",
 )  # fmt: skip
+@click.option(
+    "--remote-log-metadata-decoder", "topic_decoders", flag_value="remote-log-metadata", multiple=True,
+    help="Decode records as tiered storage's __remote_log_metadata records (implies --print-data-log).",
+)  # fmt: skip
+@click.option(
+    "--share-group-state-decoder", "topic_decoders", flag_value="share-group-state", multiple=True,
+    help="Decode records as __share_group_state records (implies --print-data-log).",
+)  # fmt: skip
 def dump(
     files: tuple[str, ...],
     deep_iteration: bool,
@@ -138,9 +168,12 @@ def dump(
     out = sys.stdout
     failed = False
     try:
-        for path in files:
+        for path, in_dir in _dump_paths(files):
             try:
-                _dumper(path, as_records)(path, options, lambda line, end="\n": out.write(line + end))
+                _dumper(path, as_records, in_dir)(path, options, lambda line, end="\n": out.write(line + end))
+            except _Skipped as e:
+                out.flush()
+                click.echo(f"klc dump: note: {e}", err=True)
             except DumpIOError as e:
                 out.flush()
                 click.echo(f"klc dump: {e}", err=True)
@@ -185,9 +218,34 @@ RENAMED = (".deleted", ".cleaned", ".swap")  # Kafka's suffixes for a file being
 RECORD_FILES = (".log", ".records", ".checkpoint")  # segments, record sets, KRaft snapshots
 
 
-def _dumper(path: str, as_records: bool):
+class _Skipped(DumpIOError):
+    """A file met in a directory given to dump that is of no kind dump knows, or no regular file:
+    said on stderr as a note, not an error (a log dir holds such files: a lock, a SOURCE.json)."""
+
+
+def _dump_paths(args: tuple[str, ...]):
+    """(path, whether it was found in a directory given) of every file to dump: a directory
+    argument stands for every file under it, sorted by path, partition dirs included."""
+    for arg in args:
+        if not os.path.isdir(arg):
+            yield arg, False
+            continue
+        found = []
+        for dirpath, dirs, names in os.walk(arg, onerror=lambda e: found.append(e.filename)):
+            dirs.sort()
+            found += [os.path.join(dirpath, n) for n in names]
+        for path in sorted(found):
+            yield path, True
+
+
+def _dumper(path: str, as_records: bool, in_dir: bool = False):
     """The dump of ``path``'s kind, by its name without a .deleted/.cleaned/.swap suffix."""
-    check_regular_file(path)  # a directory or a FIFO is refused as such, whatever its name
+    try:
+        check_regular_file(path)  # a directory or a FIFO is refused as such, whatever its name
+    except DumpIOError as e:
+        if in_dir and os.path.lexists(path) and os.access(path, os.F_OK):
+            raise _Skipped(f"{e}, skipped") from None
+        raise
     name = os.path.basename(path)
     for suffix in RENAMED:
         name = name.removesuffix(suffix)
@@ -197,6 +255,8 @@ def _dumper(path: str, as_records: bool):
         return functools.partial(dump_index_file, name=name)
     if name.endswith(".snapshot") or name in STATE_FILES:
         return functools.partial(dump_state_file, name=name)
+    if in_dir:
+        raise _Skipped(f"{path}: not a kind of file klc dump knows, skipped")
     raise DumpIOError(
         f"cannot dump {path}: not a kind of file klc dump knows (.log, .records, .checkpoint, .index, "
         ".timeindex, .txnindex, .snapshot, the offset and leader-epoch checkpoints, partition.metadata, "
@@ -301,7 +361,7 @@ def _judged(target: str, kafka_classpath: str | None, command: str):
     except kafka_jvm.NoAdapter as e:
         if spec:
             _harness_exit(command, f"{build.describe()}: {e}")
-        return target, None  # a release without an adapter: its runs say unsupported
+        _refused(command, target, e)  # a release no adapter runs: refused, as in every command
     except KafkaTargetError as e:
         _harness_exit(command, str(e))
     _set_for_this_command(kafka_jvm.BUILD_VARIABLE, spec)  # the targets of this process and its workers judge it
@@ -336,16 +396,20 @@ def _judged_line(build) -> str:
 def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, as_json: bool, build=None) -> None:
     from conformance.runner import run  # local: every property and target, +0.1 s on `klc dump` startup
 
-    worst = 0
+    worst, replayed = 0, 0
     for path in scenarios:
         try:
-            scenario = Scenario.load(path)
+            scenario = _scenario(path)
         except (ScenarioError, OSError) as e:
             click.echo(
                 f"klc replay: {e}" if isinstance(e, ScenarioError) else f"klc replay: {path}: {e.strerror}", err=True
             )
             worst = 2
             continue
+        if scenario is None:
+            click.echo(f'klc replay: note: {path}: not a scenario (no "format": "klc-scenario"), skipped', err=True)
+            continue
+        replayed += 1
         try:
             verdict = run(scenario, targets, backend)
         except HarnessError as e:  # a dead or hung JVM: nothing was judged, no verdict is printed
@@ -371,7 +435,25 @@ def _replay(scenarios: tuple[str, ...], targets: tuple[str, ...], backend: str, 
             worst = 3
     if build is not None and not as_json:
         click.echo(_judged_line(build))
+    if not replayed and worst == 0:
+        click.echo("klc replay: none of the files is a scenario: nothing replayed", err=True)
+        worst = 2
     sys.exit(worst)
+
+
+def _scenario(path: str) -> Scenario | None:
+    """The scenario in ``path``; None for a JSON document that does not claim to be one (a case
+    folder's ``expected.json`` beside its ``scenario.json``).  A file that claims to be a scenario,
+    or is no JSON at all, and is not a valid one raises ScenarioError."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        data = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return Scenario.load(path)  # says where the JSON breaks
+    if isinstance(data, dict) and "format" not in data and "steps" not in data:
+        return None
+    return Scenario.from_json(data, path)
 
 
 @main.command()
@@ -457,7 +539,7 @@ def _config_option(values: tuple[str, ...]):
 
 
 @main.command()
-@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="The whole report as one JSON object.")
 @click.option("--config", "config_items", multiple=True, metavar="KEY=VALUE", help="A topic config (repeatable).")
 @click.option(
@@ -479,14 +561,37 @@ def load(
     count_batches: bool,
 ) -> None:
     """Load broker data dirs as a broker would and report every partition: log start and end
-    offsets, recovery point, segments, what recovery did, and any error.
+    offsets, recovery point, segments, what recovery did, what the restart would discard, and any
+    error — a pre-flight check before restarting a broker (`klc load DIR && systemctl start kafka`).
 
-    DIRS are never modified: the loader runs on a private (sparse) copy.  Exit status: 0 every
-    partition loaded and nothing to report, 1 a partition was not loaded, Kafka's startup would
-    fail, or something was not copied or not loaded (a problem line says what), 2 bad arguments or
-    the kafka target could not run.  Every field of the report: docs/load.md.
+    DIRS are never modified: the loader runs on a private (sparse) copy in TMPDIR.  Exit status, the
+    first that applies: 5 the broker would not start (a partition NOT LOADED, STARTUP FAILS);
+    4 acknowledged records would be lost (the log end falls below the checkpointed high watermark,
+    or records go where no high watermark was checkpointed); 1 something was not copied or a DIR is
+    not a log dir (no verdict on what was not seen); 3 records would be discarded, all above the high
+    watermark; 0 the broker would start and discard no record.  2: bad arguments, the kafka target
+    could not run, or the private copy did not fit in TMPDIR (no verdict).  docs/load.md.
     """
-    from conformance.load_report import format_text, load_dirs, load_dirs_on_kafka  # local: impl log stack, slow
+    from operator_tools.load_report import HostError, format_text  # local: impl log stack, slow
+
+    try:
+        report, build = _load_report(dirs, config_items, target, kafka_classpath, count_batches)
+    except HostError as e:
+        click.echo(f"klc load: {e}", err=True)
+        sys.exit(2)
+    if as_json:
+        click.echo(json.dumps(report, indent=1))
+    else:
+        for line in format_text(report):
+            click.echo(line)
+        if build is not None:
+            click.echo(_judged_line(build))
+    sys.exit(report["restart"]["exit_status"])
+
+
+def _load_report(dirs, config_items, target, kafka_classpath, count_batches) -> tuple[dict, object]:
+    """The load's report, and the Kafka build it judged (None on impl)."""
+    from operator_tools.load_report import load_dirs, load_dirs_on_kafka  # local: impl log stack, slow
 
     config = _config_option(config_items)
     target, build = _judged(target, kafka_classpath, "load")
@@ -498,22 +603,15 @@ def load(
             if build is not None and jvm.version != build.version:
                 raise KafkaTargetError(f"the JVM runs Kafka {jvm.version}, not the build's {build.version}")
             report = load_dirs_on_kafka(list(dirs), _config_items(config_items), jvm, count_batches)
+        except NoAdapter as e:
+            _refused("load", target, e)
         except KafkaTargetError as e:
             click.echo(f"klc load: {e}", err=True)
             sys.exit(2)
         if build is not None:
             report["kafka_build"] = build.to_json()
-    else:
-        report = load_dirs(list(dirs), config, count_batches)
-    if as_json:
-        click.echo(json.dumps(report, indent=1))
-    else:
-        for line in format_text(report):
-            click.echo(line)
-        if build is not None:
-            click.echo(_judged_line(build))
-    if report["problems"] or report["startup_error"] or any(p["error"] for p in report["partitions"]):
-        sys.exit(1)
+        return report, build
+    return load_dirs(list(dirs), config, count_batches), None
 
 
 CHECK_TARGET_HELP = (

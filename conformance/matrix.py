@@ -94,12 +94,27 @@ def short(c: Cell) -> str:
     return mark + text
 
 
-def render(grid, cases, releases) -> list[str]:
-    names = [c.name for c in cases]
-    width = max(len(n) for n in names)
+WIDTH = 100  # the grid's lines at most (a terminal's, or a review's): wider grids wrap by columns
+
+
+def render(grid, cases, releases, width: int = WIDTH) -> list[str]:
+    """Release x case: a row per release, a column per case labelled ``#N`` (the legend below names
+    each case), the columns wrapped into blocks of at most ``width`` characters."""
+    labels = {c.name: f"#{i}" for i, c in enumerate(cases, 1)}
     cells = {k: short(v) for k, v in grid.items()}
-    col = {r: max([len(r)] + [len(cells[n, r]) for n in names]) for r in releases}
-    lines = [" " * width + "  " + "  ".join(r.ljust(col[r]) for r in releases)]
-    for n in names:
-        lines.append(n.ljust(width) + "  " + "  ".join(cells[n, r].ljust(col[r]) for r in releases))
+    head = max(len("release"), *(len(r) for r in releases))
+    col = {n: max([len(label)] + [len(cells[n, r]) for r in releases]) for n, label in labels.items()}
+    blocks, block = [], []
+    for n in labels:
+        if block and head + sum(col[m] + 2 for m in [*block, n]) > width:
+            blocks.append(block)
+            block = []
+        block.append(n)
+    blocks.append(block)
+    lines = []
+    for i, block in enumerate(blocks):
+        lines += [""] if i else []
+        lines.append("release".ljust(head) + "".join("  " + labels[n].ljust(col[n]) for n in block))
+        lines += [r.ljust(head) + "".join("  " + cells[n, r].ljust(col[n]) for n in block) for r in releases]
+    lines += ["", *(f"{labels[n]:>4}  {n}" for n in labels)]
     return [line.rstrip() for line in lines]

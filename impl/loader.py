@@ -38,7 +38,7 @@ from collections.abc import Callable
 import attrs
 
 from impl.config import LogConfig
-from impl.errors import IndexFailure
+from impl.errors import IndexFailure, LogFormatError
 from impl.leader_epoch import CHECKPOINT_NAME, LeaderEpochCache
 from impl.log import PartitionLog, Scheduler
 from impl.names import offset_from_file_name
@@ -54,6 +54,12 @@ from impl.segment import (
 from impl.split import SplitError, replace_segments, split_overflowed_segment
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
+
+
+def _name_file(e: LogFormatError | IndexFailure, path: str) -> None:
+    """An error that names no file is given ``path``: every load error says where it is."""
+    if e.file is None:
+        e.file = path
 
 
 class LoadError(Exception):
@@ -168,6 +174,7 @@ class PartitionLoader:
         self.scheduler = scheduler  # the log's, for after the load
         self.deferred = Scheduler()  # this load's delayed deletions, until the caller takes them
         self.pending_deletion: list[LogSegment] = []  # the segments those deletions hold open
+        self._opened: list[LogSegment] = []  # every segment this load opened: a failed load closes them all
         self.clean = had_clean_shutdown
         self.recovery_point_checkpoint = recovery_point_checkpoint
         self.log_start_checkpoint = log_start_offset_checkpoint
@@ -198,10 +205,12 @@ class PartitionLoader:
         return self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0
 
     def _open(self, base: int, suffix: str = "", listed=None) -> LogSegment:
-        return LogSegment(
+        segment = LogSegment(
             self.storage, self.dir, base, self.config, self.clock(), self._jitter(base), suffix=suffix, existing=True,
             listed=listed,
         )  # fmt: skip
+        self._opened.append(segment)
+        return segment
 
     # §5.2 step 1
     def remove_temp_files_and_collect_swaps(self) -> list[str]:
@@ -230,10 +239,12 @@ class PartitionLoader:
         log_swaps = [p for p in swaps if p[: -len(SWAP_SUFFIX)].endswith(".log")]
         if log_swaps:
             opened = [self._open(_offset(p), SWAP_SUFFIX) for p in log_swaps]
-            low = min(s.base_offset for s in opened)
-            high = max(s.read_next_offset() for s in opened)
-            for s in opened:
-                s.close_handlers()
+            try:
+                low = min(s.base_offset for s in opened)
+                high = max(s.read_next_offset() for s in opened)  # a damaged swap fails the load here
+            finally:
+                for s in opened:
+                    s.close_handlers()
             self._listing = None  # readNextOffset may have created an .index.swap: listed again, as Kafka does
             self._snapshots_changed = True  # the range deleted may hold snapshots
             for path in self._listed().paths():
@@ -310,7 +321,11 @@ class PartitionLoader:
         if segment.base_offset not in self._scanned:  # else Kafka's second pass changes nothing (module docstring)
             self._scanned.add(segment.base_offset)
             self.report.scanned_segments.append(segment.base_offset)
-            truncated = segment.recover(epoch_cache)  # LogSegmentOffsetOverflow: the caller splits (§5.5)
+            try:
+                truncated = segment.recover(epoch_cache)  # LogSegmentOffsetOverflow: the caller splits (§5.5)
+            except (LogFormatError, IndexFailure) as e:
+                _name_file(e, segment.log_path)  # a marker's records, read during recovery
+                raise
             self.report.truncated_bytes += truncated
             self._map_end_after[segment.base_offset] = segment.recovered_map_end
             self._producers_in[segment.base_offset] = segment.recovered_producers
@@ -347,10 +362,12 @@ class PartitionLoader:
             path = f"{self.dir}/{filename_prefix(base)}{suffix}{CLEANED_SUFFIX}"
             if self.storage.exists(path):
                 self._unlink(path)
-        return LogSegment(
+        segment = LogSegment(
             self.storage, self.dir, base, self.config, self.clock(), self._jitter(base), suffix=CLEANED_SUFFIX,
             preallocate=self.config.preallocate,
         )  # fmt: skip
+        self._opened.append(segment)
+        return segment
 
     # §5.6, started over after splitting an overflowed segment (§5.5)
     def recover_log(self, epoch_cache: LeaderEpochCache) -> tuple[int, int]:
@@ -430,8 +447,14 @@ class PartitionLoader:
     def load(self) -> PartitionLog:
         try:
             return self._load()
-        except BaseException:
-            for segment in self.segments.values():  # a failed load keeps no descriptor
+        except BaseException as e:
+            if isinstance(e, LogFormatError | IndexFailure):
+                _name_file(e, self.dir)  # where nothing nearer is known: the partition's dir
+            # a failed load keeps no descriptor: the log's segments, those pending deletion, and
+            # any opened on the way (a swap being read, a split's new segments, one being recovered)
+            for segment in {
+                id(s): s for s in [*self._opened, *self.segments.values(), *self.pending_deletion]
+            }.values():
                 segment.close_handlers()
             raise
 

@@ -11,6 +11,9 @@ from impl.storage import Storage, StorageFile
 
 _RECORD = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
 SIZE = 34
+# records per read when streaming the file: 32 Ki records, 1.1 MB of bytes held at a time, whatever
+# the file's size (docs/dump.md, "Bounded memory"; benchmarks/txn_index_memory.py measures it)
+READ_RECORDS = 1 << 15
 
 
 class AbortedTxn(NamedTuple):
@@ -51,16 +54,20 @@ class TransactionIndex:
             _RECORD.pack(txn.version, txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset)
         )
 
-    def iter_entries(self, records_per_read: int = 1 << 15):
+    def iter_entries(self, records_per_read: int = READ_RECORDS):
         """Every record in file order, read a bounded chunk at a time (a 2 GiB file is read, not
         held); raises on the first record whose version byte Kafka refuses (§3.7)."""
+        for start, data in self._chunks(records_per_read):
+            for at in range(0, len(data) - SIZE + 1, SIZE):
+                yield self._record(data, at, start + at)
+
+    def _chunks(self, records_per_read: int = READ_RECORDS):
+        """(byte position, bytes) of whole records, ``records_per_read`` at a time."""
         if self._file is None:
             return
         size = self._file.size() // SIZE * SIZE  # a trailing partial record is not read (§3.7)
         for start in range(0, size, SIZE * records_per_read):
-            data = self._file.read(start, min(SIZE * records_per_read, size - start))
-            for at in range(0, len(data) - SIZE + 1, SIZE):
-                yield self._record(data, at, start + at)
+            yield start, self._file.read(start, min(SIZE * records_per_read, size - start))
 
     def _record(self, data: bytes, at: int, pos: int) -> AbortedTxn:
         if data[at] and data[at] < 0x80:  # version read as the single high byte (§3.7 quirk)
@@ -97,7 +104,7 @@ class TransactionIndex:
 
     def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> tuple[list[AbortedTxn], bool]:
         out = []
-        for txn in self.all_entries():
+        for txn in self.iter_entries():
             if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
                 out.append(txn)
             if txn.last_stable_offset >= upper_bound_offset:
@@ -107,14 +114,28 @@ class TransactionIndex:
     def sanity_check(self) -> None:
         if self._file is None:  # no file, no entries (the common case: checked for every segment at load)
             return
-        for i, txn in enumerate(self.all_entries()):
-            if txn.last_offset < self.base_offset:
-                raise IndexFailure(
-                    "CorruptIndexException",
-                    "txn-last-offset-below-base",
-                    f"Last offset of aborted transaction {tuple(txn)} at byte position {i * SIZE} is less than start offset {self.base_offset}",
-                    self.path,
-                )
+        # Kafka reads every record first (allAbortedTxns: a bad version anywhere is the failure),
+        # then checks each in order; here one streamed pass, one read (READ_RECORDS) held at a time,
+        # remembering the first record below the base.  A chunk of zeros (a sparse or zero-filled
+        # file) is records of version 0 ending at offset 0: it is skipped unless base > 0.
+        first = None
+        for start, data in self._chunks():
+            if not data.strip(b"\0"):
+                if self.base_offset > 0 and first is None:
+                    first = (AbortedTxn(0, 0, 0, 0), start)
+                continue
+            for at in range(0, len(data) - SIZE + 1, SIZE):
+                txn = self._record(data, at, start + at)
+                if first is None and txn.last_offset < self.base_offset:
+                    first = (txn, start + at)
+        if first is not None:
+            txn, pos = first
+            raise IndexFailure(
+                "CorruptIndexException",
+                "txn-last-offset-below-base",
+                f"Last offset of aborted transaction {tuple(txn)} at byte position {pos} is less than start offset {self.base_offset}",
+                self.path,
+            )
 
     def flush(self) -> None:
         if self._file is not None:

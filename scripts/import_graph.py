@@ -1,4 +1,4 @@
-"""Import circles and function-local imports in model/, impl/ and conformance/ (issue: one harness).
+"""Import circles and function-local imports in model/, impl/, conformance/ and operator_tools/.
 
     python scripts/import_graph.py        # prints each circle and every function-local import
 
@@ -12,7 +12,7 @@ import ast
 import os
 import sys
 
-PACKAGES = ("model", "impl", "conformance")
+PACKAGES = ("model", "impl", "conformance", "operator_tools")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

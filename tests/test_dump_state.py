@@ -116,3 +116,15 @@ def test_every_file_of_a_real_broker_dir_is_dumped_by_its_kind(shared_dir):
     for p in files:
         r = run("dump", p)
         assert r.exit_code == 0 and "Traceback" not in r.output and "Found" not in r.output, (p, r.output)
+
+
+def test_quorum_state_with_a_huge_integer_is_an_error_line_with_its_position(tmp_path):
+    """An integer of 4,301 digits (past Python's int-conversion limit, and any Java long): one
+    error line with the byte position, no traceback."""
+    path = tmp_path / "quorum-state"
+    path.write_text('{"leaderId": 1, "leaderEpoch": ' + "9" * 4301 + "}")
+    r = run("dump", str(path))
+    assert r.exit_code == 0 and r.exception is None, r.output
+    assert "at byte position 31: IOException (number-out-of-range): an integer of 4301 digits" in r.output
+    path.write_text('{"votedId": -9223372036854775809}')  # one below Long.MIN_VALUE
+    assert "at byte position 12: IOException (number-out-of-range)" in run("dump", str(path)).output

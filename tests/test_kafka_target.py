@@ -252,7 +252,7 @@ def test_segment_index_bytes_below_a_time_entry_on_kafka():
 def test_klc_load_on_kafka_reports_a_missing_dir_and_refuses_a_stray_classpath(tmp_path):
     runner = CliRunner()
     missing = runner.invoke(main, ["load", "--target", "kafka", str(tmp_path / "nope")])
-    assert missing.exit_code == 1 and "nope: not a directory" in missing.output
+    assert missing.exit_code == 2 and "does not exist" in missing.output
     stray = runner.invoke(main, ["load", "--kafka-classpath", str(tmp_path), str(tmp_path)])
     assert stray.exit_code == 2 and "goes with --target kafka" in stray.output
     (tmp_path / "d" / "t-0").mkdir(parents=True)

@@ -105,3 +105,35 @@ def test_ten_thousand_partitions_load_within_1024_descriptors(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     partitions = json.loads(done.stdout)["partitions"]
     assert len(partitions) == 10_000 and [p["error"] for p in partitions if p["error"]] == []
+
+
+def _failing_partitions(root: str, n: int) -> None:
+    """``n`` partitions whose load fails after opening files: an empty ``.log`` beside a
+    ``.log.swap`` of 100 zero bytes (reading the swap's next offset meets a batch size of 0)."""
+    os.makedirs(root)
+    with open(os.path.join(root, "recovery-point-offset-checkpoint"), "w") as f:
+        f.write("0\n0\n")
+    for i in range(n):
+        part = os.path.join(root, f"t-{i}")
+        os.makedirs(part)
+        open(os.path.join(part, "00000000000000000000.log"), "wb").close()
+        with open(os.path.join(part, "00000000000000000000.log.swap"), "wb") as f:
+            f.write(bytes(100))
+
+
+def test_failing_partitions_keep_no_descriptor_under_a_limit(tmp_path):
+    """700 partitions whose load fails, under ``ulimit -n 1024``: each fails for its own reason
+    (the swap's CorruptRecordException), none for want of a descriptor, and the private copy is
+    removed from TMPDIR."""
+    data, tmp = str(tmp_path / "data"), tmp_path / "tmp"
+    _failing_partitions(data, 700)
+    tmp.mkdir()
+    done = subprocess.run(
+        [KLC, "load", "--json", data], capture_output=True, text=True, preexec_fn=_limited(1024), timeout=600,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )  # fmt: skip
+    report = json.loads(done.stdout)
+    errors = [p["error"] for p in report["partitions"]]
+    assert len(errors) == 700
+    assert [e for e in errors if "CorruptRecordException (size-below-minimum)" not in e] == []
+    assert list(tmp.iterdir()) == []  # the private copy is gone

@@ -4,22 +4,65 @@ and report per partition what the load found and did."""
 
 from __future__ import annotations
 
-import mmap
+import errno
 import os
 import shutil
+import sys
 import tempfile
 import time
 
-from conformance.private_copy import private_copy
 from conformance.targets.kafka_jvm import KafkaTargetError
 from impl.config import LogConfig
 from impl.file_records import BatchScan
 from impl.log_manager import LogManager
 from impl.storage import OsStorage
+from operator_tools import files, preflight
+from operator_tools.private_copy import private_copy
 
 LOG_DIR_FILES = (".kafka_cleanshutdown", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
                  "replication-offset-checkpoint", "meta.properties", "cleaner-offset-checkpoint")  # fmt: skip
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+
+
+HOST_FULL = (errno.ENOSPC, errno.EDQUOT)
+HOST_FULL_TEXT = ("No space left on device", "Disk quota exceeded")
+
+
+class HostError(Exception):
+    """klc could not do the load on this host (the private copy did not fit in TMPDIR): no verdict
+    about the broker, whose data is not at fault."""
+
+
+def _host_full(text: str | None) -> bool:
+    return bool(text) and any(t in text for t in HOST_FULL_TEXT)
+
+
+def _work_dir() -> str:
+    try:
+        return tempfile.mkdtemp(prefix="klc-load-")
+    except OSError as e:
+        raise HostError(
+            f"cannot make the private copy's dir in TMPDIR ({tempfile.gettempdir()}): {e.strerror}"
+        ) from None
+
+
+def _remove(work: str) -> None:
+    """The private copy removed; a failure is said (a copy left in TMPDIR is no silent leftover)."""
+    problems = []
+    shutil.rmtree(work, onerror=lambda _f, path, exc: problems.append(f"{path}: {exc[1]}"))
+    if problems:
+        print(f"klc load: the private copy {work} was not wholly removed: {problems[0]}", file=sys.stderr)
+
+
+def _did_not_fit(report: dict, dirs: list[str]) -> None:
+    """HostError if the load failed for want of space in TMPDIR (the copy's file system), not for
+    anything in the broker's data: the disk the broker writes to is not the one that filled up."""
+    texts = [report.get("startup_error"), *(p["error"] for p in report["partitions"])]
+    if any(_host_full(t) for t in texts):
+        raise HostError(
+            f"the private copy of {', '.join(dirs)} filled TMPDIR ({tempfile.gettempdir()}) during the load: "
+            "no verdict about the broker; set TMPDIR to a file system with room for the data and what the load writes"
+        )
 
 
 def _copies(dirs: list[str], work: str) -> tuple[list[tuple[str, str]], list[str]]:
@@ -39,7 +82,14 @@ def _copies(dirs: list[str], work: str) -> tuple[list[tuple[str, str]], list[str
             problems.append(f"{d}: {shape}")
             continue
         copy = os.path.join(work, f"dir{i}")
-        problems += private_copy(d, copy)
+        copied = private_copy(d, copy)
+        full = next((p for p in copied if _host_full(p)), None)
+        if full:
+            raise HostError(
+                f"the private copy of {d} did not fit in TMPDIR ({tempfile.gettempdir()}): {full}: no verdict "
+                "about the broker; set TMPDIR to a file system with room for the data's extents"
+            )
+        problems += copied
         copies.append((d, copy))
     return copies, problems
 
@@ -75,12 +125,12 @@ def _not_copied(problems: list[str], d: str) -> dict[str, list[str]]:
 def load_dirs_on_kafka(dirs: list[str], config: dict, jvm, count_batches: bool = False) -> dict:
     """What Kafka's own loader (the kafka target, docs/kafka-target.md) does with ``dirs``: the
     same report, with ``"kafka"`` naming the release; what the load read is not measured there."""
-    work = tempfile.mkdtemp(prefix="klc-load-")
+    work = _work_dir()
     try:
         copies, problems = _copies(dirs, work)
         if not copies:  # nothing a broker could load
             none = {"seconds": 0.0, "log_bytes_read": None, "index_bytes_read": None}
-            return {"kafka": jvm.version, "dirs": [], "problems": problems, "partitions": [], "load": none}
+            return _judged({"kafka": jvm.version, "dirs": [], "problems": problems, "partitions": [], "load": none})
         names = {os.path.basename(c): d for d, c in copies}
         marked = {d: os.path.exists(os.path.join(c, ".kafka_cleanshutdown")) for d, c in copies}
         sizes = {  # each .log's size before the load: what recovery truncated is the difference
@@ -135,16 +185,16 @@ def load_dirs_on_kafka(dirs: list[str], config: dict, jvm, count_batches: bool =
         failed = (
             None if opened["started"] else next((p["error"] for p in partitions if p["error"]), "the startup failed")
         )
-        return {
+        return _judged({
             "kafka": jvm.version,
             "dirs": [{"dir": d, "clean_shutdown": marked[d], "warnings": []} for d, _ in copies],
             "problems": problems,
             "startup_error": failed,
             "partitions": partitions,
             "load": {"seconds": round(seconds, 4), "log_bytes_read": None, "index_bytes_read": None},
-        }
+        })  # fmt: skip
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove(work)
 
 
 def _ok(answer: dict) -> dict:
@@ -159,8 +209,11 @@ def _batches(path: str, size: int) -> int:
     the page cache, not the heap."""
     if size == 0:
         return 0
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as whole:
+    whole = files.view(path)
+    try:
         return BatchScan(whole, 0, size).run().batches
+    finally:
+        whole.close()
 
 
 def _segment(base: int, size: int, batches) -> dict:
@@ -170,7 +223,7 @@ def _segment(base: int, size: int, batches) -> dict:
 
 
 def load_dirs(dirs: list[str], config: LogConfig, count_batches: bool = False) -> dict:
-    work = tempfile.mkdtemp(prefix="klc-load-")
+    work = _work_dir()
     try:
         copies, problems = _copies(dirs, work)
         storage = OsStorage()
@@ -215,7 +268,7 @@ def load_dirs(dirs: list[str], config: LogConfig, count_batches: bool = False) -
             partitions.append(entry)
         for log in manager.logs.values():
             log.close_handlers()
-        return {
+        return _judged({
             "dirs": [
                 {
                     "dir": names[c],
@@ -232,9 +285,22 @@ def load_dirs(dirs: list[str], config: LogConfig, count_batches: bool = False) -
                 "log_bytes_read": stats.log_bytes_read,
                 "index_bytes_read": stats.index_bytes_read,
             },
-        }
+        })  # fmt: skip
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        _remove(work)
+
+
+def _judged(report: dict) -> dict:
+    """The report with what the restart discards and its verdict (operator_tools/preflight.py);
+    HostError when TMPDIR filled up rather than anything the broker did."""
+    _did_not_fit(report, [d["dir"] for d in report["dirs"]])
+    hws = {}
+    for d in report["dirs"]:
+        hws[d["dir"]], warning = preflight.high_watermarks(d["dir"])
+        if warning:
+            d["warnings"].append(warning)
+    preflight.judge(report, hws)
+    return report
 
 
 def _in_dirs(text: str | None, names: dict[str, str]) -> str | None:
@@ -278,6 +344,7 @@ def format_text(report: dict) -> list[str]:
             lines.append(f"  recovered segments {p['recovered_segments']}, {p['truncated_bytes']} bytes truncated")
         if p.get("removed_segments"):
             lines.append(f"  segments removed after a truncated one: {p['removed_segments']}")
+        lines += preflight.partition_lines(p)
     load = report["load"]
     read = (
         "bytes read not measured on Kafka"
@@ -285,4 +352,10 @@ def format_text(report: dict) -> list[str]:
         else f"log bytes read {load['log_bytes_read']}, index bytes read {load['index_bytes_read']}"
     )
     lines.append(f"loaded in {load['seconds']} s; {read}")
+    r = report["restart"]
+    lines.append(
+        f"restart: {r['verdict'].upper() if r['exit_status'] in (4, 5) else r['verdict']} (exit status {r['exit_status']}): "
+        f"{r['records_discarded']} records and {r['bytes_truncated']} bytes discarded, {r['segments_deleted']} segments "
+        f"deleted, {r['acknowledged_records_lost']} acknowledged records lost"
+    )
     return lines

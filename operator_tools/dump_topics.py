@@ -14,9 +14,11 @@ unsigned varints of length + 1 (0 = null) and every struct ends in tagged fields
 from __future__ import annotations
 
 import base64
+import functools
 import struct
 
-from conformance.dump_decoders import NotDecoded
+from operator_tools import message_schemas
+from operator_tools.dump_decoders import NotDecoded
 
 DELETE = "<DELETE>"  # a null value: the key's tombstone (what Kafka's parsers print)
 
@@ -251,39 +253,53 @@ def transaction_record(key: bytes | None, value: bytes | None) -> tuple:
     )
 
 
-# --- __cluster_metadata (MetadataRecordSerde / AbstractApiMessageSerde) ----------------------------
-
-METADATA_RECORD_TYPES = {
-    0: "RegisterBrokerRecord", 1: "UnregisterBrokerRecord", 2: "TopicRecord", 3: "PartitionRecord",
-    4: "ConfigRecord", 5: "PartitionChangeRecord", 7: "FenceBrokerRecord", 8: "UnfenceBrokerRecord",
-    9: "RemoveTopicRecord", 12: "FeatureLevelRecord", 14: "ClientQuotaRecord", 15: "ProducerIdsRecord",
-    17: "BrokerRegistrationChangeRecord", 20: "NoOpRecord", 21: "ZkMigrationStateRecord",
-    26: "RegisterControllerRecord",
-}  # fmt: skip
-FRAME_VERSION = 1  # AbstractApiMessageSerde: 0 was KRaft's 2.8 preview, refused since
+# --- __cluster_metadata, __remote_log_metadata, __share_group_state: by the release's definitions --
 
 
-def _metadata_value(data: bytes) -> dict:
-    """The frame (unsigned varints: frame version, api key, record version), the record type named
-    by its api key, and the record's fields undecoded, as hex."""
-    r = _Reader(data)
-    frame = r.uvarint()
-    if frame != FRAME_VERSION:
-        raise NotDecoded(f"frame version {frame}; only {FRAME_VERSION} is in use")
-    api_key, version = r.uvarint(), r.uvarint()
-    return {
-        "frameVersion": frame, "apiKey": api_key, "type": METADATA_RECORD_TYPES.get(api_key, "unknown"),
-        "version": version, "fields_hex": data[r.pos :].hex(),
-    }  # fmt: skip
+def _by_definition(decode, data: bytes):
+    """``decode(data)`` by the release's message definitions (operator_tools/message_schemas.py);
+    where they cannot be had (no jar, no Maven), the frame and the fields as hex, and why."""
+    try:
+        return decode(data)
+    except message_schemas.SchemaUnavailable as e:
+        r = message_schemas.Reader(data)
+        return {"frameVersion": r.uvarint(), "apiKey": r.uvarint(), "version": r.uvarint(),
+                "fields_hex": data[r.pos :].hex(), "not_decoded": str(e)}  # fmt: skip
 
 
 def cluster_metadata_record(key: bytes | None, value: bytes | None) -> tuple:
-    """Metadata records have no key (kafka-dump-log prints none); a key is shown as hex."""
-    return _decode_side(key, lambda b: b.hex(), None), _decode_side(value, _metadata_value, DELETE)
+    """KRaft metadata records (MetadataRecordSerde) have no key (kafka-dump-log prints none); a key
+    is shown as hex.  The value: its frame, its record type by name, and every field by name."""
+    framed = functools.partial(message_schemas.framed, "cluster-metadata")
+    return _decode_side(key, lambda b: b.hex(), None), _decode_side(value, lambda b: _by_definition(framed, b), DELETE)
+
+
+def remote_log_metadata_record(key: bytes | None, value: bytes | None) -> tuple:
+    """``__remote_log_metadata`` (RemoteLogMetadataSerde): framed as metadata records; keys are
+    not used by tiered storage's topic-based manager (shown as hex)."""
+    framed = functools.partial(message_schemas.framed, "remote-log-metadata")
+    return _decode_side(key, lambda b: b.hex(), None), _decode_side(value, lambda b: _by_definition(framed, b), DELETE)
+
+
+def share_group_state_record(key: bytes | None, value: bytes | None) -> tuple:
+    """``__share_group_state`` (ShareCoordinatorRecordSerde): the key an int16 record type and its
+    key message (ShareSnapshotKey, ShareUpdateKey); the value an int16 version and the value
+    message of the key's type.  A value whose key does not decode is not decoded either."""
+    topic = "share-group-state"
+    if key is None:
+        return None, NotDecoded("no key: the record type is in the key")
+    try:
+        decoded_key, api_key = message_schemas.coordinator_key(topic, key)
+    except (NotDecoded, message_schemas.SchemaUnavailable) as e:
+        return NotDecoded(str(e)), NotDecoded("the key did not decode: the value's type is unknown")
+    value_decode = functools.partial(message_schemas.coordinator_value, topic, api_key=api_key)
+    return decoded_key, _decode_side(value, value_decode, DELETE)
 
 
 TOPIC_DECODERS = {
     "offsets": offsets_record,
     "transaction-log": transaction_record,
     "cluster-metadata": cluster_metadata_record,
+    "remote-log-metadata": remote_log_metadata_record,
+    "share-group-state": share_group_state_record,
 }

@@ -15,9 +15,10 @@ import json
 import os
 from collections.abc import Callable, Iterator
 
-from conformance.dump import DumpIOError, DumpOptions, check_regular_file
 from model.checkpoints import CheckpointError, parse_epochs, parse_offsets
 from model.producer_state import CorruptSnapshot, parse, snapshot_offset
+from operator_tools import files
+from operator_tools.dump import DumpIOError, DumpOptions, check_regular_file
 
 MAX_BYTES = 64 << 20  # above a snapshot of Kafka's 1,000,000-entry bound (42 MB) and any checkpoint
 
@@ -46,11 +47,10 @@ def dump_state_file(path: str, options: DumpOptions, emit: Callable[[str], None]
 def _read(path: str) -> bytes:
     check_regular_file(path)
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_BYTES:
-                raise DumpIOError(f"cannot read {path}: {size} bytes, more than any such file holds ({MAX_BYTES})")
-            return f.read(MAX_BYTES + 1)
+        size = files.size(path)
+        if size > MAX_BYTES:
+            raise DumpIOError(f"cannot read {path}: {size} bytes, more than any such file holds ({MAX_BYTES})")
+        return files.read(path, MAX_BYTES + 1)
     except OSError as e:
         raise DumpIOError(f"cannot read {path}: {e.strerror or e}") from None
 
@@ -187,9 +187,29 @@ def _properties_lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, 
         yield "property", {"key": stripped[:cut].strip(), "value": stripped[cut + 1 :].strip(), "line": number}
 
 
+class _OutOfRange(ValueError):
+    def __init__(self, digits: str):
+        super().__init__(digits)
+        self.digits = digits
+
+
+def _long(digits: str) -> int:
+    """An integer of quorum-state's JSON: Kafka reads its fields as Java ints and longs (Jackson
+    refuses a number out of range); a longer digit string is refused before Python converts it."""
+    if len(digits.lstrip("-")) > 19 or not -(2**63) <= int(digits) < 2**63:
+        raise _OutOfRange(digits)
+    return int(digits)
+
+
 def _quorum_state_lines(path: str, name: str, data: bytes) -> Iterator[tuple[str, dict]]:
     try:
-        state = json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        state = json.loads(text, parse_int=_long)
+    except _OutOfRange as e:
+        at = len(text[: text.find(e.digits)].encode("utf-8"))
+        detail = f"an integer of {len(e.digits.lstrip('-'))} digits, out of the range of a 64-bit long"
+        yield _error(path, "unreadable quorum state", "IOException", "number-out-of-range", detail, position=at)
+        return
     except UnicodeDecodeError as e:
         yield _error(path, "unreadable quorum state", "IOException", "malformed-input", str(e), position=e.start)
         return

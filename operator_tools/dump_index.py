@@ -9,17 +9,16 @@ entries before a zero-padded tail, or corruption).  Files are opened read-only a
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 from collections.abc import Callable, Iterator
 
-from conformance.dump import DumpIOError, DumpOptions, _open_buffer, base_offset_from_name, check_regular_file
 from impl.errors import IndexFailure
 from impl.index import OffsetIndex, TimeIndex
 from impl.index_verify import verify_offset_index, verify_time_index
 from impl.storage import OsStorage
 from impl.txn_index import TransactionIndex
+from operator_tools.dump import DumpIOError, DumpOptions, _open_buffer, base_offset_from_name, check_regular_file
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 
@@ -45,6 +44,8 @@ def dump_index_file(path: str, options: DumpOptions, emit: Callable[[str], None]
                 lines = list(_index_lines(path, index, options))
             finally:
                 index.close_handler()
+    except BrokenPipeError:
+        raise  # the reader went away (`klc dump X.txnindex | head`): the caller's to handle
     except OSError as e:
         raise DumpIOError(f"cannot read {path}: {e.strerror or e}") from None
     for line in lines:
@@ -158,9 +159,11 @@ class _NoOffsetIndex:
 
 
 def _txn_lines(path: str, txn: TransactionIndex, options: DumpOptions) -> Iterator[str]:
-    """The dump of a transaction index, line by line.  Kafka's dump reads every record before it
-    prints one (allAbortedTxns), so a bad record prints none: a first pass finds it, in bounded
-    memory, and the second prints."""
+    """The dump of a transaction index, line by line as the records are read (one read of
+    ``READ_RECORDS`` records held at a time): the first line comes at once whatever the file's size.
+    Kafka's tool reads every record before it prints one (allAbortedTxns), so a bad record prints
+    none there; here the records before it print, then the error line with its byte position, as
+    for a ``.log`` (docs/dump.md)."""
     try:
         if options.index_sanity_check:
             yield from _sanity_lines(path, _verdict(txn.sanity_check), options.as_json)
@@ -169,10 +172,18 @@ def _txn_lines(path: str, txn: TransactionIndex, options: DumpOptions) -> Iterat
             text = f"{path}: --verify-index-only does not apply to a transaction index; use --index-sanity-check"
             yield json.dumps({"type": "verify-summary", "file": path, "applicable": False}) if options.as_json else text
             return
-        failure = _verdict(lambda: collections.deque(txn.iter_entries(), maxlen=0))
         if not options.as_json:
             yield f"Dumping {path}"
-        for i, e in enumerate(() if failure else txn.iter_entries()):
+        entries = txn.iter_entries()
+        i = 0
+        while True:
+            try:
+                e = next(entries, None)
+            except IndexFailure as failure:
+                yield _txn_error(path, failure, options.as_json)
+                return
+            if e is None:
+                return
             if options.as_json:
                 yield json.dumps({"type": "aborted-txn", "file": path, "position": i * 34, **e._asdict()})
             else:
@@ -180,19 +191,14 @@ def _txn_lines(path: str, txn: TransactionIndex, options: DumpOptions) -> Iterat
                     f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
                     f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}"
                 )
-        if failure is not None:
-            yield (
-                json.dumps(
-                    {
-                        "type": "error",
-                        "file": path,
-                        "kind": failure.kind,
-                        "reason": failure.reason,
-                        "detail": failure.detail,
-                    }
-                )
-                if options.as_json
-                else f"Found invalid entry in {path}: {failure.kind} ({failure.reason}): {failure.detail}"
-            )
+            i += 1
     finally:
         txn.close()
+
+
+def _txn_error(path: str, failure: IndexFailure, as_json: bool) -> str:
+    if as_json:
+        return json.dumps(
+            {"type": "error", "file": path, "kind": failure.kind, "reason": failure.reason, "detail": failure.detail}
+        )
+    return f"Found invalid entry in {path}: {failure.kind} ({failure.reason}): {failure.detail}"

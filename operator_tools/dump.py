@@ -9,6 +9,7 @@ would: the valid prefix is printed, then one line naming the file, byte position
 from __future__ import annotations
 
 import base64
+import codecs
 import json
 import mmap
 import os
@@ -17,12 +18,21 @@ from collections.abc import Callable, Iterator
 
 import attrs
 
-from conformance.dump_decoders import DECODERS, NotDecoded, not_decoded, printable
-from conformance.dump_topics import TOPIC_DECODERS
 from impl.file_records import CORRUPT, SHORT_TAIL, TORN, BatchHeader, BatchScan
 from model import compression
 from model.errors import RecordFormatError
 from model.records import CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, Batch, wrap_sequence
+from operator_tools import files
+from operator_tools.dump_decoders import (
+    DECODERS,
+    PIECE,
+    NotDecoded,
+    hex_pieces,
+    not_decoded,
+    printable,
+    printable_pieces,
+)
+from operator_tools.dump_topics import TOPIC_DECODERS
 
 
 @attrs.frozen
@@ -68,11 +78,7 @@ def _open_buffer(path: str):
     """A read-only mmap of ``path`` (or ``b""`` for an empty file); caller closes what it gets."""
     check_regular_file(path)
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                return b""
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return files.view(path)
     except OSError as e:
         raise DumpIOError(f"cannot read {path}: {e.strerror or e}") from None
 
@@ -133,6 +139,43 @@ def _json_bytes(b: bytes | None) -> dict | None:
     except UnicodeDecodeError:
         pass
     return out
+
+
+def _json_string_pieces(texts) -> Iterator[str]:
+    """A JSON string of the concatenated ``texts``, a piece each (ASCII-escaped, as json.dumps)."""
+    yield '"'
+    for text in texts:
+        yield json.dumps(text)[1:-1]
+    yield '"'
+
+
+def _json_bytes_pieces(b) -> Iterator[str]:
+    """:func:`_json_bytes` in pieces of ``PIECE`` input bytes: a 250 MiB value is never held as text."""
+    if b is None or len(b) <= PIECE:
+        yield json.dumps(_json_bytes(None if b is None else bytes(b)))
+        return
+    view = memoryview(b)
+    step = PIECE // 3 * 3  # whole base64 quanta: the pieces concatenate to one encoding
+    yield '{"base64": '
+    yield from _json_string_pieces(
+        base64.b64encode(view[at : at + step]).decode("ascii") for at in range(0, len(view), step)
+    )
+    try:
+        for _ in text_pieces_strict(view):
+            pass
+    except UnicodeDecodeError:
+        yield "}"
+        return
+    yield ', "utf8": '
+    yield from _json_string_pieces(text_pieces_strict(view))
+    yield "}"
+
+
+def text_pieces_strict(view) -> Iterator[str]:
+    """The UTF-8 text of ``view`` a piece at a time; UnicodeDecodeError if it is not UTF-8."""
+    decoder = codecs.getincrementaldecoder("utf-8")("strict")
+    for at in range(0, len(view), PIECE):
+        yield decoder.decode(view[at : at + PIECE], final=at + PIECE >= len(view))
 
 
 # --- per-batch rendering ----------------------------------------------------------------------
@@ -201,22 +244,65 @@ def _metadata_text(r, magic: int) -> str:
 
 
 def record_text(r, magic: int, options: DumpOptions) -> str:
-    """kafka-dump-log's record line; ``--skip-record-metadata`` keeps only the data (a control
-    record's marker is its data)."""
-    s = "|" if options.skip_record_metadata else "|" + _metadata_text(r, magic)
+    return "".join(record_pieces(r, magic, options))
+
+
+def record_pieces(r, magic: int, options: DumpOptions) -> Iterator[str]:
+    """kafka-dump-log's record line in pieces (a key or value of any size is rendered a piece at a
+    time); ``--skip-record-metadata`` keeps only the data (a control record's marker is its data)."""
+    yield "|" if options.skip_record_metadata else "|" + _metadata_text(r, magic)
     if r.control_type is not None:
         if r.coordinator_epoch is not None:
-            return s + f" endTxnMarker: {r.control_type} coordinatorEpoch: {r.coordinator_epoch}"
-        return s + f" controlType: {r.control_type}"
-    if options.print_data_log:
-        key, value = _decoded(r, options)
-        if r.key is not None:
-            s += f" key: {_shown(key, r.offset)}"
-        s += f" payload: {_shown(value, r.offset)}"
-    return s
+            yield f" endTxnMarker: {r.control_type} coordinatorEpoch: {r.coordinator_epoch}"
+        else:
+            yield f" controlType: {r.control_type}"
+        return
+    if not options.print_data_log:
+        return
+    if r.key is not None:
+        yield " key: "
+        yield from _shown_pieces(r, r.key, options.key_decoder, options, 0)
+    yield " payload: "
+    yield from _shown_pieces(r, r.value, options.value_decoder, options, 1)
 
 
-def record_dict(r, options: DumpOptions) -> dict:
+def _large(r) -> bool:
+    return max(len(r.key or b""), len(r.value or b"")) > PIECE
+
+
+def _shown_pieces(r, b, decoder: str, options: DumpOptions, which: int) -> Iterator[str]:
+    """A key (``which`` 0) or value (1) on a text line: the string and hex decoders streamed."""
+    if options.topic_decoder is None and b is not None and decoder in ("string", "hex"):
+        yield from (printable_pieces(b) if decoder == "string" else hex_pieces(b))
+    else:
+        yield _shown(_decoded(r, options)[which], r.offset)
+
+
+def record_json_pieces(r, options: DumpOptions) -> Iterator[str]:
+    """:func:`record_dict` as JSON text in pieces: keys and values of any size streamed."""
+    if not options.print_data_log:
+        yield json.dumps(record_dict(r, options))
+        return
+    yield json.dumps(record_dict(r, options, data=False))[:-1]
+    yield ', "key": '
+    yield from _json_bytes_pieces(r.key)
+    yield ', "value": '
+    yield from _json_bytes_pieces(r.value)
+    headers = [{"key": k.decode("utf-8", errors="replace"), "value": _json_bytes(v)} for k, v in r.headers]
+    yield ', "headers": ' + json.dumps(headers)
+    if options.decodes and r.control_type is None:
+        for which, (name, b, decoder) in enumerate(
+            (("key", r.key, options.key_decoder), ("value", r.value, options.value_decoder))
+        ):
+            yield f', "{name}_decoded": '
+            if options.topic_decoder is None and b is not None and decoder in ("string", "hex"):
+                yield from _json_string_pieces(printable_pieces(b) if decoder == "string" else hex_pieces(b))
+            else:
+                yield json.dumps(_as_json(_decoded(r, options)[which]))
+    yield "}"
+
+
+def record_dict(r, options: DumpOptions, data: bool = True) -> dict:
     d = {
         "offset": r.offset,
         "timestamp": r.timestamp,
@@ -230,7 +316,7 @@ def record_dict(r, options: DumpOptions) -> dict:
         d.update(crc=r.crc, is_valid=r.crc_valid)
     if r.control_type is not None:
         d.update(control_type=r.control_type, coordinator_epoch=r.coordinator_epoch)
-    if options.print_data_log:
+    if options.print_data_log and data:
         d.update(
             key=_json_bytes(r.key),
             value=_json_bytes(r.value),
@@ -294,7 +380,9 @@ def _json_batch(path: str, buf, h: BatchHeader, options: DumpOptions, errors: li
         return
     yield d[:-1] + ', "records": ['
     for i, r in enumerate(_records(buf, h, errors)):
-        yield (", " if i else "") + json.dumps(record_dict(r, options))
+        if i:
+            yield ", "
+        yield from record_json_pieces(r, options)
     yield "]}"
 
 
@@ -321,7 +409,9 @@ def _dump_lines(path: str, buf, options: DumpOptions) -> Iterator:
         yield batch_text(h)
         if options.deep:
             for r in _records(buf, h, errors):
-                yield record_text(r, h.magic, options)
+                pieces = record_pieces(r, h.magic, options)
+                # a large key or value: one line written a piece at a time, else the line itself
+                yield pieces if _large(r) and options.print_data_log else "".join(pieces)
         if errors:
             e = errors[0]
             yield f"Found invalid records in {path} at byte position {e.position}: {e.kind} ({e.reason}): {e.detail}"

@@ -10,8 +10,13 @@ not valid, printable UTF-8 is escaped (:func:`printable`).
 
 from __future__ import annotations
 
+import codecs
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+# A key or value is rendered this many bytes at a time: what its text costs beyond the record
+# itself (docs/dump.md, "Bounded memory")
+PIECE = 1 << 20
 
 
 class NotDecoded(ValueError):
@@ -38,11 +43,53 @@ def printable(b: bytes) -> str:
     text = b.decode("utf-8", errors="surrogateescape")  # an invalid byte 0xNN becomes U+DCNN
     if text.isprintable() and "\\" not in text:
         return text
+    return _escaped(text)
+
+
+def _escape(code: int) -> str:
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else _escape_char(chr(code))
+
+
+# the common escapes in one table (C0 and C1 controls, DEL, backslash, undecodable bytes), so a
+# text needing only these is escaped by str.translate rather than a character at a time
+_TABLE = {code: _escape(code) for code in (*range(0x20), *range(0x7F, 0xA0), 0x5C, *range(0xDC80, 0xDD00))}
+
+
+def _escaped(text: str) -> str:
+    quick = text.translate(_TABLE)
+    if quick.isprintable():
+        return quick
     out = []
     for c in text:
         code = ord(c)
         out.append(f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else _escape_char(c))
     return "".join(out)
+
+
+def text_pieces(b, piece: int = PIECE) -> Iterator[str]:
+    """UTF-8 text of ``b`` (surrogate-escaped), ``piece`` bytes at a time: no character is split."""
+    view = memoryview(b)
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    for at in range(0, len(view), piece):
+        yield decoder.decode(view[at : at + piece], final=at + piece >= len(view))
+
+
+def printable_pieces(b) -> Iterator[str]:
+    """:func:`printable` of ``b`` in pieces of at most ``PIECE`` bytes of input: a 250 MiB value
+    costs a piece's text, not a copy of itself in text (two passes: whether any escape is needed
+    decides how every piece prints)."""
+    if len(b) <= PIECE:
+        yield printable(bytes(b))
+        return
+    clean = all(t.isprintable() and "\\" not in t for t in text_pieces(b))
+    for text in text_pieces(b):
+        yield text if clean else _escaped(text)
+
+
+def hex_pieces(b) -> Iterator[str]:
+    view = memoryview(b)
+    for at in range(0, len(view), PIECE):
+        yield view[at : at + PIECE].hex()
 
 
 def _string(b: bytes) -> str:
