@@ -224,9 +224,12 @@ class LogLoader:
         self.rp_checkpoint, self.ls_checkpoint = rp_checkpoint, ls_checkpoint
         self.outcome = outcome
         self.mtimes = dict(mtimes)  # a rename keeps a file's modification time
+        self.other: dict[str, bytes] = {}  # what the segments did not take (load_segment_files)
 
     def load(self) -> None:
-        """LogLoader.load(): the four passes, then the epoch cache and the producer state."""
+        """LogLoader.load() (§5.2): the temporary files and swaps (steps 1–4), the segment files (5),
+        the log's recovery (6), then the active segment's indexes resized, the epoch cache cut to the
+        log end and the log start (7, 9) and the producer state rebuilt (11–12)."""
         swaps = self.remove_temp_files_and_collect_swaps()
         self.complete_swap_operations(swaps)
         segments = self.retry_on_offset_overflow(self.load_segment_files, self._install_in_files)
@@ -242,7 +245,7 @@ class LogLoader:
         log.epochs_truncate_from_start(self.ls_checkpoint)
         log.log_end_offset = leo
         log.recovery_point = max(recovery_point, log.log_start_offset)
-        # the producer state (docs/producer-state.md rules 39.7–8): stray snapshots removed, rebuilt
+        # docs/producer-state.md rules 39.7–8: stray snapshots removed, the log's manager rebuilt
         log.producer_state.remove_stray_snapshots([s.base_offset for s in log.segments])
         self.outcome.producer_state_bytes_read += self._rebuild(
             log.producer_state, log.segments, log.log_start_offset, leo, self.clean
