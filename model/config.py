@@ -45,7 +45,7 @@ MINIMUMS = {
 }
 POLICIES = ("delete", "compact", "compact,delete", "delete,compact")
 # LogConfig's INT settings (the rest are LONG): a value past Int.MAX is refused ("Not a number of
-# type INT"), so no segment, index or batch can be 2 GiB or more (issue 32, Kafka's edges)
+# type INT"), so no segment, index or batch can be 2 GiB or more
 INTS = ("segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
         "num.recovery.threads.per.data.dir")  # fmt: skip
 INT_MAX = 2**31 - 1

@@ -1,10 +1,11 @@
 """Kafka's ProducerStateManager (docs/producer-state.md): a partition's producer-state snapshot
 files (``<offset>.snapshot``) and the map end offset that decides when one is written.
 
-Producers come from the batches of idempotent producers (an append, the rebuild's scan, a
-segment's recovery: rules 45–52) and from the snapshots; each is written into the next snapshot,
-in the order Kafka's HashMap iterates them, and dropped at a load once it expired.  Transactional
-batches and control batches are not read yet (issue 32's next step).
+Producers come from the batches of idempotent and transactional producers (an append, the
+rebuild's scan, a segment's recovery: rules 45–52) and from the snapshots; each is written into the
+next snapshot, in the order Kafka's HashMap iterates them, and dropped at a load once it expired.  A
+transactional batch opens its producer's transaction and a COMMIT or ABORT marker completes it (rules
+53, 55); a segment's recovery writes each aborted one to the segment's transaction index (rule 57).
 
 The files live in ``disk`` (name → bytes), shared with whatever else looks at the directory: Kafka's
 in-memory map of snapshots (:attr:`snapshots`) and the directory can disagree — a temporary manager

@@ -12,10 +12,11 @@ from __future__ import annotations
 import attrs
 
 from model.config import Config
-from model.errors import CORRUPT_RECORD, LogError, RecordFormatError
+from model.errors import CORRUPT_RECORD, IndexFailure, LogError, RecordFormatError
 from model.file_records import framed, framed_batches, iterate_file, search_for_offset
-from model.indexes import OffsetIndex, TimeIndex, TransactionIndex
+from model.indexes import OffsetIndex, TimeIndex, TransactionIndex, rebuild_from_log
 from model.names import filename_prefix
+from model.producer_state import ProducerStateManager, read_producer
 from model.records import V2_HEADER_SIZE, Batch
 
 INT32_MAX = 2**31 - 1
@@ -23,6 +24,16 @@ INT32_MAX = 2**31 - 1
 # LogFileUtils.filenamePrefixFromOffset (§2.1): a base offset is negative only when damage made a
 # batch's offset so, and a split at load names a segment after it
 prefix = filename_prefix
+
+
+class SegmentOffsetOverflow(Exception):
+    """LogSegmentOffsetOverflowException out of :meth:`Segment.recover` (§4.6 step 3b): a batch's
+    offset does not fit the segment's base, and the loader splits ``segment`` (§5.5, KAFKA-6264).
+    ``written``: the offset and time indexes the recovery had rebuilt before that batch."""
+
+    def __init__(self, segment: Segment, written: tuple[OffsetIndex, TimeIndex]):
+        self.segment, self.written = segment, written
+        super().__init__(f"offset overflow in segment {segment.base_offset}")
 
 
 @attrs.define(eq=False)
@@ -256,6 +267,59 @@ class Segment:
                     best = (h.max_timestamp, h.last_offset)
             self.max_ts = best
         return removed
+
+    # §4.6
+    def recover(self, log) -> int:
+        """LogSegment.recover (§4.6) on the model: the indexes rebuilt from the batches, the log cut
+        after the last valid one, the new leader epochs found in v2 batches assigned to ``log``'s
+        epoch cache (``log``: the :class:`model.log.Log` being loaded; its clock stamps a cut).
+        Returns the bytes cut.  Raises :class:`SegmentOffsetOverflow` at a batch whose offset does
+        not fit, and :class:`IndexFailure` when an index refuses an entry (a full one, §3.1) — the
+        entries rebuilt before the refusal stay as the segment's indexes and the log is not cut.
+        The producers of the batches kept are :meth:`recover_producer_state`'s."""
+        self.txn_index.reset()  # rebuilt from the markers by the producer updates (rule 57)
+        max_ts = (-1, self.base_offset)  # recover leaves maxTimestampAndOffsetSoFar known, not lazy (§4.6)
+        for batch in iterate_file(bytes(self.log)).batches:
+            h = batch.header()
+            if h.max_timestamp > max_ts[0]:
+                max_ts = (h.max_timestamp, h.last_offset)
+            if not self.fits(h.last_offset):
+                # the batches before it were indexed first, and an index refusal among them comes first
+                raise SegmentOffsetOverflow(self, self._rebuilt_indexes(batch.position)[:2])
+            if h.magic >= 2 and h.partition_leader_epoch >= 0:
+                if not log.epochs or h.partition_leader_epoch > log.epochs[-1][0]:
+                    log.assign_epoch(h.partition_leader_epoch, h.offset)
+        offsets, times, valid = self._rebuilt_indexes()
+        removed = self.size - valid
+        del self.log[valid:]
+        if removed:
+            self.mtime_ms = log.clock()
+        self.offset_index, self.time_index = offsets, times
+        self.max_ts = max_ts
+        return removed
+
+    def _rebuilt_indexes(self, stop_at: int | None = None) -> tuple[OffsetIndex, TimeIndex, int]:
+        """:func:`rebuild_from_log` on this segment; a refusal leaves the entries rebuilt before it
+        as the segment's indexes (docs/crash-recovery.md, "a failed load")."""
+        config = self.config
+        try:
+            return rebuild_from_log(
+                bytes(self.log), self.base_offset, config.index_interval_bytes, config.segment_index_bytes, stop_at
+            )
+        except IndexFailure as e:
+            if hasattr(e, "partial"):
+                self.offset_index, self.time_index = e.partial
+            raise
+
+    def recover_producer_state(self, psm: ProducerStateManager) -> None:
+        """The producer updates of LogSegment.recover (docs/producer-state.md rules 17, 57): each
+        v2 batch the recovery kept updates its producer in ``psm`` (an aborted transaction it
+        completes goes to this segment's transaction index), and the map end moves past the last."""
+        v2 = [b for b in iterate_file(bytes(self.log)).batches if b.is_v2]
+        for batch in v2:
+            read_producer(psm, batch, self.txn_index)
+        if v2:
+            psm.update_map_end(v2[-1].header().last_offset + 1)
 
     # §4.9 close: the final time-index entry and trimmed indexes
     def close(self) -> None:

@@ -8,7 +8,7 @@ batches are copied, in order and byte for byte, into new segments, each starting
 offset and holding the longest run of batches whose last offsets fit relative to it.  The new
 segments are written with the ``.cleaned`` suffix, made inactive (final time-index entry, trimmed
 files), flushed, given the original's mtime and installed by ``replaceSegments`` (§5.9) — that part,
-which touches the directory, is the loader's (:mod:`model.log_manager`).
+which touches the directory, is the loader's (:meth:`model.loader.LogLoader.retry_on_offset_overflow`).
 
 Pure: :func:`split` returns the new segments and never changes the original.
 """
