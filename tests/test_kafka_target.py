@@ -427,7 +427,7 @@ def test_one_jvm_loads_a_crashed_dir_again_and_again(tmp_path, monkeypatch, part
     'log dir dir0 failed'); now the descriptors and mappings after every load stay within a few
     of those after the first, far below one load's worth."""
     from benchmarks.load_scale import build
-    from conformance.load_report import load_dirs_on_kafka
+    from operator_tools.load_report import load_dirs_on_kafka
 
     monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 900)  # 2,000 partitions on a busy machine: minutes
     data = build(str(tmp_path), partitions, clean=False)

@@ -717,11 +717,11 @@ SWAP_MUTANTS = (
     Mutant(
         name="swap-completion-deletes-the-segment-before",
         module="impl.loader",
-        old="""            high = max(s.read_next_offset() for s in opened)
+        old="""                high = max(s.read_next_offset() for s in opened)  # a damaged swap fails the load here
 """,
-        new="""            high = max(s.read_next_offset() for s in opened)
-            logs = [offset_from_file_name(p.rsplit("/", 1)[-1]) for p in _files(self.storage, self.dir) if p.endswith(".log")]
-            floor = max((b for b in logs if b <= low), default=low)
+        new="""                high = max(s.read_next_offset() for s in opened)  # a damaged swap fails the load here
+                logs = [offset_from_file_name(p.rsplit("/", 1)[-1]) for p in _files(self.storage, self.dir) if p.endswith(".log")]
+                floor = max((b for b in logs if b <= low), default=low)
 """,
         more=(("                if low <= offset < high:", "                if floor <= offset < high:"),),
         description="the pre-2.1 off-by-one of swap completion (fixed by 3afe2ed8e39d, §7.9, §7.10): the old segments replaced are those overlapping the swap's range, including one that ends exactly at the swap's base — once the original at that base is gone, an unrelated segment is deleted",
@@ -769,13 +769,12 @@ HISTORICAL_MUTANTS = (
     Mutant(
         name="swap-segment-recovered-at-load",
         module="impl.loader",
-        old="""            for s in opened:
-                s.close_handlers()
+        old="""                high = max(s.read_next_offset() for s in opened)  # a damaged swap fails the load here
 """,
-        new="""            for s in opened:  # <= 2.8 completeSwapOperations: recoverSegment on every swap segment
-                s.recover()
-                self.report.recovered_segments.append(s.base_offset)
-                s.close_handlers()
+        new="""                high = max(s.read_next_offset() for s in opened)  # a damaged swap fails the load here
+                for s in opened:  # <= 2.8 completeSwapOperations: recoverSegment on every swap segment
+                    s.recover()
+                    self.report.recovered_segments.append(s.base_offset)
 """,
         description="KAFKA-12520 (0.11-2.8): a .swap found at startup (a crash in the swap phase of log cleaning) is recovered before it replaces the originals; Kafka's recoverSegment then also deleted every producer snapshot above the swap's base, forcing a replay of the log (not modelled here: the recovery itself is what the case catches, §5.2, §7.10)",
         caught_by=("regression-corpus",),
