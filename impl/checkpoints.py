@@ -19,6 +19,16 @@ from impl.storage import Storage
 
 _WHITESPACE = str.maketrans("\t\x0b\f\r\n", "     ")
 
+#: Kafka's message quotes the malformed line whole; a line of megabytes (a damaged file's zeros)
+#: is quoted by its first characters and its length, so that an error stays one readable line.
+SHOWN_LINE_CHARS = 256
+
+
+def shown_line(line: str) -> str:
+    if len(line) <= SHOWN_LINE_CHARS:
+        return line
+    return f"{line[:SHOWN_LINE_CHARS]}... ({len(line)} characters)"
+
 
 class CheckpointError(ValueError):
     def __init__(self, kind: str, reason: str, file: str, line: int, detail: str):
@@ -70,7 +80,7 @@ def _decode(data: bytes, file: str) -> str:
 
 def _malformed(file: str, number: int, line: str) -> CheckpointError:
     return CheckpointError(
-        "IOException", "malformed-line", file, number, f"Malformed line in checkpoint file [{file}]: {line}"
+        "IOException", "malformed-line", file, number, f"Malformed line in checkpoint file [{file}]: {shown_line(line)}"
     )
 
 
@@ -156,13 +166,25 @@ def _render(lines: list[str]) -> str:
     return f"0\n{len(lines)}\n" + "".join(line + "\n" for line in lines)
 
 
+#: The largest checkpoint file read.  Kafka reads one whole, a String per line, into its heap (a
+#: broker's default is 1 GiB): a file of GiBs (a sparse tail a damaged disk left) ends its load with
+#: an OutOfMemoryError.  Past this size the file is refused as too large, naming it, instead: a loader's
+#: memory stays bounded (a few times this, for the text and its lines) whatever the file holds.
+MAX_CHECKPOINT_BYTES = 64 << 20
+
+
 def read_bytes(storage: Storage, path: str) -> bytes:
-    """The whole file; a missing file reads as empty."""
+    """The whole file; a missing file reads as empty; CheckpointError past MAX_CHECKPOINT_BYTES."""
     if not storage.exists(path):
         return b""
     f = storage.open(path)
     try:
         size, chunks, done = f.size(), [], 0
+        if size > MAX_CHECKPOINT_BYTES:
+            raise CheckpointError(
+                "OutOfMemoryError", "too-large", path, 1,
+                f"{size} bytes: a checkpoint file is read whole, and this one is over {MAX_CHECKPOINT_BYTES}",
+            )  # fmt: skip
         while done < size:
             chunk = f.read(done, size - done)
             if not chunk:

@@ -72,10 +72,14 @@ class _MmapIndex:
             )
         self._file = storage.open(path, create=True)
         self._unread = rebuild and not self.newly_created
-        if self.newly_created:
-            self._file.truncate(self.ENTRY_SIZE * (max_index_size // self.ENTRY_SIZE))
-        self._length = self._file.size()
-        self._mm = self._file.map()
+        try:  # a file that cannot be sized or mapped (no address space for it) is closed, not leaked
+            if self.newly_created:
+                self._file.truncate(self.ENTRY_SIZE * (max_index_size // self.ENTRY_SIZE))
+            self._length = self._file.size()
+            self._mm = self._file.map()
+        except BaseException:
+            self._file.close()
+            raise
         # Kafka's count (§3.1 rule 4): every slot of an existing file, none of one about to be rebuilt
         self._entries = 0 if self.newly_created or rebuild else self._length // self.ENTRY_SIZE
         self.recognition, self.recognition_detail, self.recognised = self._recognise()

@@ -42,6 +42,16 @@ IO, NFE, IAE = "IOException", "NumberFormatException", "IllegalArgumentException
 _TERMINATOR = re.compile(r"\r\n|\r|\n")
 _JAVA_SPACE = re.compile(r"[ \t\n\x0b\f\r]+")
 
+#: Kafka's message quotes the malformed line whole; a line of megabytes (a damaged file's zeros)
+#: is quoted by its first characters and its length, so that an error stays one readable line.
+SHOWN_LINE_CHARS = 256
+
+
+def shown_line(line: str) -> str:
+    if len(line) <= SHOWN_LINE_CHARS:
+        return line
+    return f"{line[:SHOWN_LINE_CHARS]}... ({len(line)} characters)"
+
 
 class CheckpointError(ValueError):
     """``kind``: IOException, NumberFormatException or IllegalArgumentException (§6.5 rules 2–5)."""
@@ -82,7 +92,7 @@ def _read(data: str | bytes, file: str, width: int, entry) -> list:
 
     def malformed(n: int) -> CheckpointError:
         return CheckpointError(
-            IO, "malformed-line", file, n, f"Malformed line in checkpoint file [{file}]: {lines[n - 1]}"
+            IO, "malformed-line", file, n, f"Malformed line in checkpoint file [{file}]: {shown_line(lines[n - 1])}"
         )
 
     def header(n: int) -> int:

@@ -111,7 +111,7 @@ INDEX_MUTANTS = (
         old="lo, hi = first_hot, n - 1",
         new="lo, hi = first_hot + 1, n - 1",
         description="the hot-section binary search starts one slot after the first hot entry (§3.4 step 3)",
-        caught_by=("index-machine",),
+        caught_by=("regression-corpus", "index-machine"),
     ),
     Mutant(
         name="time-index-sanity-accepts-zero-last-timestamp",
@@ -657,7 +657,7 @@ CRASH_MUTANTS += (
         new="[s for s in self.segments if s.base_offset > target]",
         more=(("                self.storage.fsync_dir(self.dir)\n        due = ", "        due = "),),
         description="Kafka's own segment deletion: renames to .deleted never fsynced, truncateTo's lowest first, so a power loss can bring a segment back before a hole (§4.7, §4.9; a finding of the exhaustive test)",
-        caught_by=("crash-exhaustive", "crash-scenarios"),
+        caught_by=("crash-scenarios", "crash-exhaustive"),
     ),
     Mutant(
         name="truncate-cut-unsynced",
@@ -748,7 +748,7 @@ SWAP_MUTANTS = (
         new="""    for segment in new:
         segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)""",
         description="replaceSegments renames .cleaned → .swap in ascending base order (§5.9): a crash after the low segment's rename leaves a valid .swap below every remaining .cleaned, so the next load completes a half-made replacement and deletes the original whose other half was never installed",
-        caught_by=("split-sweep",),
+        caught_by=("regression-corpus", "split-sweep"),
     ),
     Mutant(
         name="originals-deleted-before-every-swap",
@@ -761,7 +761,7 @@ SWAP_MUTANTS = (
     for segment in reversed(new):
         segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)""",
         description="replaceSegments renames the originals .deleted before every new segment is a .swap (§5.9 steps 2–3 swapped): a crash in between leaves .deleted originals, which the next load deletes, and .cleaned new segments, which it deletes too",
-        caught_by=("split-sweep",),
+        caught_by=("regression-corpus", "split-sweep"),
     ),
 )
 
