@@ -632,7 +632,8 @@ def _check_target(value: str) -> str:
     type=click.FloatRange(min=0),
     default=60.0,
     show_default=True,
-    help="Time for the state machines, counted after the corpora; each runs at least one round (0: corpora only).",
+    help="The whole run's time: the corpora, then the state machines while time is left, each at least one "
+    "round (0: corpora only).",
 )
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
 @click.option(
