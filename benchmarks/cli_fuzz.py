@@ -283,6 +283,8 @@ def make_dir(rng: random.Random, where: str, partitions: list[str], files: list[
     data = os.path.join(where, "data")
     os.makedirs(data)
     for src in rng.sample(partitions, rng.choice((1, 1, 2, 3))):
+        if os.path.exists(os.path.join(data, os.path.basename(src))):
+            continue  # the same partition of two real brokers: one is enough
         shutil.copytree(src, os.path.join(data, os.path.basename(src)))
         parent = os.path.dirname(src)
         for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint", "replication-offset-checkpoint", ".kafka_cleanshutdown", "meta.properties"):
@@ -508,6 +510,15 @@ def _next(w: Worker, todo) -> None:
         w.index = None
 
 
+def _received(w: Worker) -> dict | None:
+    """The worker's record, or None when it died instead (its end of the pipe closed)."""
+    try:
+        return w.conn.recv()
+    except (EOFError, OSError):
+        w.process.join(5)
+        return None
+
+
 def _collect(pool: list[Worker], ctx, seed: int, tmp_root: str, todo, records: list) -> None:
     """Wait for a record, a dead worker or a hung one; account for it and hand out the next input."""
     busy = [w for w in pool if w.index is not None]
@@ -515,8 +526,8 @@ def _collect(pool: list[Worker], ctx, seed: int, tmp_root: str, todo, records: l
     for i, w in enumerate(pool):
         if w.index is None:
             continue
-        if w.conn.poll():
-            records.append(w.conn.recv())
+        if w.conn.poll() and (record := _received(w)) is not None:
+            records.append(record)
             w.done += 1
         elif not w.process.is_alive():
             records.append(_lost(w.index, f"died: exit {w.process.exitcode} (a signal if negative: the OOM killer sends 9)"))
