@@ -102,25 +102,41 @@ def test_klc_replay(tmp_path):
     assert junk.exit_code == 2 and "junk.json" in junk.output
 
 
-# untraced (tox.ini): the corpora it replays are traced in tests/test_regressions.py and above
-@pytest.mark.no_cover
-def test_klc_check_runs_the_corpora_and_reports_per_property():
+def _known_on_impl(case) -> bool:
+    """Kafka's bugs the model follows are reached on model and impl too; a departure passes there; a
+    step impl cannot run (a crash cut from Kafka's own journal) is listed as recorded, not passed."""
+    impl = case.verdicts.get("impl", "")
+    return case.status == "open" or impl.startswith("known") or impl == "unsupported"
+
+
+def _check_corpora(cases) -> None:
     result = CliRunner().invoke(main, ["check", "--budget-seconds", "0", "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
-    assert summary["ok"] and summary["corpus_cases"] == 2 * len(regressions.cases())
-    assert summary["corpus_cases"] > 2 * len(corpus_scenarios() + corpus_scenarios(CRASH_CORPUS))
-    # Kafka's bugs the model follows are reached on model and impl too; a departure passes there; a
-    # step impl cannot run (a crash cut from Kafka's own journal) is listed as recorded, not passed
-    open_bugs = [
-        c
-        for c in regressions.cases()
-        if c.status == "open"
-        or c.verdicts.get("impl", "").startswith("known")
-        or c.verdicts.get("impl") == "unsupported"
-    ]
+    assert summary["ok"] and summary["corpus_cases"] == 2 * len(cases)
+    open_bugs = [c for c in cases if _known_on_impl(c)]
     assert open_bugs and len(summary["known"]) == 2 * len(open_bugs)
     assert {"conforms", "index-agrees", "clean-restart", "durable"} <= set(summary["checked"])
+
+
+# untraced (tox.ini): the corpora it replays are traced in tests/test_regressions.py and above
+@pytest.mark.no_cover
+@pytest.mark.slow  # the gate: the one below (every case also replays on both backends in test_regressions)
+def test_klc_check_runs_the_corpora_and_reports_per_property():
+    cases = regressions.cases()
+    assert len(cases) > len(corpus_scenarios() + corpus_scenarios(CRASH_CORPUS))
+    _check_corpora(cases)
+
+
+@pytest.mark.no_cover
+def test_klc_check_runs_every_group_and_reports_per_property(monkeypatch):
+    """The same command on the first case of every corpus group and three known ones."""
+    everything = regressions.cases()
+    groups = {c.group for c in everything}
+    cases = [next(c for c in everything if c.group == g) for g in sorted(groups)]
+    cases += [c for c in everything if _known_on_impl(c) and c not in cases][:3]
+    monkeypatch.setattr(regressions, "cases", lambda *a, **k: cases)
+    _check_corpora(cases)
 
 
 def test_corpus_folders_are_documented():
