@@ -14,6 +14,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+from conformance import faults
 from conformance.campaign import table
 from conformance.campaign.driver import CampaignConfig, CampaignError, check_config, java_problem, run_campaign
 from conformance.campaign.tasks import Task, run_task, signature
@@ -246,3 +247,44 @@ def test_a_campaign_shows_a_harness_error_with_its_cause_and_exits_2(tmp_path, j
     assert "NEW " not in result.output and not (tmp_path / "found").exists()
     (row,) = table.read(str(tmp_path / "o" / "results"))
     assert row["status"] == "error"
+
+
+# --- shrinking: bounded, and the console hears of each scenario's end ---------------------------------
+
+
+def test_shrinking_is_bounded(monkeypatch):
+    """Hypothesis's shrinker runs under SHRINK_SECONDS, and whole-step deletion stops at its bound."""
+    from hypothesis.internal.conjecture import engine
+
+    from conformance.campaign import tasks
+
+    seen = []
+
+    def fake_run(task, shrinking, want=None):
+        seen.append(engine.MAX_SHRINKING_SECONDS)
+        return {}, None, None
+
+    monkeypatch.setattr(tasks, "_run", fake_run)
+    monkeypatch.setattr(tasks, "replay_signature", lambda scenario, target: ("sig", None))
+    row = {"commit": "c", "seed": 0, "profile": "all", "target": "impl", "examples": 1, "max_steps": 5,
+           "status": "fail", "property": "durable", "witness": "w", "signature": "sig",
+           "steps": Scenario(steps=(faults.Crash(), faults.Crash())).dumps()}  # fmt: skip
+    before = engine.MAX_SHRINKING_SECONDS
+    tasks.shrink(row)
+    assert seen == [tasks.SHRINK_SECONDS] and engine.MAX_SHRINKING_SECONDS == before
+    calls = []
+    monkeypatch.setattr(tasks, "replay_signature", lambda scenario, target: calls.append(1) or ("sig", None))
+    scenario = Scenario(steps=tuple(faults.Crash() for _ in range(6)))
+    assert tasks.drop_steps(scenario, "impl", "sig", seconds=0) == scenario and calls == []
+    assert len(tasks.drop_steps(scenario, "impl", "sig").steps) == 1 and calls
+
+
+def test_each_shrunk_scenario_is_said_on_the_console():
+    from conformance.campaign.driver import _shrink_progress
+
+    lines = []
+    ui = type("Ui", (), {"note": lambda self, text: lines.append(text)})()
+    progress = _shrink_progress(ui, 3)
+    for done in (0, 0, 1, 1, 3):
+        progress(done)
+    assert [line.split(" done")[0] for line in lines] == ["shrink: 1/3", "shrink: 3/3"]

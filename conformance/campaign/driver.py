@@ -41,7 +41,7 @@ import attrs
 
 from conformance.campaign import corpus, table
 from conformance.campaign.report import scenarios_per_second, write_report
-from conformance.campaign.tasks import Task, TaskError, reproduce, run_task, shrink
+from conformance.campaign.tasks import SHRINK_SECONDS, Task, TaskError, reproduce, run_task, shrink
 from model.log_manager import BRANCHES
 
 
@@ -657,8 +657,8 @@ def _triage(executor, rows: list[dict], corpus_dir: str, attempts: int, ui) -> l
     reps = list(first.values())
     ui.stage(f"reproduce: {len(reps)} new signature(s) × {attempts}")
     counts = executor.map(_reproduce, [(r, attempts) for r in reps], lambda _k: None)
-    ui.stage(f"shrink: {len(reps)} scenario(s)")
-    shrunk = executor.map(shrink, reps, lambda _k: None)
+    ui.stage(f"shrink: {len(reps)} scenario(s), at most {2 * SHRINK_SECONDS} s each")
+    shrunk = executor.map(shrink, reps, _shrink_progress(ui, len(reps)))
     findings: dict[str, dict] = {}
     for r, c, s in zip(reps, counts, shrunk, strict=True):
         finding = {**r, **(s or {}), "reproduced": c["reproduced"], "attempts": c["attempts"], "flaky": c["flaky"]}
@@ -670,6 +670,18 @@ def _triage(executor, rows: list[dict], corpus_dir: str, attempts: int, ui) -> l
     for f in findings.values():
         f["corpus_path"] = corpus.write_entry(corpus_dir, f)
     return list(findings.values())
+
+
+def _shrink_progress(ui, total: int):
+    """A line each time a scenario's shrink ends (Spark and the process pool report completions)."""
+    start, said = time.monotonic(), [0]
+
+    def progress(done: int) -> None:
+        if done > said[0]:
+            said[0] = done
+            ui.note(f"shrink: {done}/{total} done in {time.monotonic() - start:.0f} s")
+
+    return progress
 
 
 def _reproduce(args) -> dict:

@@ -26,6 +26,7 @@ import traceback
 
 import attrs
 from hypothesis import HealthCheck, Phase, reject, seed, settings
+from hypothesis.internal.conjecture import engine
 from hypothesis.control import current_build_context
 from hypothesis.database import InMemoryExampleDatabase
 from hypothesis.errors import StopTest, UnsatisfiedAssumption
@@ -335,19 +336,33 @@ def reproduce(row: dict, attempts: int = 3) -> dict:
     return {"signature": row["signature"], "reproduced": same, "attempts": attempts, "flaky": same < attempts}
 
 
+#: The bound on shrinking one failure: Hypothesis's shrinker gets this much, then the whole-step
+#: deletion as much again; each stops where the bound finds it and keeps the smallest scenario so far
+#: (on a kafka target a replay costs a JVM's load: an unbounded shrink ran for many minutes).
+SHRINK_SECONDS = 120
+
+
 def shrink(row: dict) -> dict:
-    """Rerun a failing row's task with the shrinker on: the minimal scenario, its signature, witness."""
+    """Rerun a failing row's task with the shrinker on: the minimal scenario, its signature, witness
+    (within 2 × :data:`SHRINK_SECONDS`)."""
     task = Task(
         row["commit"], row["seed"], row["profile"], row["target"], row["examples"], row["max_steps"],
         kafka_build=row.get("kafka_build") or "", kafka_classpath=os.environ.get("KLC_KAFKA_CLASSPATH", ""),
     )  # fmt: skip
-    observed, error, _db = _run(task, shrinking=True, want=row["signature"])
+    bound = engine.MAX_SHRINKING_SECONDS  # private API: if a release renames it, the shrinker keeps its own 300 s
+    engine.MAX_SHRINKING_SECONDS = SHRINK_SECONDS
+    try:
+        observed, error, _db = _run(task, shrinking=True, want=row["signature"])
+    finally:
+        engine.MAX_SHRINKING_SECONDS = bound
     failure = observed.get("failure")
     if error is not None and failure is not None and getattr(failure, "violation", None) is not None:
         shrunk, how = describe_failure(failure, error), "hypothesis+steps"
     else:  # the rerun did not fail the same way: minimise the row's own scenario
         shrunk, how = {k: row[k] for k in ("status", "property", "witness", "signature", "steps")}, "steps"
-    scenario = drop_steps(sc.Scenario.from_json(json.loads(shrunk["steps"])), row["target"], shrunk["signature"])
+    scenario = drop_steps(
+        sc.Scenario.from_json(json.loads(shrunk["steps"])), row["target"], shrunk["signature"], SHRINK_SECONDS
+    )
     _sig, v = replay_signature(scenario, row["target"])
     if v is None:
         return {}
@@ -357,14 +372,17 @@ def shrink(row: dict) -> dict:
     }  # fmt: skip
 
 
-def drop_steps(scenario: sc.Scenario, target: str, want: str) -> sc.Scenario:
+def drop_steps(scenario: sc.Scenario, target: str, want: str, seconds: float = float("inf")) -> sc.Scenario:
     """After Hypothesis's shrinker, which works on the choices that built the steps: delete whole
-    steps (one at a time, last first, until none can go) while the replay keeps the signature."""
+    steps (one at a time, last first, until none can go, or ``seconds`` are spent) while the replay
+    keeps the signature."""
     steps = list(scenario.steps)
-    changed = True
-    while changed:
+    changed, until = True, time.monotonic() + seconds
+    while changed and time.monotonic() < until:
         changed = False
         for i in reversed(range(1, len(steps))):  # step 0 creates the partition
+            if time.monotonic() >= until:
+                break
             trial = attrs.evolve(scenario, steps=tuple(steps[:i] + steps[i + 1 :]))
             try:
                 got, _v = replay_signature(trial, target)
