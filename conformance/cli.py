@@ -520,6 +520,35 @@ def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool, kaf
     sys.exit(1 if differing else 0)
 
 
+@main.command()
+@click.argument("case_path", metavar="CASE", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--from", "first", default="1.1.0", show_default=True, metavar="VERSION", help="The older end.")
+@click.option("--to", "last", default=kafka_jvm.PINNED, show_default=True, metavar="VERSION", help="The newer end.")
+@click.option("--json", "as_json", is_flag=True, help="The releases replayed, their verdicts and the answer as JSON.")
+def bisect(case_path: str, first: str, last: str, as_json: bool) -> None:
+    """Find the first Kafka release at which a corpus CASE's verdict changes, between --from and --to:
+    the releases Maven Central publishes that an adapter runs (1.1-4.3 and the pinned one), replayed
+    on about log2(n) of them.  A release whose adapter cannot run is skipped and named.
+
+    Exit status: 0 the change was found (said as "VERDICT up to A, VERDICT from B"), 1 the verdict is
+    the same at both ends, 2 a bad argument, no list of releases, or an end that cannot be judged.
+    The first use of a release builds its adapter (Maven, docs/kafka-target.md).
+    """
+    from conformance import bisect as bs  # local: the runner and every target
+
+    try:
+        case = bs.case_named(case_path)
+        releases = bs.between(bs.published(), first, last)
+        result = bs.bisect(case.name, releases, bs.replay_on(case))
+    except bs.BisectError as e:
+        _harness_exit("bisect", str(e))
+    if as_json:
+        click.echo(json.dumps(result.to_json()))
+    else:
+        click.echo("\n".join(bs.lines(result)))
+    sys.exit(0 if result.first_changed else 1)
+
+
 def _config_items(values: tuple[str, ...]) -> dict:
     parsed = {}
     for item in values:
