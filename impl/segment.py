@@ -29,6 +29,12 @@ from impl.record_walk import base_offset, end_marker, offset_of_max_timestamp, s
 from impl.storage import Storage
 from impl.txn_index import TransactionIndex
 
+try:  # recovery's plain-batch loop, compiled by the install (setup.py); absent: the Python loop below
+    from impl._batch_walk import walk as _compiled_walk
+except ImportError:  # pragma: no cover - built wherever a C compiler is
+    _compiled_walk = None
+COMPILED_WALK = _compiled_walk is not None
+
 INT32_MAX = 2**31 - 1
 # what recovery reads of a v2 batch (§1.2): base offset, length, partition leader epoch, magic, crc,
 # attributes, last offset delta, (base timestamp skipped) max timestamp, producer id
@@ -499,8 +505,23 @@ class LogSegment:
         end = mv.nbytes
         plain_end = end - _V2_FIELDS.size  # where the fields still fit (and then pos < end − 17, §1.10 rule 1)
         pos = last_index_entry = 0
+        walk = _compiled_walk
         try:
             while True:
+                if walk is not None and pos <= plain_end:
+                    # the same loop over the plain batches from pos, compiled (impl/_batch_walk.c); it
+                    # stops at the first batch that needs anything below but the plain path
+                    state = [base, interval, last_index_entry, best_ts, best_off, n_off, last_off, max_off, n_time,
+                             last_ts, last_ts_off, max_time, epoch_floor, 0, 0]  # fmt: skip
+                    try:
+                        pos = walk(mv, pos, state, off_buf, time_buf, producers)
+                    except OverflowError:  # a value beyond int64 (an index entry read from disk): this loop
+                        walk = None
+                    else:
+                        _, _, last_index_entry, best_ts, best_off, n_off, last_off = state[:7]
+                        n_time, last_ts, last_ts_off = state[8:11]
+                        if state[14]:
+                            map_end = state[13]
                 plain = False
                 if pos <= plain_end:
                     first, length, epoch, magic, crc, attributes, delta, max_ts, producer = _v2_fields(mv, pos)
