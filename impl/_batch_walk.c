@@ -15,7 +15,7 @@
  * CPU has it, three independent streams at a time so that the instruction's latency is hidden,
  * the streams joined by a precomputed "append n zero bytes" operator; a table-driven loop
  * otherwise.  No allocation per batch except the Python objects the caller keeps (index entries
- * and the headers of batches with a producer id); the GIL is released while a batch of 32 KiB or
+ * and the positions of batches with a producer id); the GIL is released while a batch of 32 KiB or
  * more is checksummed, as the crc32c package does.
  */
 #define PY_SSIZE_T_CLEAN
@@ -189,45 +189,6 @@ static inline int16_t be16(const unsigned char *p) {
 
 /* ---- the walk -------------------------------------------------------------------------------- */
 
-static PyTypeObject *header_type; /* impl.file_records.BatchHeader, a tuple subclass */
-
-/* BatchHeader(position, size, offset, last_offset, magic, crc, attributes, partition_leader_epoch,
- * last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
- * records_count) of the v2 batch at p, as impl.file_records.v2_header_at builds it. */
-static PyObject *v2_header(const unsigned char *p, Py_ssize_t pos, Py_ssize_t size, int64_t last) {
-    PyObject *h = header_type->tp_alloc(header_type, 15);
-    if (h == NULL) {
-        return NULL;
-    }
-    PyObject *items[15] = {
-        PyLong_FromSsize_t(pos),
-        PyLong_FromSsize_t(size),
-        PyLong_FromLongLong(be64(p)),
-        PyLong_FromLongLong(last),
-        PyLong_FromLong((signed char)p[16]),
-        PyLong_FromUnsignedLong((uint32_t)be32(p + 17)),
-        PyLong_FromLong(be16(p + 21)),
-        PyLong_FromLong(be32(p + 12)),
-        PyLong_FromLong(be32(p + 23)),
-        PyLong_FromLongLong(be64(p + 27)),
-        PyLong_FromLongLong(be64(p + 35)),
-        PyLong_FromLongLong(be64(p + 43)),
-        PyLong_FromLong(be16(p + 51)),
-        PyLong_FromLong(be32(p + 53)),
-        PyLong_FromLong(be32(p + 57)),
-    };
-    int failed = 0;
-    for (int i = 0; i < 15; i++) {
-        failed |= items[i] == NULL;
-        PyTuple_SET_ITEM(h, i, items[i]);
-    }
-    if (failed) {
-        Py_DECREF(h);
-        return NULL;
-    }
-    return h;
-}
-
 static int append_pair(PyObject *list, long long a, long long b) {
     PyObject *x = PyLong_FromLongLong(a), *y = PyLong_FromLongLong(b);
     int rc = (x == NULL || y == NULL) ? -1 : PyList_Append(list, x) | PyList_Append(list, y);
@@ -237,12 +198,13 @@ static int append_pair(PyObject *list, long long a, long long b) {
 }
 
 PyDoc_STRVAR(walk_doc,
-"walk(buf, pos, state, off_buf, time_buf, producers) -> pos\n\n"
+"walk(buf, pos, state, off_buf, time_buf, producer_positions) -> pos\n\n"
 "Run LogSegment._rebuild's loop over the plain batches of buf from pos; return the position of the\n"
 "first batch it leaves to the Python loop (or len(buf)).  state is a list of the loop's integers,\n"
 "[base, interval, last_index_entry, best_ts, best_off, n_off, last_off, max_off, n_time, last_ts,\n"
 "last_ts_off, max_time, epoch_floor, map_end, has_map_end], updated in place; index entries are\n"
-"appended flattened to off_buf and time_buf, (header, None) to producers.");
+"appended flattened to off_buf and time_buf, the position of each batch with a producer id to the\n"
+"bytearray producer_positions (8 bytes, native order).");
 
 enum { S_BASE, S_INTERVAL, S_LAST_ENTRY, S_BEST_TS, S_BEST_OFF, S_N_OFF, S_LAST_OFF, S_MAX_OFF, S_N_TIME,
        S_LAST_TS, S_LAST_TS_OFF, S_MAX_TIME, S_EPOCH_FLOOR, S_MAP_END, S_HAS_MAP_END, S_COUNT };
@@ -251,7 +213,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     PyObject *bufobj, *state, *off_buf, *time_buf, *producers;
     Py_ssize_t pos;
     if (!PyArg_ParseTuple(args, "OnO!O!O!O!", &bufobj, &pos, &PyList_Type, &state, &PyList_Type, &off_buf,
-                          &PyList_Type, &time_buf, &PyList_Type, &producers)) {
+                          &PyList_Type, &time_buf, &PyByteArray_Type, &producers)) {
         return NULL;
     }
     if (PyList_GET_SIZE(state) != S_COUNT) {
@@ -348,15 +310,13 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             last_entry = pos;
         }
         if (producer >= 0) {
-            PyObject *h = v2_header(p, pos, size, last);
-            PyObject *pair = h == NULL ? NULL : PyTuple_Pack(2, h, Py_None);
-            Py_XDECREF(h);
-            if (pair == NULL || PyList_Append(producers, pair) < 0) {
-                Py_XDECREF(pair);
+            Py_ssize_t n = PyByteArray_GET_SIZE(producers);
+            if (PyByteArray_Resize(producers, n + 8) < 0) {
                 failed = 1;
                 break;
             }
-            Py_DECREF(pair);
+            int64_t at = pos;
+            memcpy(PyByteArray_AS_STRING(producers) + n, &at, 8);
         }
         best_ts = nbest_ts;
         best_off = nbest_off;
@@ -377,6 +337,122 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         return NULL;
     }
     return PyLong_FromSsize_t(pos);
+}
+
+
+/* ---- the producer batches recovery hands to the producer state ------------------------------- */
+
+PyDoc_STRVAR(collapse_doc,
+"collapse(buf, positions, keep) -> list\n\n"
+"Of the positions (8-byte native integers, in log order) of the v2 batches with a producer id,\n"
+"those the producer state must read: every transactional or control batch, the first batch of each\n"
+"run of a producer's other batches, and every batch followed by fewer than keep data batches of\n"
+"its producer before the next first batch of a run.  impl.producer_runs.collapse is the same in\n"
+"Python, and says why.");
+
+typedef struct {
+    int64_t pid;
+    int64_t seen; /* forward: 1 while the pid is in a run; backward: its data batches seen */
+    int64_t era;  /* backward: seen counts only in the era it was counted in */
+    int used;
+} Slot;
+
+static Slot *slot_of(Slot *table, size_t mask, int64_t pid) {
+    size_t i = (size_t)((uint64_t)pid * 0x9E3779B97F4A7C15ull >> 17) & mask;
+    while (table[i].used && table[i].pid != pid) {
+        i = (i + 1) & mask;
+    }
+    return &table[i];
+}
+
+static PyObject *collapse(PyObject *self, PyObject *args) {
+    PyObject *bufobj, *posobj;
+    Py_ssize_t keep;
+    if (!PyArg_ParseTuple(args, "OOn", &bufobj, &posobj, &keep)) {
+        return NULL;
+    }
+    Py_buffer view, positions;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(posobj, &positions, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    Py_ssize_t n = positions.len / 8;
+    const unsigned char *buf = view.buf;
+    size_t size = 16;
+    while (size < (size_t)n * 2) {
+        size <<= 1;
+    }
+    Slot *table = PyMem_Calloc(size, sizeof(Slot));
+    unsigned char *kept = PyMem_Calloc(n ? (size_t)n : 1, 1);
+    int64_t *at = PyMem_Malloc((n ? (size_t)n : 1) * sizeof(int64_t));
+    PyObject *out = NULL;
+    if (table == NULL || kept == NULL || at == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(at, positions.buf, (size_t)n * 8);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (at[i] < 0 || at[i] > view.len - V2_HEADER_SIZE) {
+            PyErr_Format(PyExc_ValueError, "collapse: no batch header at position %lld", (long long)at[i]);
+            goto done;
+        }
+    }
+    /* forward: the first batch of every run, and every transactional or control batch */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const unsigned char *p = buf + at[i];
+        Slot *s = slot_of(table, size - 1, be64(p + 43));
+        s->used = 1;
+        s->pid = be64(p + 43);
+        if (be16(p + 21) & 0x30) {
+            kept[i] = 1;
+            s->seen = 0;
+        } else if (s->seen == 0) {
+            kept[i] = 3; /* kept, and the first of a run: a check may refuse it */
+            s->seen = 1;
+        }
+    }
+    /* backward: every batch with fewer than keep data batches of its producer after it and before
+     * the next first batch of a run (where reading may stop): each such batch starts a new era */
+    memset(table, 0, size * sizeof(Slot));
+    int64_t era = 0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--) {
+        const unsigned char *p = buf + at[i];
+        if (kept[i] == 3) {
+            era += 1;
+            continue;
+        }
+        Slot *s = slot_of(table, size - 1, be64(p + 43));
+        s->used = 1;
+        s->pid = be64(p + 43);
+        if (s->era != era) {
+            s->era = era;
+            s->seen = 0;
+        }
+        if (!(be16(p + 21) & 0x20)) {
+            kept[i] |= s->seen < keep;
+            s->seen += 1;
+        }
+    }
+    out = PyList_New(0);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        if (kept[i]) {
+            PyObject *v = PyLong_FromLongLong(at[i]);
+            if (v == NULL || PyList_Append(out, v) < 0) {
+                Py_CLEAR(out);
+            }
+            Py_XDECREF(v);
+        }
+    }
+done:
+    PyMem_Free(table);
+    PyMem_Free(kept);
+    PyMem_Free(at);
+    PyBuffer_Release(&positions);
+    PyBuffer_Release(&view);
+    return out;
 }
 
 PyDoc_STRVAR(crc_doc, "crc32c(buf) -> int\n\nCRC-32C of the bytes of buf (as crc32c.crc32c(buf)).");
@@ -400,6 +476,7 @@ static PyObject *py_hardware(PyObject *self, PyObject *unused) {
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
+    {"collapse", collapse, METH_VARARGS, collapse_doc},
     {"crc32c", py_crc32c, METH_O, crc_doc},
     {"hardware_based", py_hardware, METH_NOARGS, "True when CRC-32C uses the CPU's crc32 instruction."},
     {NULL, NULL, 0, NULL},
@@ -423,20 +500,5 @@ PyMODINIT_FUNC PyInit__batch_walk(void) {
     __builtin_cpu_init();
     have_sse42 = __builtin_cpu_supports("sse4.2");
 #endif
-    PyObject *records = PyImport_ImportModule("impl.file_records");
-    if (records == NULL) {
-        return NULL;
-    }
-    PyObject *type = PyObject_GetAttrString(records, "BatchHeader");
-    Py_DECREF(records);
-    if (type == NULL) {
-        return NULL;
-    }
-    if (!PyType_Check(type) || !PyType_IsSubtype((PyTypeObject *)type, &PyTuple_Type)) {
-        Py_DECREF(type);
-        PyErr_SetString(PyExc_ImportError, "impl.file_records.BatchHeader is not a tuple type");
-        return NULL;
-    }
-    header_type = (PyTypeObject *)type; /* kept for the module's life */
     return PyModule_Create(&module);
 }
