@@ -15,7 +15,9 @@ Three figures, each side on exactly the same bytes in the same run:
   broker's flags (or ``--jvm-flags adapter``: the kafka target's) and warmed by ``--warmup`` calls
   per shape first.  One call of ``crc32c`` over the whole segment is timed in the same pairs:
   ``impl / one crc32c call`` is the fraction of raw checksum speed impl's recovery reaches.
-  Every call's result is checked (nothing truncated, the entries and producers expected).
+  Every call's result is checked (nothing truncated, the entries and producers expected).  The
+  file lies in the temporary directory's file system, as ``benchmarks.recovery``'s (in the page
+  cache: on tmpfs impl's mapping of it faults 4 KiB pages and costs ~2x more here).
 * **load**: ``klc load``'s load (impl's ``LogManager`` construction and ``startup``) against
   Kafka's own ``LogManager`` construction and ``startup``, each on a fresh copy of the same data
   dir on tmpfs (``/dev/shm``, written outside the clock): a crashed dir (``benchmarks.unclean``'s,
@@ -191,7 +193,7 @@ def recover_figures(jvm: BenchJvm, args) -> dict:
             segment = build_segment(label, int(args.segment_mib * MIB), batch_bytes, records,
                                     producer_id=PRODUCER_ID if with_pid else None)  # fmt: skip
             producers = 1 if with_pid else 0
-            with tempfile.TemporaryDirectory(prefix="klc-vs-kafka-", dir=_tmpfs()) as tmp:
+            with tempfile.TemporaryDirectory(prefix="klc-vs-kafka-") as tmp:  # as benchmarks.recovery's
                 rd = ImplRecovery(tmp, segment, LogConfig())
                 for _ in range(args.warmup):
                     _timed_kafka(jvm, rd, producers)

@@ -54,7 +54,7 @@ def _state(log: bytes, headers) -> tuple:
     return psm.producers, psm.batches, psm.ongoing, list(aborted), psm.read_back, refused, list(psm.producers), list(psm.batches)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_log())
 def test_the_kept_batches_leave_the_state_all_leave(log):
     every = list(BatchScan(log))
