@@ -18,13 +18,6 @@ from model.records import build_batch_v2, build_control_batch
 T = 1_700_000_000_000
 
 
-class _Aborted(list):
-    """Stands in for the txn index: what the producer state appends to it."""
-
-    def append(self, entry) -> None:
-        super().append(entry)
-
-
 @st.composite
 def _log(draw) -> bytes:
     out, offset = bytearray(), 0
@@ -44,14 +37,14 @@ def _log(draw) -> bytes:
 
 
 def _state(log: bytes, headers) -> tuple:
-    psm, aborted, refused = ProducerStateManager(None, "/p-0", listed=[]), _Aborted(), None
+    psm, aborted, refused = ProducerStateManager(None, "/p-0", listed=[]), [], None  # aborted: the txn index's appends
     try:
         for h in headers:
             marker = end_marker(log, h) if h.attributes & 0x20 else None
             psm.read(h, marker, aborted)
     except LogError as e:
         refused = str(e)
-    return psm.producers, psm.batches, psm.ongoing, list(aborted), psm.read_back, refused, list(psm.producers), list(psm.batches)
+    return psm.producers, psm.batches, psm.ongoing, aborted, psm.read_back, refused, list(psm.producers), list(psm.batches)
 
 
 @settings(max_examples=150, deadline=None)
