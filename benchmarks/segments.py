@@ -48,9 +48,12 @@ class Segment:
         return Segment(self.label, self.data[:end], self.positions[:n], self.sizes[:n])
 
 
-def build_segment(label: str, total_bytes: int, batch_bytes: int, records_per_batch: int, seed: int = 0) -> Segment:
+def build_segment(
+    label: str, total_bytes: int, batch_bytes: int, records_per_batch: int, seed: int = 0, producer_id: int | None = None
+) -> Segment:
     """Batches of about ``batch_bytes`` (``records_per_batch`` records each) until the segment holds
-    at least ``total_bytes``."""
+    at least ``total_bytes``; with ``producer_id`` every batch is an idempotent producer's (epoch 0,
+    sequences following the offsets), as Kafka's producers write by default since 3.0 (KIP-679)."""
     rng = random.Random(seed)
     # Per-record framing is ~20 bytes (length, attributes, deltas, key/value lengths, header count).
     value_len = max(1, (batch_bytes - 61) // records_per_batch - 20 - 12)
@@ -71,7 +74,8 @@ def build_segment(label: str, total_bytes: int, batch_bytes: int, records_per_ba
             cursor += n + 12
             timestamp += rng.randint(0, 3)
             entries.append((timestamp, key, value))
-        batch = build_batch_v2(offset, entries, partition_leader_epoch=0)
+        fields = {} if producer_id is None else {"producer_id": producer_id, "producer_epoch": 0, "base_sequence": offset % 2**31}
+        batch = build_batch_v2(offset, entries, partition_leader_epoch=0, **fields)
         positions.append(len(out))
         sizes.append(len(batch))
         out += batch

@@ -25,9 +25,17 @@ from impl.errors import IndexFailure, LogError, LogFormatError
 from impl.file_records import BatchScan, v2_header_at
 from impl.index import CORRUPT, ZERO_PADDED, LazyIndex, OffsetIndex, TimeIndex
 from impl.index_verify import ShadowIndexes, soundness_problem
+from impl.producer_runs import KEPT_BATCHES, collapse
 from impl.record_walk import base_offset, end_marker, offset_of_max_timestamp, search_for_timestamp
 from impl.storage import Storage
 from impl.txn_index import TransactionIndex
+
+try:  # recovery's plain-batch loop, compiled by the install (setup.py); absent: the Python loop below
+    from impl._batch_walk import collapse as _compiled_collapse
+    from impl._batch_walk import walk as _compiled_walk
+except ImportError:  # pragma: no cover - built wherever a C compiler is
+    _compiled_walk = _compiled_collapse = None
+COMPILED_WALK = _compiled_walk is not None
 
 INT32_MAX = 2**31 - 1
 # what recovery reads of a v2 batch (§1.2): base offset, length, partition leader epoch, magic, crc,
@@ -112,7 +120,7 @@ class LogSegment:
             self._offset_index_listed = f"{name}.index{suffix}" in listed
         self.roll_jitter_ms = jitter_ms
         self.created_ms = now_ms
-        self.recovered_producers: list = []  # set by recover(): headers of batches with a producer id
+        self.recovered_producers: list = []  # set by recover(): (header, marker) the producer state reads
         self.indexes_checked = not existing  # set by the loader for segments it recovered
         # the other attributes start as the class's values (below): a load makes one object per
         # segment, and every assignment here was a good part of what a clean start costs per segment
@@ -436,7 +444,8 @@ class LogSegment:
     def recover(self, epoch_cache=None) -> int:
         """§4.6: rebuild the indexes from the batches, truncate at the first invalid one; returns the
         bytes truncated, and leaves :attr:`recovered_map_end` and :attr:`recovered_producers` (the
-        headers of its batches with a producer id, each with its end marker) for the producer state.  Overflow and index refusals
+        headers of its batches with a producer id that the producer state must read, each with its
+        end marker: :mod:`impl.producer_runs`) for the producer state.  Overflow and index refusals
         propagate."""
         offsets, times = self.offset_index.get(rebuild=True), self.time_index.get(rebuild=True)
         self.indexes_checked = True
@@ -488,7 +497,8 @@ class LogSegment:
         n_time, (last_ts, last_ts_off), max_time = times.entries, times.last_entry, times.max_entries - 1
         initial = best_ts, best_off = times.last_entry  # (−1, base): what Kafka loads at the first batch
         epoch_floor = _epoch_floor(epoch_cache)
-        map_end, producers, generic, overflowed = None, self.recovered_producers, None, False
+        map_end, generic, overflowed = None, None, False
+        producers, markers = bytearray(), {}  # positions of the batches with a producer id; control ones' markers
 
         def flush() -> None:
             offsets.write_entries(off_buf)
@@ -499,8 +509,23 @@ class LogSegment:
         end = mv.nbytes
         plain_end = end - _V2_FIELDS.size  # where the fields still fit (and then pos < end − 17, §1.10 rule 1)
         pos = last_index_entry = 0
+        walk = _compiled_walk
         try:
             while True:
+                if walk is not None and pos <= plain_end:
+                    # the same loop over the plain batches from pos, compiled (impl/_batch_walk.c); it
+                    # stops at the first batch that needs anything below but the plain path
+                    state = [base, interval, last_index_entry, best_ts, best_off, n_off, last_off, max_off, n_time,
+                             last_ts, last_ts_off, max_time, epoch_floor, 0, 0]  # fmt: skip
+                    try:
+                        pos = walk(mv, pos, state, off_buf, time_buf, producers)
+                    except OverflowError:  # a value beyond int64 (an index entry read from disk): this loop
+                        walk = None
+                    else:
+                        _, _, last_index_entry, best_ts, best_off, n_off, last_off = state[:7]
+                        n_time, last_ts, last_ts_off = state[8:11]
+                        if state[14]:
+                            map_end = state[13]
                 plain = False
                 if pos <= plain_end:
                     first, length, epoch, magic, crc, attributes, delta, max_ts, producer = _v2_fields(mv, pos)
@@ -540,10 +565,10 @@ class LogSegment:
                 if magic >= 2:
                     map_end = last + 1
                     if producer >= 0:
-                        header = header or v2_header_at(mv, pos, size)
                         if attributes & 0x20:
                             flush()  # a control batch: its marker is read through storage
-                        producers.append((header, self.marker(header)))
+                            markers[pos] = self.marker(header or v2_header_at(mv, pos, size))
+                        producers += _position(pos)
                     if epoch > epoch_floor:
                         flush()
                         epoch_cache.assign(epoch, first)
@@ -557,6 +582,7 @@ class LogSegment:
             flush()
         finally:
             generic = None  # closes BatchScan's iterator: it holds an export of the view
+            self.recovered_producers = _producers_read(mv, producers, markers, walk is not None)
             mv.release()
             exported.release()
             self.recovered_map_end = map_end
@@ -722,6 +748,18 @@ def _raise_scan_error(scan: BatchScan, path: str) -> None:
         raise error
     finally:
         error = None
+
+
+_position = struct.Struct("=q").pack  # as impl._batch_walk appends a producer batch's position
+_size_at = struct.Struct(">i").unpack_from
+
+
+def _producers_read(mv, positions: bytearray, markers: dict, compiled: bool) -> list:
+    """(header, marker) of the producer batches at ``positions`` the producer state must read, in
+    log order (:mod:`impl.producer_runs`: the others change nothing those set again)."""
+    at = list(struct.unpack(f"={len(positions) // 8}q", positions))
+    kept = _compiled_collapse(mv, positions, KEPT_BATCHES) if compiled else collapse(mv, at)
+    return [(v2_header_at(mv, p, _size_at(mv, p + 8)[0] + 12), markers.get(p)) for p in kept]
 
 
 def _epoch_floor(epoch_cache) -> int:

@@ -29,6 +29,42 @@ def _reference_recover(seg: LogSegment, epoch_cache) -> int:
     times.reset()
     seg._set_max_ts(None)
     seg.recovered_map_end, seg.recovered_producers = None, []
+    try:
+        _reference_rebuild(seg, epoch_cache, offsets, times)
+    finally:  # the batches the producer state must read (impl.producer_runs), of all those collected
+        seg.recovered_producers = _reference_collapse(seg.recovered_producers)
+    valid = seg.recovered_valid
+    seg.storage.stats.add("log_bytes_read", seg._size)
+    truncated = seg._size - valid
+    seg._truncate_log(valid)
+    offsets.trim_to_valid_size()
+    times.maybe_append(*seg.max_timestamp_and_offset(), skip_full_check=True)
+    times.trim_to_valid_size()
+    return truncated
+
+
+def _reference_collapse(read: list) -> list:
+    """impl.producer_runs's rule, restated over headers: every transactional or control batch, the
+    first of each run of a producer's other batches, and any batch with fewer than five data
+    batches of its producer after it before the next first batch of a run."""
+    keep, in_run, first = set(), set(), set()
+    for i, (h, _) in enumerate(read):
+        if h.attributes & 0x30:
+            keep.add(i)
+            in_run.discard(h.producer_id)
+        elif h.producer_id not in in_run:
+            keep.add(i)
+            first.add(i)
+            in_run.add(h.producer_id)
+    for i, (h, _) in enumerate(read):
+        stop = min([j for j in first if j > i], default=len(read))
+        later = [j for j in range(i + 1, stop) if read[j][0].producer_id == h.producer_id and not read[j][0].attributes & 0x20]
+        if len(later) < 5:
+            keep.add(i)
+    return [read[i] for i in sorted(keep)]
+
+
+def _reference_rebuild(seg: LogSegment, epoch_cache, offsets, times) -> None:
     valid = last_entry = 0
     try:
         for h in BatchScan(seg.view()):
@@ -56,13 +92,7 @@ def _reference_recover(seg: LogSegment, epoch_cache) -> int:
             with contextlib.suppress(IndexFailure, OSError):
                 index.trim_to_valid_size()
         raise
-    seg.storage.stats.add("log_bytes_read", seg._size)
-    truncated = seg._size - valid
-    seg._truncate_log(valid)
-    offsets.trim_to_valid_size()
-    times.maybe_append(*seg.max_timestamp_and_offset(), skip_full_check=True)
-    times.trim_to_valid_size()
-    return truncated
+    seg.recovered_valid = valid
 
 
 def _v2(base: int, n: int = 3, ts: int = T, epoch: int = 0, **fields) -> bytes:

@@ -836,6 +836,9 @@ HISTORICAL_MUTANTS = (
         new="61 <= size <= end - pos",
         description="recovery's fast path for plain v2 batches (issue #34) takes a whole batch as valid without its CRC-32C: a corrupted batch is kept, where Kafka's recovery truncates at it (§1.9, §4.6)",
         caught_by=("crash-scenarios",),
+        # the rule mutated is the Python loop's; impl/_batch_walk.c runs the same rule and is held to
+        # that loop by tests/test_batch_walk.py, so the mutant runs the loop alone
+        more=(("        walk = _compiled_walk\n", "        walk = None\n"),),
     ),
     Mutant(
         name="recovery-indexes-base-offset",
@@ -844,6 +847,9 @@ HISTORICAL_MUTANTS = (
         new="key = first  # the batch's last offset",
         description="KAFKA-3955 / KAFKA-3919 (< 2.0): recovery indexes a batch by its first offset, so a segment holding a follower's overlapping batches (base below the previous batch's last offset) throws InvalidOffsetException and is truncated, or stops the load (§7.1)",
         caught_by=("regression-corpus",),
+        # the rule mutated is the Python loop's; impl/_batch_walk.c runs the same rule and is held to
+        # that loop by tests/test_batch_walk.py, so the mutant runs the loop alone
+        more=(("        walk = _compiled_walk\n", "        walk = None\n"),),
     ),
 )
 

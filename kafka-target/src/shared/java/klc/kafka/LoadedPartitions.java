@@ -71,5 +71,6 @@ final class LoadedPartitions {
         }
         ArrayNode recovered = entry.putArray("recovered");
         Recoveries.of(dir, child.getName()).forEach(recovered::add);
+        entry.put("recovered_bytes", Recoveries.bytesOf(dir, child.getName()));
     }
 }

@@ -15,6 +15,10 @@ import java.util.Map;
 public final class Recoveries {
     /** "data dir path/partition dir name" → base offsets recovered, in call order. */
     private static final Map<String, List<Long>> RECOVERED = new HashMap<>();
+    /** The same key → the log bytes those calls read: each call's .log size when it begins (a
+     *  recovery reads its segment from byte 0 to the end or to the first invalid batch; a segment
+     *  recovered twice counts twice). benchmarks/vs_kafka.py counts impl's the same way. */
+    private static final Map<String, Long> BYTES = new HashMap<>();
 
     private Recoveries() { }
 
@@ -24,6 +28,7 @@ public final class Recoveries {
         String key = partition.getParentFile().getPath() + "/" + partition.getName();
         synchronized (RECOVERED) {
             RECOVERED.computeIfAbsent(key, k -> new ArrayList<>()).add(baseOffset);
+            BYTES.merge(key, segmentFile.length(), Long::sum);
         }
     }
 
@@ -33,9 +38,16 @@ public final class Recoveries {
         }
     }
 
+    static long bytesOf(File dataDir, String partition) {
+        synchronized (RECOVERED) {
+            return BYTES.getOrDefault(dataDir.getAbsolutePath() + "/" + partition, 0L);
+        }
+    }
+
     static void reset() {
         synchronized (RECOVERED) {
             RECOVERED.clear();
+            BYTES.clear();
         }
     }
 }
