@@ -189,7 +189,8 @@ def _gap(b: Bisection) -> list[str]:
 
 
 def case_named(path: str) -> regressions.Case:
-    wanted = os.path.realpath(path)
+    """The corpus case at ``path``: its JSON file, or a folder holding one (a Kafka finding's)."""
+    wanted = os.path.realpath(os.path.join(path, "scenario.json") if os.path.isdir(path) else path)
     for case in regressions.cases():
         if os.path.realpath(case.path) == wanted:
             return case

@@ -521,7 +521,7 @@ def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool, kaf
 
 
 @main.command()
-@click.argument("case_path", metavar="CASE", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("case_path", metavar="CASE", type=click.Path(path_type=str))
 @click.option("--from", "first", default="1.1.0", show_default=True, metavar="VERSION", help="The older end.")
 @click.option("--to", "last", default=kafka_jvm.PINNED, show_default=True, metavar="VERSION", help="The newer end.")
 @click.option("--json", "as_json", is_flag=True, help="The releases replayed, their verdicts and the answer as JSON.")

@@ -119,3 +119,9 @@ def test_kafka_10471_is_dated_on_the_releases():
     answer = json.loads(result.output.splitlines()[-1])
     assert answer["verdicts"]["2.7.2"].startswith("fail") and answer["verdicts"]["2.8.2"] == "pass"
     assert answer["first_changed"] in ("2.8.0", "2.8.1", "2.8.2")
+
+
+def test_a_case_is_named_by_its_file_or_by_its_folder():
+    by_folder = bs.case_named("corpora/kafka-findings/full-index-mid-append")
+    assert by_folder.name == "kafka-findings/full-index-mid-append"
+    assert bs.case_named("corpora/kafka-findings/full-index-mid-append/scenario.json") == by_folder
