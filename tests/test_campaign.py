@@ -288,3 +288,22 @@ def test_each_shrunk_scenario_is_said_on_the_console():
     for done in (0, 0, 1, 1, 3):
         progress(done)
     assert [line.split(" done")[0] for line in lines] == ["shrink: 1/3", "shrink: 3/3"]
+
+
+# --- on a kafka target a task captures Kafka's own I/O, so its power losses may be cut from it ------
+
+
+def test_a_kafka_task_captures_kafkas_own_io():
+    from conformance.campaign.tasks import machine_for
+
+    on_kafka = machine_for(Task("c", 0, "power-loss", "kafka:2.8.2", examples=2, steps=8))
+    on_impl = machine_for(Task("c", 0, "power-loss", "impl", examples=2, steps=8))
+    assert on_kafka.capture_kafka_io and not on_impl.capture_kafka_io
+    assert on_kafka.__name__.endswith("_io") and on_kafka.__name__ != on_impl.__name__  # database keys differ
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_a_kafka_task_runs_its_scenarios_with_the_capture_on():
+    row = run_task(Task("c", 1, "power-loss", "kafka", examples=4, steps=12))
+    assert row["status"] == "pass" and row["scenarios"] == 4, row["error"]

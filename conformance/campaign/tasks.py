@@ -109,14 +109,17 @@ def machine_for(task: Task) -> type:
     for it (derived from the class name) is the same wherever the task's class is rebuilt."""
     rates = task.rates()
     targets, _ = parse_target(task.target)
-    name = "Campaign_{}_{}_c{}".format(
-        task.target.replace(":", "_").replace("-", "_"), "_".join(rates.kinds), rates.max_crashes
+    # on a kafka target Kafka's own I/O is captured, so that a power loss may be cut from its journal
+    capture = any(str(t).startswith("kafka") for t in targets)
+    name = "Campaign_{}_{}_c{}{}".format(
+        task.target.replace(":", "_").replace("-", "_"), "_".join(rates.kinds), rates.max_crashes, "_io" * capture
     )
     return type(
         name,
         (_CampaignMachine,),
-        {"backend": "sim", "targets": targets, "swarm_kinds": frozenset(rates.kinds), "max_crashes": rates.max_crashes},
-    )
+        {"backend": "sim", "targets": targets, "swarm_kinds": frozenset(rates.kinds), "max_crashes": rates.max_crashes,
+         "capture_kafka_io": capture},
+    )  # fmt: skip
 
 
 class _CampaignMachine(CrashMachine):
