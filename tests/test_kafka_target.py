@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner
 
@@ -455,3 +456,49 @@ def _settled(pid: int, first: tuple[int, int] | None, partitions: int) -> tuple[
         if first is None or bounded or time.monotonic() > deadline:
             return now
         time.sleep(0.1)
+
+
+def _int_max_segment(root: str) -> None:
+    """A partition after a clean shutdown whose one segment is Int.MAX bytes long (sparse: a batch at
+    0, a hole, a batch at offset 5 ending at Int.MAX, the offset index's one entry naming it)."""
+    import struct
+
+    from model.records import build_batch_v2
+
+    os.makedirs(f"{root}/d0/t-0", exist_ok=True)
+    last = build_batch_v2(5, [(1700000000000, b"k", b"v")])
+    at = 2**31 - 1 - len(last)
+    with open(f"{root}/d0/t-0/00000000000000000000.log", "wb") as f:
+        f.write(build_batch_v2(0, [(1700000000000, b"k", b"v")]))
+        f.seek(at)
+        f.write(last)
+    Path(f"{root}/d0/t-0/00000000000000000000.index").write_bytes(struct.pack(">ii", 5, at))
+    Path(f"{root}/d0/t-0/00000000000000000000.timeindex").write_bytes(struct.pack(">qi", 1700000000000, 5))
+    Path(f"{root}/d0/.kafka_cleanshutdown").touch()
+
+
+def test_an_append_to_a_segment_at_int_max_bytes_rolls_first_as_on_kafka(tmp_path, monkeypatch):
+    """A segment file of exactly Int.MAX bytes loads (FileRecords takes it), and the next append
+    rolls before it writes (§4.3 rule 1: size > segment.bytes − the append's size), so nothing is
+    refused; a follower's batch below the log end is refused as any other.  impl on real files and
+    Kafka 4.4.0 on the same sparse image, compared by their answers and the files' names and sizes
+    (the harness's digests would read 2 GiB); the model holds files in memory and is not run here."""
+    from conformance.targets.impl_target import ImplTarget
+
+    monkeypatch.setattr(ImplTarget, "tail_bytes", lambda self: 0)  # the clean-restart measure reads every file
+    scenario = _scenario([], **{"segment.bytes": 2**31 - 1})
+    batch = sc.BatchSpec((sc.Rec(1700000000000, "k", "v"),))
+    steps = [sc.Open(), sc.Append("t", 0, (batch,)), sc.Append("t", 0, (attrs.evolve(batch, base_offset=3),), False)]
+    answers = {}
+    for name, target in (("impl", ImplTarget(scenario, "os", str(tmp_path))), ("kafka", KafkaTarget(scenario))):
+        try:
+            _int_max_segment(target.root)
+            results = [target.apply(s) for s in steps]
+            logs = sorted(Path(target.root, "d0", "t-0").glob("*.log"))
+            answers[name] = (results[1:], [(p.name, p.stat().st_size) for p in logs])
+        finally:
+            target.halt()
+    assert answers["impl"] == answers["kafka"]
+    (appended, refused), logs = answers["kafka"]
+    assert appended == {"first": 6, "last": 6} and refused == {"error": "UnexpectedAppendOffsetException"}
+    assert logs == [(f"{0:020d}.log", 2**31 - 1), (f"{6:020d}.log", 70)]

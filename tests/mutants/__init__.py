@@ -133,6 +133,15 @@ INDEX_MUTANTS = (
 
 LOG_MUTANTS = (
     Mutant(
+        name="unreadable-first-batch-rolls-by-the-clock",
+        module="impl.segment",
+        old="if size < _RECORD_OVERHEAD_V0:",
+        new="if False:",
+        description="a roll check that finds the active segment's first batch with a size field below 14 reads on instead of "
+        "throwing CorruptRecordException, so the append is taken where Kafka refuses it (§4.3, loadFirstBatchTimestamp)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="compacted-topic-takes-keyless-records",
         module="impl.log",
         old="if cfg.compact_enabled and not all(has_key for _, has_key in records):",
