@@ -32,7 +32,8 @@ from impl.producer_state import (
     is_control,
     rebuild,
 )
-from impl.record_walk import end_marker, timestamps_and_keys
+from impl.record_walk import base_offset, end_marker, timestamps_and_keys
+from impl.record_walk import records as record_offsets
 from impl.segment import DELETED_SUFFIX, INT32_MAX, LogSegment, filename_prefix
 from impl.split import replace_segments
 from impl.storage import Storage
@@ -266,6 +267,25 @@ class PartitionLog:
 
     # --- append (§4.14) ------------------------------------------------------------------------------
 
+    def _unexpected_append_offset(self, data, headers, checked: int) -> LogError:
+        """§4.14, a follower's append below the log end: UnexpectedAppendOffsetException carries
+        the first batch's base offset (decompressing a legacy wrapper for it) and the append's
+        last offset, in Kafka 4.4.0's words (the first ten record offsets among them)."""
+        offsets = []
+        for h in headers:
+            offsets += [offset for offset, _ in record_offsets(data, h)][: 10 - len(offsets)]
+            if len(offsets) == 10:
+                break
+        checked_is = "First offset" if headers[0].magic >= 2 else "Last offset of the first batch"
+        last = headers[-1].last_offset
+        return LogError(
+            "UnexpectedAppendOffsetException",
+            f"Unexpected offset in append to {self.topic}-{self.partition}. {checked_is} {checked} is less than "
+            f"the next offset {self.log_end_offset}. First 10 offsets in append: {', '.join(map(str, offsets))}, "
+            f"last offset in append: {last}. Log start offset = {self.log_start_offset}",
+            {"first_offset": base_offset(data, headers[0]), "last_offset": last},
+        )
+
     @storage_errors
     def append(self, records: bytes, leader: bool = True, leader_epoch: int = 0) -> LogAppendInfo:
         """Append v2 batches: as leader, offsets are assigned from the log end offset and the batches'
@@ -306,10 +326,7 @@ class PartitionLog:
             # a legacy first batch is checked by its last offset (its base needs decompressing)
             checked = headers[0].offset if headers[0].magic >= 2 else headers[0].last_offset
             if checked < self.log_end_offset:
-                raise LogError(
-                    "UnexpectedAppendOffsetException",
-                    f"first offset {checked} is less than the next offset {self.log_end_offset}",
-                )
+                raise self._unexpected_append_offset(data, headers, checked)
         max_ts = max(-1, *(h.max_timestamp for h in headers))
         first, last = headers[0].offset if headers[0].magic >= 2 else -1, headers[-1].last_offset
         for h in headers:

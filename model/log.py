@@ -234,7 +234,7 @@ class Log:
             # firstOrLastOffsetOfFirstBatch: a legacy batch's base offset is not read (§4.14)
             checked = headers[0].offset if headers[0].magic >= 2 else headers[0].last_offset
             if checked < self.log_end_offset:
-                raise LogError("UnexpectedAppendOffsetException", f"first offset {checked} < {self.log_end_offset}")
+                raise self._unexpected_append_offset(scan.batches, checked, headers[-1].last_offset)
         max_ts = max(-1, *(h.max_timestamp for h in headers))
         first, last = headers[0].offset if headers[0].magic >= 2 else -1, headers[-1].last_offset
         for h in headers:
@@ -264,6 +264,22 @@ class Log:
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
         return LogAppendInfo(first, last)
+
+    def _unexpected_append_offset(self, batches, checked: int, last: int) -> LogError:
+        """A follower's append below the log end (§4.14): UnexpectedAppendOffsetException carries
+        the first batch's base offset (a legacy wrapper's first inner record's) and the append's
+        last offset, and says which offset it checked, as Kafka 4.4.0 words it."""
+        v2 = batches[0].is_v2
+        first = batches[0].base_offset()
+        offsets = [r.offset for b in batches for r in b.records()][:10]
+        return LogError(
+            "UnexpectedAppendOffsetException",
+            f"Unexpected offset in append to {self.name}. "
+            f"{'First offset' if v2 else 'Last offset of the first batch'} {checked} is less than the next offset "
+            f"{self.log_end_offset}. First 10 offsets in append: {', '.join(map(str, offsets))}, last offset in "
+            f"append: {last}. Log start offset = {self.log_start_offset}",
+            {"first_offset": first, "last_offset": last},
+        )
 
     def _analyse_producers(self, batches, origin: str):
         """analyzeAndValidateProducerState: a client's batch that repeats one of its producer's

@@ -502,3 +502,35 @@ def test_an_append_to_a_segment_at_int_max_bytes_rolls_first_as_on_kafka(tmp_pat
     (appended, refused), logs = answers["kafka"]
     assert appended == {"first": 6, "last": 6} and refused == {"error": "UnexpectedAppendOffsetException"}
     assert logs == [(f"{0:020d}.log", 2**31 - 1), (f"{6:020d}.log", 70)]
+
+
+def test_unexpected_append_offset_is_worded_as_kafka_words_it():
+    """A follower's append below the log end: impl's and the model's UnexpectedAppendOffsetException
+    say what Kafka 4.4.0's says, word for word — which offset was checked (a legacy first batch's
+    last), the log end, the first ten record offsets, the append's last offset and the log start."""
+    from conformance.targets.impl_target import ImplTarget
+    from conformance.targets.model_target import ModelTarget
+
+    case = sc.Scenario.load(os.path.join(CORPORA, "log", "unexpected-append-offset-carries-its-offsets.json"))
+    refused = [i for i, s in enumerate(case.steps) if isinstance(s, sc.Append) and not s.leader][:4]
+    messages = {}
+    for name, make in (("model", ModelTarget), ("impl", ImplTarget), ("kafka", KafkaTarget)):
+        target = make(case)
+        try:
+            target.apply(sc.Open())
+            said = []
+            for i, step in enumerate(case.steps[: refused[-1] + 1]):
+                if i not in refused:
+                    target.apply(step)
+                    continue
+                with pytest.raises(target.refusals()) as info:
+                    target._call(step)
+                said.append(str(info.value))
+            messages[name] = said
+        finally:
+            target.halt()
+    assert messages["model"] == messages["impl"] == messages["kafka"]
+    assert messages["kafka"][2] == (
+        "UnexpectedAppendOffsetException: Unexpected offset in append to t-0. Last offset of the first batch 2 is "
+        "less than the next offset 3. First 10 offsets in append: 1, 2, 4, last offset in append: 4. Log start offset = 0"
+    )

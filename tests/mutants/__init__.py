@@ -133,6 +133,15 @@ INDEX_MUTANTS = (
 
 LOG_MUTANTS = (
     Mutant(
+        name="unexpected-append-offset-names-the-wrapper-offset",
+        module="impl.log",
+        old='{"first_offset": base_offset(data, headers[0]), "last_offset": last}',
+        new='{"first_offset": headers[0].offset, "last_offset": last}',
+        description="a follower append refused below the log end carries a legacy wrapper's own offset (its last inner "
+        "record's) as the first offset, where Kafka's UnexpectedAppendOffsetException carries the batch's base offset (§4.14)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="unreadable-first-batch-rolls-by-the-clock",
         module="impl.segment",
         old="if size < _RECORD_OVERHEAD_V0:",
