@@ -172,12 +172,21 @@ class PartitionLog:
         return self._segments[self._bases[i]] if i < len(self._bases) else None
 
     def segments_in_range(self, start: int, end: int) -> list[LogSegment]:
-        """``values(from, to)``: the segment containing ``start`` through bases < ``end``."""
+        """``LogSegments.values(from, to)`` (§4.13 rule 1): the segment containing ``start`` through
+        bases < ``end``; none when they are equal; a reversed range is refused (IllegalArgumentException),
+        never answered as if it were empty or forward."""
         if start == end:
             return []
+        if end < start:
+            raise LogError(
+                "IllegalArgumentException",
+                f"Invalid log segment range: requested segments in {self.topic}-{self.partition} from offset "
+                f"{start} which is greater than limit offset {end}",
+            )
         floor = self.floor_segment(start)
         lo = floor.base_offset if floor else -(2**63)
-        return [self._segments[b] for b in self._bases if lo <= b < end]
+        i, j = bisect.bisect_left(self._bases, lo), bisect.bisect_left(self._bases, end)
+        return [self._segments[b] for b in self._bases[i:j]]
 
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._segments.values())

@@ -93,7 +93,10 @@ class LogSegment:
         name = filename_prefix(base_offset)
         prefix = f"{directory}/{name}"
         self.log_path = prefix + ".log" + suffix
-        self._log = storage.open(self.log_path, create=not existing)
+        # FileRecords.open opens with CREATE: a load that lists another name for this base
+        # ("0.log") opens the canonical one, made empty if it is not there (checked on Kafka 4.4.0)
+        missing = listed is not None and f"{name}.log{suffix}" not in listed
+        self._log = storage.open(self.log_path, create=not existing or missing)
         if not existing and preallocate:
             self._log.truncate(config.segment_bytes)  # FileRecords.open: length set, logical end 0
             self._size = 0

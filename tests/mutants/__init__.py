@@ -133,6 +133,24 @@ INDEX_MUTANTS = (
 
 LOG_MUTANTS = (
     Mutant(
+        name="index-existence-from-a-stale-listing",
+        module="impl.loader",
+        old='                listing.created(f"{prefix}.index", f"{prefix}.timeindex")',
+        new="                pass",
+        description="loadSegmentFiles answers whether a segment's index exists from the listing taken before an earlier "
+        "segment's recovery wrote it, so a second name for the same base is recovered again (§5.3; Kafka asks the file system)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="reversed-segment-range-answered",
+        module="impl.log",
+        old="        if end < start:\n            raise LogError(",
+        new="        if False:\n            raise LogError(",
+        description="LogSegments.values(from, to) with to below from answers segments instead of refusing "
+        "(IllegalArgumentException in Kafka, §4.13 rule 1)",
+        caught_by=("segments-range",),
+    ),
+    Mutant(
         name="unexpected-append-offset-names-the-wrapper-offset",
         module="impl.log",
         old='{"first_offset": base_offset(data, headers[0]), "last_offset": last}',
