@@ -498,6 +498,22 @@ class AlterConfig(Step):
 
 
 @attrs.frozen
+class PreviousBrokerEpoch(Step):
+    """The broker epoch the running broker read from its data dirs' clean-shutdown markers as it
+    started, before the load deleted them (LogManager.readBrokerEpochFromCleanShutdownFiles; spec
+    §6.4; KIP-966, Kafka 3.7+): what it registers as its last clean shutdown's epoch.  ``null``
+    when a data dir had no marker, or one whose content does not map to an epoch, or when two
+    dirs gave different epochs.  The load itself goes by the markers' presence alone."""
+
+    op = "previous_broker_epoch"
+    runs_as = "read"
+    partition_level = False
+
+    def call(self, manager, dirs):
+        return {"broker_epoch": manager.previous_broker_epoch}
+
+
+@attrs.frozen
 class Clean(Step):
     """One log-cleaner round on a compacted partition (spec §5.9, §7.9; docs/scenario-format.md):
     every inactive segment is dirty (no cleaner-offset checkpoint), grouped as Kafka groups them

@@ -534,3 +534,45 @@ def test_unexpected_append_offset_is_worded_as_kafka_words_it():
         "UnexpectedAppendOffsetException: Unexpected offset in append to t-0. Last offset of the first batch 2 is "
         "less than the next offset 3. First 10 offsets in append: 1, 2, 4, last offset in append: 4. Log start offset = 0"
     )
+
+
+MARKER_CONTENTS = [
+    b'{"version":0,"brokerEpoch":7}', b"", b"   ", b"junk", b"\0" * 30, b"null", b"[]", b"7", b'{"version":0}',
+    b'{"brokerEpoch":null}', b'{"brokerEpoch":7} trailing junk', b'  {"brokerEpoch":7}\n', b'{"brokerEpoch":"7"}',
+    b'{"brokerEpoch":""}', b'{"brokerEpoch":"x"}', b'{"brokerEpoch":7.9}', b'{"brokerEpoch":-7.9}', b'{"brokerEpoch":1e3}',
+    b'{"brokerEpoch":true}', b'{"brokerEpoch":[7]}', b'{"brokerEpoch":{}}', b'{"brokerEpoch":9223372036854775807}',
+    b'{"brokerEpoch":9223372036854775808}', b'{"brokerEpoch":1e30}', b'{"version":"x","brokerEpoch":7}',
+    b'{"version":2147483648,"brokerEpoch":7}', b'{"version":1.5,"brokerEpoch":7}', b'{"version":null,"brokerEpoch":7}',
+    b'{"version":true,"brokerEpoch":7}', b'{"brokerEpoch":7,"brokerEpoch":8}', b'{"brokerEpoch":7,"other":[1,{"a":2}]}',
+    b'{"brokerEpoch":NaN}', b'{"brokerEpoch":"1_0"}', b'{"brokerEpoch":" 7"}', b'{"brokerEpoch":"+7"}',
+    b'{"brokerEpoch":"7.5"}', b'{"brokerEpoch":"0x10"}', b'{"brokerEpoch":-1}', b"{'brokerEpoch':7}", b'{"brokerEpoch":7',
+    b'\xef\xbb\xbf{"brokerEpoch":7}', b'{"brokerEpoch":07}', b'{"brokerEpoch":"1e2"}', b'{"brokerEpoch":"Infinity"}',
+]  # fmt: skip
+# two data dirs' markers: the epochs combined as readBrokerEpochFromCleanShutdownFiles combines them
+MARKER_PAIRS = [
+    (b'{"brokerEpoch":5}', b'{"brokerEpoch":6}'), (b'{"brokerEpoch":-1}', b'{"brokerEpoch":6}'),
+    (b'{"brokerEpoch":6}', b'{"brokerEpoch":-1}'), (b'{"brokerEpoch":5}', None), (None, None),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release", [None, "3.9.1"])
+def test_the_marker_content_matrix_on_kafka(release):
+    """The broker epoch the model and impl read from a clean-shutdown marker, content by content and
+    for two data dirs together, is what Kafka reads (Jackson's mapping, CleanShutdownFileHandler.read,
+    LogManager.readBrokerEpochFromCleanShutdownFiles; §6.4).  The corpus case
+    ``corpora/log/clean-shutdown-marker-content.json`` is the gate's cheap check."""
+    import base64
+
+    cases = [(c,) for c in MARKER_CONTENTS] + MARKER_PAIRS
+    differ = []
+    for markers in cases:
+        files = {f"d{i}/.kafka_cleanshutdown": {"base64": base64.b64encode(m).decode()} for i, m in enumerate(markers) if m is not None}
+        scenario = sc.Scenario.from_json(
+            {"format": "klc-scenario", "version": 1, "config": {}, "data_dirs": len(markers), "image": {"files": files},
+             "steps": [{"op": "previous_broker_epoch"}]}
+        )  # fmt: skip
+        verdict = run(scenario, ("model", "impl", "kafka" if release is None else f"kafka:{release}"))
+        if verdict.violations:
+            differ.append((markers, verdict.results[-1]))
+    assert differ == []

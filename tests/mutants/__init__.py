@@ -133,6 +133,15 @@ INDEX_MUTANTS = (
 
 LOG_MUTANTS = (
     Mutant(
+        name="marker-read-whole-as-json",
+        module="impl.clean_shutdown",
+        old="root, _ = json.JSONDecoder(parse_constant=_refuse).raw_decode(text)",
+        new="root = json.JSONDecoder(parse_constant=_refuse).decode(text)",
+        description="the clean-shutdown marker's content must be JSON to its end, where Kafka's Jackson mapping reads "
+        "the root object and nothing after it: the broker registers no previous epoch (§6.4, KIP-966)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="index-existence-from-a-stale-listing",
         module="impl.loader",
         old='                listing.created(f"{prefix}.index", f"{prefix}.timeindex")',

@@ -39,6 +39,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Set;
 
@@ -52,6 +53,7 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     private static final int BROKER_EPOCH = -1;
 
     private LogDirFailureChannel failures;
+    private OptionalLong previousEpoch = OptionalLong.empty();
 
     Broker(JsonNode request) {
         super(request, Broker::kafkaConfig);
@@ -85,7 +87,14 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     protected Startup.Step startManager() throws IOException {
         failures = new LogDirFailureChannel(dataDirs.size());
         manager = new Logs(dataDirs, new LogConfig(topicConfig), recoveryThreads, scheduler, failures, clock);
+        // BrokerServer reads the markers' broker epoch from the new LogManager before its startup
+        previousEpoch = manager.readBrokerEpochFromCleanShutdownFiles();
         return () -> manager.startup();
+    }
+
+    @Override
+    protected OptionalLong previousBrokerEpoch() {
+        return previousEpoch;
     }
 
     @Override

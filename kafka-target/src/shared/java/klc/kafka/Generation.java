@@ -19,6 +19,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Set;
 import java.util.function.Function;
@@ -335,6 +336,25 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     /** A new LogManager over the data dirs (this.manager), answering its load: startup (the
      *  constructor too where it loads, up to 2.7). What it throws before the load is a refusal. */
     protected abstract Startup.Step startManager() throws Exception;
+
+    /** What the broker read from its data dirs' clean-shutdown markers as it started, before the
+     *  load deleted them (LogManager.readBrokerEpochFromCleanShutdownFiles, KIP-966, 3.7+): the
+     *  broker epoch, empty when a marker is missing or unreadable or the dirs disagree. */
+    protected OptionalLong previousBrokerEpoch() {
+        throw new Unsupported("previous_broker_epoch: Kafka " + Release.version() + " writes no broker epoch into its clean-shutdown marker (3.7+)");
+    }
+
+    /** The {@code previous_broker_epoch} step's answer. */
+    ObjectNode previousBrokerEpochAnswer() {
+        OptionalLong epoch = previousBrokerEpoch();
+        ObjectNode out = JSON.createObjectNode();
+        if (epoch.isPresent()) {
+            out.put("broker_epoch", epoch.getAsLong());
+        } else {
+            out.putNull("broker_epoch");
+        }
+        return out;
+    }
 
     /** Whether the load queued the data dir on the log-dir failure channel. */
     protected abstract boolean queuedOffline(String dataDir);
