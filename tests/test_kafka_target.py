@@ -111,10 +111,31 @@ def test_a_crash_image_is_loaded_by_kafka():
     assert loaded == [{"dir": "d0", "partition": "t-0", "error": None, "recovered": [0]}]
 
 
+# a setting Kafka 2.x cannot take: one CreateTime bound each way (it has a single one for both)
+UNEQUAL_BOUNDS = {"message.timestamp.before.max.ms": 1000, "message.timestamp.after.max.ms": 2000}
+
+
 def test_a_setting_kafka_cannot_take_is_unsupported_not_passed():
-    verdict = run(_scenario([{"op": "create"}], **{"segment.jitter.ms": 10}), ("model", "kafka"))
+    verdict = run(_scenario([{"op": "create"}], **UNEQUAL_BOUNDS), ("model", "kafka:2.8.2"))
     assert not verdict.ok and not verdict.violations
-    assert "segment.jitter.ms" in verdict.unsupported
+    assert "message.timestamp.difference.max.ms" in verdict.unsupported
+
+
+def test_a_roll_jitter_is_the_scenarios_on_kafka(monkeypatch):
+    """Each segment Kafka builds takes the scenario's roll jitter (SegmentJitter): the case whose
+    roll points show every segment's jitter passes with the scenario's seed and fails when the
+    adapter is told another."""
+    case = sc.Scenario.load(os.path.join(CORPORA, "log", "roll-jitter-drawn-per-segment.json"))
+    assert run(case, ("model", "kafka")).ok
+    request = KafkaTarget._request
+
+    def another_seed(self, op, **fields):
+        if op == "configure":
+            fields["jitter_seed"] += 1
+        return request(self, op, **fields)
+
+    monkeypatch.setattr(KafkaTarget, "_request", another_seed)
+    assert run(case, ("model", "kafka")).violations
 
 
 def test_a_step_the_target_cannot_run_is_unsupported_not_passed():
@@ -130,9 +151,9 @@ def test_klc_replay_on_kafka_and_its_exit_statuses(tmp_path):
     runner = CliRunner()
     ok = runner.invoke(main, ["replay", "--target", "kafka", ROLL_CASE])
     assert ok.exit_code == 0 and "model vs kafka" in ok.output, ok.output
-    jitter = tmp_path / "jitter.json"
-    jitter.write_text(_scenario([{"op": "create"}], **{"segment.jitter.ms": 10}).dumps())
-    unsupported = runner.invoke(main, ["replay", "--target", "kafka", str(jitter)])
+    jitter = tmp_path / "bounds.json"
+    jitter.write_text(_scenario([{"op": "create"}], **UNEQUAL_BOUNDS).dumps())
+    unsupported = runner.invoke(main, ["replay", "--target", "kafka:2.8.2", str(jitter)])
     assert unsupported.exit_code == 3 and unsupported.output.startswith("UNSUPPORTED"), unsupported.output
     missing = runner.invoke(
         main, ["replay", "--target", "kafka", "--kafka-classpath", str(tmp_path / "no.jar"), ROLL_CASE]
@@ -277,8 +298,8 @@ def test_a_config_kafka_refuses_is_a_harness_error(tmp_path, monkeypatch):
 
 def test_a_target_that_cannot_start_leaves_no_directory(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    with pytest.raises(Unsupported, match="segment.jitter.ms"):
-        KafkaTarget(_scenario([], **{"segment.jitter.ms": 10}))
+    with pytest.raises(Unsupported, match="message.timestamp.difference.max.ms"):
+        KafkaTarget(_scenario([], **UNEQUAL_BOUNDS), release="2.8.2")
     assert list(tmp_path.iterdir()) == []
 
 

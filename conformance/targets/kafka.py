@@ -131,8 +131,9 @@ class KafkaTarget(TargetBase):
 
     def _configure(self) -> None:
         self._request(
-            "configure", root=self.root, data_dirs=self.dir_names, config=self.scenario.config, clock_ms=self.clock()
-        )
+            "configure", root=self.root, data_dirs=self.dir_names, config=self.scenario.config, clock_ms=self.clock(),
+            jitter_seed=self.scenario.jitter_seed,
+        )  # fmt: skip
 
     def _start_jvm(self):
         """The JVM: the process's shared one, or with capture the one capturing targets share (a

@@ -133,6 +133,15 @@ INDEX_MUTANTS = (
 
 LOG_MUTANTS = (
     Mutant(
+        name="loaded-segments-draw-no-jitter",
+        module="impl.loader",
+        old='return self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0',
+        new="return 0",
+        description="the segments a load opens draw no roll jitter, where Kafka's LogSegment.open gives each a new "
+        "one: the active segment after a restart rolls by segment.ms alone (§4.3 rule 2)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="marker-read-whole-as-json",
         module="impl.clean_shutdown",
         old="root, _ = json.JSONDecoder(parse_constant=_refuse).raw_decode(text)",

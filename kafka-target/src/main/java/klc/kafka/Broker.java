@@ -66,9 +66,7 @@ final class Broker extends Generation<Logs, UnifiedLog> {
         for (Map.Entry<String, JsonNode> e : config.entrySet()) {
             String key = e.getKey();
             String value = e.getValue().asText();
-            if (key.equals("segment.jitter.ms") && e.getValue().asLong() != 0) {
-                throw new Unsupported("segment.jitter.ms > 0: Kafka draws the jitter from java.util.Random, the scenario from its jitter_seed");
-            } else if (!LogConfig.configNames().contains(key)) {
+            if (!LogConfig.configNames().contains(key)) {
                 // LogConfig ignores a name it does not define: the step would run without the setting
                 throw new Unsupported("topic config " + key + ": Kafka " + Release.version() + " has no such config");
             } else if (key.equals("segment.bytes") && e.getValue().asLong() < 1024 * 1024) {

@@ -77,6 +77,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         this.topicConfig = kafkaConfig.apply(header);
         this.clock = new StepClock(request.path("clock_ms").asLong());
         SystemTimeSegments.use(clock);
+        SegmentJitter.configure(request.path("jitter_seed").asLong(0), header);
         this.scheduler = new StepScheduler(clock);
     }
 
@@ -86,6 +87,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
      *  first steps; answers the {@code loaded} list ({@link LoadedPartitions}). */
     ObjectNode open() throws Exception {
         Recoveries.reset();
+        SegmentJitter.restarted();
         Startup.Step load = startManager();
         String failed = Startup.run(load, this::takeOfflineDirs, () -> {
             for (L log : logs()) {
@@ -214,6 +216,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         for (L log : sortedLogs()) {
             if (topicPartition(log).topic().equals(topic)) {
                 updateConfig(log, config, updated);
+                SegmentJitter.altered(topicPartition(log).toString(), merged);
             }
         }
         return JSON.createObjectNode();
