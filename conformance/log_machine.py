@@ -41,6 +41,8 @@ configs = st.fixed_dictionaries(
         # compacted logs: the clean rule cleans them; tombstones past a short horizon go
         "cleanup.policy": st.sampled_from(["compact", "compact,delete"]),
         "delete.retention.ms": st.sampled_from([0, 60_000, DAY]),
+        # the leader stamps its clock: lookups, time indexes, retention and rolls go by it (§4.14)
+        "message.timestamp.type": st.sampled_from(["CreateTime", "LogAppendTime"]),
     },
 )
 

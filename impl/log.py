@@ -34,6 +34,7 @@ from impl.producer_state import (
 )
 from impl.record_walk import base_offset, end_marker, timestamps_and_keys
 from impl.record_walk import records as record_offsets
+from impl.record_writer import stamp_log_append_time
 from impl.segment import DELETED_SUFFIX, INT32_MAX, LogSegment, filename_prefix
 from impl.split import replace_segments
 from impl.storage import Storage
@@ -327,6 +328,8 @@ class PartitionLog:
                 base = last_offset - h.last_offset_delta
                 data[h.position : h.position + 8] = base.to_bytes(8, "big", signed=True)
                 data[h.position + 12 : h.position + 16] = leader_epoch.to_bytes(4, "big", signed=True)
+                if self.config.message_timestamp_type == "LogAppendTime":
+                    stamp_log_append_time(data, h.position, h.size, self.clock())
                 next_offset = last_offset + 1
             headers = list(BatchScan(data))
         else:
@@ -399,7 +402,7 @@ class PartitionLog:
         except LogFormatError as e:
             raise LogError("CorruptRecordException", str(e)) from None
         now, cfg = self.clock(), self.config
-        if any(
+        if cfg.message_timestamp_type == "CreateTime" and any(  # the leader's own stamp is not checked
             now - ts > cfg.message_timestamp_before_max_ms or ts - now > cfg.message_timestamp_after_max_ms
             for ts, _ in records
         ):

@@ -19,6 +19,7 @@ import struct
 from collections.abc import Callable
 
 import attrs
+import crc32c
 
 from model.cleaner import clean
 from model.config import Config
@@ -34,7 +35,7 @@ from model.producer_state import (
     append_batch,
     rebuild,
 )
-from model.records import Batch
+from model.records import LOG_APPEND_TIME, Batch
 from model.segment import INT32_MAX, Segment
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
@@ -225,6 +226,8 @@ class Log:
                 last = offset + h.records_count - 1
                 struct.pack_into(">q", data, h.position, last - h.last_offset_delta)
                 struct.pack_into(">i", data, h.position + 12, leader_epoch)
+                if self.config.message_timestamp_type == LOG_APPEND_TIME:
+                    _stamp_log_append_time(data, h, self.clock())
                 offset = last + 1
             headers = [b.header() for b in iterate_file(bytes(data)).batches]
         else:
@@ -311,10 +314,11 @@ class Log:
             raise LogError("InvalidRecordException", f"baseOffset of the batch is {batch.header().offset}, not 0")
         now = self.clock()
         late = early = keyless = False
+        create_time = self.config.message_timestamp_type != LOG_APPEND_TIME  # a stamped time is not checked
         for r in batch.records():
             keyless |= r.key is None and "compact" in self.config.cleanup_policy
-            early |= now - r.timestamp > self.config.message_timestamp_before_max_ms
-            late |= r.timestamp - now > self.config.message_timestamp_after_max_ms
+            early |= create_time and now - r.timestamp > self.config.message_timestamp_before_max_ms
+            late |= create_time and r.timestamp - now > self.config.message_timestamp_after_max_ms
         if early or late:
             raise LogError(
                 "InvalidTimestampException",
@@ -634,3 +638,20 @@ def offset_of_max_timestamp(batch: Batch) -> int | None:
     if h.magic == 0:
         return None
     return next((offset for offset, ts in batch.offsets_and_timestamps() if ts == h.max_timestamp), None)
+
+
+# DefaultRecordBatch's attribute bits that setMaxTimestamp keeps (computeAttributes: the codec,
+# transactional, control, delete horizon); the timestamp type is bit 3
+KEPT_ATTRIBUTES = 0x07 | 0x10 | 0x20 | 0x40
+LOG_APPEND_TIME_BIT = 0x08
+
+
+def _stamp_log_append_time(data: bytearray, h, now: int) -> None:
+    """LogValidator under ``message.timestamp.type=LogAppendTime`` (§4.14): the leader's
+    setMaxTimestamp(LOG_APPEND_TIME, now) — the attributes rewritten with the timestamp type, the
+    max timestamp made the broker's clock, the CRC computed again.  Records keep their own deltas
+    and the base timestamp; a reader takes every record's timestamp from the max (§1.4)."""
+    attributes = struct.unpack_from(">h", data, h.position + 21)[0] & KEPT_ATTRIBUTES | LOG_APPEND_TIME_BIT
+    struct.pack_into(">h", data, h.position + 21, attributes)
+    struct.pack_into(">q", data, h.position + 35, now)
+    struct.pack_into(">I", data, h.position + 17, crc32c.crc32c(bytes(data[h.position + 21 : h.position + h.size])))

@@ -133,6 +133,15 @@ INDEX_MUTANTS = (
 
 LOG_MUTANTS = (
     Mutant(
+        name="log-append-time-not-stamped",
+        module="impl.log",
+        old='                if self.config.message_timestamp_type == "LogAppendTime":\n',
+        new="                if False:\n",
+        description="under message.timestamp.type=LogAppendTime a leader's batch keeps the producer's CreateTime, where "
+        "Kafka's LogValidator stamps its max timestamp with the broker's clock (§4.14)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="loaded-segments-draw-no-jitter",
         module="impl.loader",
         old='return self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0',
