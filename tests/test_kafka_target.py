@@ -521,7 +521,8 @@ def test_an_append_to_a_segment_at_int_max_bytes_rolls_first_as_on_kafka(tmp_pat
             target.halt()
     assert answers["impl"] == answers["kafka"]
     (appended, refused), logs = answers["kafka"]
-    assert appended == {"first": 6, "last": 6} and refused == {"error": "UnexpectedAppendOffsetException"}
+    assert appended == {"first": 6, "last": 6}
+    assert refused == {"error": "UnexpectedAppendOffsetException", "first_offset": 3, "last_offset": 3}
     assert logs == [(f"{0:020d}.log", 2**31 - 1), (f"{6:020d}.log", 70)]
 
 
