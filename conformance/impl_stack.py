@@ -37,6 +37,7 @@ LOG_STACK = (
     "impl.cleaner",
     "impl.log",
     "impl.loader",
+    "impl.clean_shutdown",
     "impl.log_manager",
 )
 

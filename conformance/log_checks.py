@@ -11,7 +11,8 @@ back afterwards.  The checks:
 * ``crash-scenarios``, ``crash-machine``, ``crash-exhaustive`` — the crash corpus, the crash state
   machine and the bounded exhaustive sweep;
 * ``swap-states`` — interrupted segment replacements as the loader finds them (§5.9);
-* ``regression-corpus`` — every named corpus case, the historical bugs' included.
+* ``regression-corpus`` — every named corpus case, the historical bugs' included;
+* ``segments-range`` — ``LogSegments.values(from, to)`` against §4.13's rule, reversed ranges included.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from conformance.exhaustive import SIZES, explore, split_scenario, sweep, worklo
 from conformance.impl_stack import impl_stack
 from conformance.log_machine import make_log_machine
 from conformance.profiles import fresh_cases
-from conformance.properties import IDEMPOTENT_RECOVERY, READ_COMMITTED, PropertyViolation
+from conformance.properties import CONFORMS, IDEMPOTENT_RECOVERY, READ_COMMITTED, PropertyViolation
 from conformance.runner import run
 from conformance.scenario import Scenario
 
@@ -163,6 +164,40 @@ def check_regression_corpus(module=None, first: Collection[str] = ()) -> None:
                 raise PropertyViolation(v.prop, f"corpora/{case.name}: {v}")
 
 
+def check_segments_range(module=None) -> None:
+    """``LogSegments.values(from, to)`` (spec §4.13 rule 1) on a log of four segments, every pair of
+    offsets around them: equal bounds give none, a reversed range is IllegalArgumentException, else
+    the segment containing ``from`` (or the first, when none does) through the last base below ``to``."""
+    steps = [{"op": "create"}]
+    for _ in range(3):
+        steps += [{"op": "append", "batches": [{"records": [{"timestamp": 1700000000000, "value": "v"}] * 3}]}]
+        steps += [{"op": "roll"}]
+    scenario = Scenario.from_json({"format": "klc-scenario", "version": 1, "config": {}, "steps": steps})
+    with impl_stack(module):
+        from conformance.targets.impl_target import ImplTarget
+
+        target = ImplTarget(scenario)
+        target.open()
+        for step in scenario.steps:
+            target.apply(step)
+        log = target.manager.log("t", 0)
+        bases = [s.base_offset for s in log.segments]
+        for start in range(-1, 14):
+            for end in range(-1, 14):
+                try:
+                    got = [s.base_offset for s in log.segments_in_range(start, end)]
+                except target.refusals() as e:
+                    got = getattr(e, "kind", type(e).__name__)
+                floor = max((b for b in bases if b <= start), default=min(bases))
+                want = [] if start == end else "IllegalArgumentException" if end < start else [
+                    b for b in bases if floor <= b < end
+                ]  # fmt: skip
+                if got != want:
+                    raise PropertyViolation(
+                        CONFORMS, f"segments {bases}: values({start}, {end}) gave {got}, Kafka's {want}"
+                    )
+
+
 LOG_CHECKS = {
     "regression-corpus": check_regression_corpus,
     "log-scenarios": check_log_scenarios,
@@ -174,6 +209,7 @@ LOG_CHECKS = {
     "crash-exhaustive": check_crash_exhaustive,
     "swap-states": check_swap_states,
     "split-sweep": check_split_sweep,
+    "segments-range": check_segments_range,
 }
 
 # the checks that walk a corpus and take ``first``: the case names to run before the rest

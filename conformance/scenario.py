@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from model import compression
 from model.config import Config, ConfigError
 from model.records import (
+    LOG_APPEND_TIME,
     NO_TIMESTAMP,
     build_batch_v2,
     build_control_batch,
@@ -94,6 +95,7 @@ class BatchSpec:
     control: str | None = None  # an end-transaction marker: "COMMIT" or "ABORT" (one record, §1.6)
     coordinator_epoch: int = 0  # the marker's transaction coordinator epoch
     magic: int = 2  # 0 or 1: a follower's legacy message set (a message per record, or one wrapper)
+    log_append_time: int | None = None  # a follower's v2 batch as a LogAppendTime leader stamped it
 
 
 class Unsupported(Exception):
@@ -193,6 +195,7 @@ def _batch_json(b: BatchSpec, leader: bool) -> dict:
         **({"codec": b.codec} if b.codec != "none" else {}),
         **({"magic": b.magic} if b.magic != 2 else {}),
         **follower,
+        **({"log_append_time": b.log_append_time} if b.log_append_time is not None else {}),
         **(dict(zip(PRODUCER_FIELDS, b.producer, strict=True)) if b.producer else {}),
         **({"transactional": True} if b.transactional else {}),
     }
@@ -498,6 +501,22 @@ class AlterConfig(Step):
 
 
 @attrs.frozen
+class PreviousBrokerEpoch(Step):
+    """The broker epoch the running broker read from its data dirs' clean-shutdown markers as it
+    started, before the load deleted them (LogManager.readBrokerEpochFromCleanShutdownFiles; spec
+    §6.4; KIP-966, Kafka 3.7+): what it registers as its last clean shutdown's epoch.  ``null``
+    when a data dir had no marker, or one whose content does not map to an epoch, or when two
+    dirs gave different epochs.  The load itself goes by the markers' presence alone."""
+
+    op = "previous_broker_epoch"
+    runs_as = "read"
+    partition_level = False
+
+    def call(self, manager, dirs):
+        return {"broker_epoch": manager.previous_broker_epoch}
+
+
+@attrs.frozen
 class Clean(Step):
     """One log-cleaner round on a compacted partition (spec §5.9, §7.9; docs/scenario-format.md):
     every inactive segment is dirty (no cleaner-offset checkpoint), grouped as Kafka groups them
@@ -565,6 +584,8 @@ def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
             spec = _data_batch(b, bw)
         if spec.magic < 2 and leader:
             raise ScenarioError(f"{bw}: a leader append takes magic 2 batches (a follower's may be legacy)")
+        if spec.log_append_time is not None and leader:
+            raise ScenarioError(f"{bw}: log_append_time is what a leader stamped, given on a follower's batch")
         base = _int(b, "base_offset", bw, 0, 0) if not leader else 0
         epoch = _int(b, "leader_epoch", bw, 0, 0, INT[1]) if not leader else 0
         out.append(attrs.evolve(spec, base_offset=base, leader_epoch=epoch))
@@ -573,6 +594,7 @@ def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
 
 _DATA_FIELDS = {
     "magic",
+    "log_append_time",
     "records",
     "codec",
     "base_offset",
@@ -614,7 +636,12 @@ def _data_batch(b, bw: str) -> BatchSpec:
     magic = _int(b, "magic", bw, 2, 0, 2)
     if magic < 2 and (producer or codec == "zstd"):
         raise ScenarioError(f"{bw}: a magic {magic} message set has no producer fields and no zstd codec")
-    return BatchSpec(tuple(recs), codec, producer=producer, transactional=transactional, magic=magic)
+    stamped = None if b.get("log_append_time") is None else _int(b, "log_append_time", bw, None, 0)
+    if stamped is not None and magic < 2:
+        raise ScenarioError(f"{bw}: log_append_time is a v2 batch's (a leader's stamp)")
+    return BatchSpec(
+        tuple(recs), codec, producer=producer, transactional=transactional, magic=magic, log_append_time=stamped
+    )
 
 
 def _marker(b: dict, bw: str) -> BatchSpec:
@@ -741,9 +768,11 @@ def append_bytes(step: Append) -> bytes:
                 producer_id=pid, producer_epoch=producer_epoch, partition_leader_epoch=epoch,
             )  # fmt: skip
             continue
+        stamped = {"timestamp_type": LOG_APPEND_TIME, "log_append_time": b.log_append_time} if b.log_append_time is not None else {}
         out += build_batch_v2(
             b.base_offset, entries, codec=CODECS[b.codec], partition_leader_epoch=epoch,
             producer_id=pid, producer_epoch=producer_epoch, base_sequence=sequence, transactional=b.transactional,
+            **stamped,
         )  # fmt: skip
     return out
 

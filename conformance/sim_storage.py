@@ -244,6 +244,15 @@ class SimStorage:
             raise IsADirectoryError(path)
         return SimFile(self, _norm(path), node)
 
+    def read_small(self, path: str, limit: int) -> bytes:
+        node = self._node(path)
+        if isinstance(node, Dir):
+            raise IsADirectoryError(path)
+        data = bytes(node.data[:limit])
+        self.stats.bytes_read += len(data)
+        self.stats.reads += 1
+        return data
+
     def exists(self, path: str) -> bool:
         try:
             self._node(path)

@@ -44,6 +44,7 @@ _KEYS = {
     "delete.retention.ms": ("delete_retention_ms", 86400000, 0),
     "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", LONG_MAX, 0),
     "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", 3600000, 0),
+    "message.timestamp.type": ("message_timestamp_type", "CreateTime", None),
     "num.recovery.threads.per.data.dir": ("num_recovery_threads_per_data_dir", 1, 1),
 }
 
@@ -65,6 +66,7 @@ class LogConfig:
     delete_retention_ms: int = 86400000  # how long the cleaner keeps a tombstone (KIP-534 delete horizon)
     message_timestamp_before_max_ms: int = LONG_MAX  # LogValidator's bounds on a CreateTime (§4.14)
     message_timestamp_after_max_ms: int = 3600000
+    message_timestamp_type: str = "CreateTime"  # LogAppendTime: the leader stamps batches with its clock
     num_recovery_threads_per_data_dir: int = 1  # broker config: partitions of one dir loaded in parallel
 
     @classmethod
@@ -86,6 +88,9 @@ class LogConfig:
                     raise ConfigError(key, value, "Not a number of type INT")  # LogConfig's INT settings
                 if minimum is not None and value < minimum:
                     raise ConfigError(key, value, f"Value must be at least {minimum}")
+            elif key == "message.timestamp.type":
+                if value not in ("CreateTime", "LogAppendTime"):
+                    raise ConfigError(key, value, "String must be one of: CreateTime, LogAppendTime")
             elif value not in ("delete", "compact", "compact,delete", "delete,compact"):
                 raise ConfigError(key, value, "expected delete, compact or both")
             kwargs[attr] = value

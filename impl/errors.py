@@ -12,8 +12,9 @@ from __future__ import annotations
 class LogError(Exception):
     """An operation Kafka refuses: ``kind`` is Kafka's exception class (OffsetOutOfRangeException, …)."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, fields: dict | None = None):
         self.kind = kind
+        self.fields = fields or {}  # what the exception carries for its caller (an append's offsets)
         super().__init__(f"{kind}: {message}")
 
 

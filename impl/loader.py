@@ -141,6 +141,13 @@ class _Listing:
         self.names.discard(name)
         self.files.pop(name, None)
 
+    def created(self, *names: str) -> None:
+        for name in names:
+            self.names.add(name)
+            if name not in self.files:
+                self.files[name] = None
+                self._sorted = False
+
     def renamed(self, src: str, dst: str) -> None:
         self.removed(src)
         name = dst.rsplit("/", 1)[-1]
@@ -302,6 +309,11 @@ class PartitionLoader:
             problem = segment.sanity_check(time_index_new)
             if problem:
                 self._recover(segment, epoch_cache, problem)
+            if problem or time_index_new:
+                # the files it made now exist for what follows: a second name for this base
+                # ("0.log" beside its canonical name) opens the same files and finds its index
+                # (checked on Kafka 4.4.0)
+                listing.created(f"{prefix}.index", f"{prefix}.timeindex")
             self.segments[base] = segment
 
     def _prefix(self, name: str) -> str:

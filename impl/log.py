@@ -32,7 +32,9 @@ from impl.producer_state import (
     is_control,
     rebuild,
 )
-from impl.record_walk import end_marker, timestamps_and_keys
+from impl.record_walk import base_offset, end_marker, timestamps_and_keys
+from impl.record_walk import records as record_offsets
+from impl.record_writer import stamp_log_append_time
 from impl.segment import DELETED_SUFFIX, INT32_MAX, LogSegment, filename_prefix
 from impl.split import replace_segments
 from impl.storage import Storage
@@ -171,12 +173,21 @@ class PartitionLog:
         return self._segments[self._bases[i]] if i < len(self._bases) else None
 
     def segments_in_range(self, start: int, end: int) -> list[LogSegment]:
-        """``values(from, to)``: the segment containing ``start`` through bases < ``end``."""
+        """``LogSegments.values(from, to)`` (§4.13 rule 1): the segment containing ``start`` through
+        bases < ``end``; none when they are equal; a reversed range is refused (IllegalArgumentException),
+        never answered as if it were empty or forward."""
         if start == end:
             return []
+        if end < start:
+            raise LogError(
+                "IllegalArgumentException",
+                f"Invalid log segment range: requested segments in {self.topic}-{self.partition} from offset "
+                f"{start} which is greater than limit offset {end}",
+            )
         floor = self.floor_segment(start)
         lo = floor.base_offset if floor else -(2**63)
-        return [self._segments[b] for b in self._bases if lo <= b < end]
+        i, j = bisect.bisect_left(self._bases, lo), bisect.bisect_left(self._bases, end)
+        return [self._segments[b] for b in self._bases[i:j]]
 
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._segments.values())
@@ -266,6 +277,25 @@ class PartitionLog:
 
     # --- append (§4.14) ------------------------------------------------------------------------------
 
+    def _unexpected_append_offset(self, data, headers, checked: int) -> LogError:
+        """§4.14, a follower's append below the log end: UnexpectedAppendOffsetException carries
+        the first batch's base offset (decompressing a legacy wrapper for it) and the append's
+        last offset, in Kafka 4.4.0's words (the first ten record offsets among them)."""
+        offsets = []
+        for h in headers:
+            offsets += [offset for offset, _ in record_offsets(data, h)][: 10 - len(offsets)]
+            if len(offsets) == 10:
+                break
+        checked_is = "First offset" if headers[0].magic >= 2 else "Last offset of the first batch"
+        last = headers[-1].last_offset
+        return LogError(
+            "UnexpectedAppendOffsetException",
+            f"Unexpected offset in append to {self.topic}-{self.partition}. {checked_is} {checked} is less than "
+            f"the next offset {self.log_end_offset}. First 10 offsets in append: {', '.join(map(str, offsets))}, "
+            f"last offset in append: {last}. Log start offset = {self.log_start_offset}",
+            {"first_offset": base_offset(data, headers[0]), "last_offset": last},
+        )
+
     @storage_errors
     def append(self, records: bytes, leader: bool = True, leader_epoch: int = 0) -> LogAppendInfo:
         """Append v2 batches: as leader, offsets are assigned from the log end offset and the batches'
@@ -298,6 +328,8 @@ class PartitionLog:
                 base = last_offset - h.last_offset_delta
                 data[h.position : h.position + 8] = base.to_bytes(8, "big", signed=True)
                 data[h.position + 12 : h.position + 16] = leader_epoch.to_bytes(4, "big", signed=True)
+                if self.config.message_timestamp_type == "LogAppendTime":
+                    stamp_log_append_time(data, h.position, h.size, self.clock())
                 next_offset = last_offset + 1
             headers = list(BatchScan(data))
         else:
@@ -306,10 +338,7 @@ class PartitionLog:
             # a legacy first batch is checked by its last offset (its base needs decompressing)
             checked = headers[0].offset if headers[0].magic >= 2 else headers[0].last_offset
             if checked < self.log_end_offset:
-                raise LogError(
-                    "UnexpectedAppendOffsetException",
-                    f"first offset {checked} is less than the next offset {self.log_end_offset}",
-                )
+                raise self._unexpected_append_offset(data, headers, checked)
         max_ts = max(-1, *(h.max_timestamp for h in headers))
         first, last = headers[0].offset if headers[0].magic >= 2 else -1, headers[-1].last_offset
         for h in headers:
@@ -373,7 +402,7 @@ class PartitionLog:
         except LogFormatError as e:
             raise LogError("CorruptRecordException", str(e)) from None
         now, cfg = self.clock(), self.config
-        if any(
+        if cfg.message_timestamp_type == "CreateTime" and any(  # the leader's own stamp is not checked
             now - ts > cfg.message_timestamp_before_max_ms or ts - now > cfg.message_timestamp_after_max_ms
             for ts, _ in records
         ):

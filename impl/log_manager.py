@@ -35,6 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import attrs
 
+from impl import clean_shutdown
 from impl.checkpoints import CheckpointError, read_offsets, write_offsets
 from impl.config import LogConfig
 from impl.errors import IndexFailure, LogError, LogFormatError
@@ -46,7 +47,7 @@ from impl.names import parse_topic_partition
 from impl.segment import LogSegment, filename_prefix
 from impl.storage import Storage
 
-MARKER = ".kafka_cleanshutdown"
+MARKER = clean_shutdown.MARKER
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 IGNORED_DIRS = ("remote-log-index-cache",)
@@ -135,6 +136,7 @@ class LogManager:
         self.clock = clock
         self.jitter = jitter
         self.broker_epoch = broker_epoch
+        self.previous_broker_epoch: int | None = None  # read from the markers at startup (§6.4)
         self.scheduler = Scheduler()
         self.dirs = {d: DataDirState(d) for d in self.data_dirs}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
@@ -180,6 +182,8 @@ class LogManager:
                 live.append(data_dir)
             except OSError as e:
                 loads.append(self._offline(data_dir, e))
+        # BrokerServer reads the markers' broker epoch before the load deletes them (§6.4, KIP-966)
+        self.previous_broker_epoch = self._read_broker_epoch(live)
         for i, data_dir in enumerate(live):
             try:
                 loads += self._load_dir(self.dirs[data_dir])
@@ -195,6 +199,20 @@ class LogManager:
             if self.startup_error is None:
                 self._take_offline(loads)
         return loads
+
+    def _read_broker_epoch(self, live: list[str]) -> int | None:
+        """LogManager.readBrokerEpochFromCleanShutdownFiles: none unless every data dir is live
+        and each marker gives one (a marker that cannot be read gives none)."""
+        if len(live) < len(self.data_dirs):
+            return None
+        epochs = []
+        for data_dir in live:
+            try:
+                data = self.storage.read_small(f"{data_dir}/{MARKER}", clean_shutdown.READ_LIMIT)
+            except OSError:  # none, or unreadable: Kafka's read fails alike
+                return None
+            epochs.append(clean_shutdown.read_broker_epoch(data))
+        return clean_shutdown.combined(epochs)
 
     def _not_loaded(self, data_dirs: list[str], bad: PartitionLoad) -> list[PartitionLoad]:
         """The entries of a startup aborted at ``bad``: it, then every partition of its dir and of
@@ -500,7 +518,7 @@ class LogManager:
         f = self.storage.open(f"{data_dir}/{MARKER}", create=True)
         try:
             f.truncate(0)
-            f.write_at(0, b'{"version":0,"brokerEpoch":%d}' % self.broker_epoch)
+            f.write_at(0, clean_shutdown.marker_content(self.broker_epoch))
             f.fsync()
         finally:
             f.close()

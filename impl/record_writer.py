@@ -153,3 +153,18 @@ def encode_empty_batch(
         0,
         b"",
     )
+
+
+def stamp_log_append_time(data: bytearray, position: int, size: int, now: int) -> None:
+    """DefaultRecordBatch.setMaxTimestamp(LOG_APPEND_TIME, now) on the v2 batch at ``position``
+    (LogValidator under ``message.timestamp.type=LogAppendTime``, §4.14): attributes recomputed
+    (codec, transactional, control, delete horizon kept; the timestamp-type bit set), the max
+    timestamp made ``now``, the CRC-32C over attributes..end written again."""
+    view = memoryview(data)
+    kept = int.from_bytes(view[position + 21 : position + 23], "big") & (
+        COMPRESSION_MASK | TRANSACTIONAL | CONTROL | DELETE_HORIZON
+    )
+    view[position + 21 : position + 23] = (kept | LOG_APPEND_TIME).to_bytes(2, "big")
+    view[position + 35 : position + 43] = now.to_bytes(8, "big", signed=True)
+    view[position + 17 : position + 21] = crc32c(view[position + 21 : position + size]).to_bytes(4, "big")
+    view.release()  # the bytearray may be resized again

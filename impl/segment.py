@@ -38,6 +38,9 @@ except ImportError:  # pragma: no cover - built wherever a C compiler is
 COMPILED_WALK = _compiled_walk is not None
 
 INT32_MAX = 2**31 - 1
+# FileLogInputStream's framing: the bytes up to a batch's magic, the smallest size a batch may
+# declare (a v0 message's overhead), and the v2 header a batch's max timestamp is read from
+_UP_TO_MAGIC, _RECORD_OVERHEAD_V0, _V2_HEADER = 17, 14, 61
 # what recovery reads of a v2 batch (§1.2): base offset, length, partition leader epoch, magic, crc,
 # attributes, last offset delta, (base timestamp skipped) max timestamp, producer id
 _V2_FIELDS = struct.Struct(">qiibIhi8xqq")
@@ -98,7 +101,10 @@ class LogSegment:
         name = filename_prefix(base_offset)
         prefix = f"{directory}/{name}"
         self.log_path = prefix + ".log" + suffix
-        self._log = storage.open(self.log_path, create=not existing)
+        # FileRecords.open opens with CREATE: a load that lists another name for this base
+        # ("0.log") opens the canonical one, made empty if it is not there (checked on Kafka 4.4.0)
+        missing = listed is not None and f"{name}.log{suffix}" not in listed
+        self._log = storage.open(self.log_path, create=not existing or missing)
         if not existing and preallocate:
             self._log.truncate(config.segment_bytes)  # FileRecords.open: length set, logical end 0
             self._size = 0
@@ -296,12 +302,30 @@ class LogSegment:
             self.bytes_since_last_index_entry += h.size
 
     def _load_first_batch_timestamp(self) -> None:
-        if self.rolling_based_timestamp is None:
-            # §4.3: the first batch by framing alone (Kafka does not check its CRC); a first batch
-            # whose header cannot be read leaves it unknown (Kafka's append would throw)
-            for header in BatchScan(self.view(), check_crc=False):
-                self.rolling_based_timestamp = header.max_timestamp
-                break
+        """§4.3, LogSegment.loadFirstBatchTimestamp: the first batch's max timestamp from its
+        header alone (FileLogInputStream.nextBatch at 0, no CRC or magic check), at most 61 bytes
+        read whatever the file's size.  No batch (fewer than 18 bytes, or one longer than the file)
+        leaves it unknown; a size field below 14 is CorruptRecordException and a v2 header cut
+        short KafkaException, so the append that asked is refused (checked on Kafka 4.4.0)."""
+        if self.rolling_based_timestamp is not None or self._size <= _UP_TO_MAGIC:
+            return
+        head = self._log.read(0, min(self._size, _V2_HEADER))
+        (size,) = struct.unpack_from(">i", head, 8)
+        if size < _RECORD_OVERHEAD_V0:
+            raise LogFormatError(
+                "CorruptRecordException", "record-size-too-small", 0,
+                f"Found record size {size} smaller than minimum record overhead ({_RECORD_OVERHEAD_V0})",
+                self.log_path,
+            )  # fmt: skip
+        if size > self._size - 12:
+            return
+        magic = struct.unpack_from(">b", head, 16)[0]
+        if magic < 2:  # a legacy message: magic 0 has no timestamp, magic 1 (or junk) its field at 18
+            self.rolling_based_timestamp = -1 if magic == 0 else struct.unpack_from(">q", head, 18)[0]
+        elif len(head) < _V2_HEADER:
+            raise LogError("KafkaException", f"Failed to load record batch at position 0 from {self.log_path}")
+        else:
+            self.rolling_based_timestamp = struct.unpack_from(">q", head, 35)[0]
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         self._load_first_batch_timestamp()

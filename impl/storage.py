@@ -87,6 +87,9 @@ class Storage(Protocol):
 
     def open(self, path: str, create: bool = False) -> StorageFile: ...
     def exists(self, path: str) -> bool: ...
+    # the first ``limit`` bytes of a small file read whole (open, read, close): it changes nothing,
+    # so it is no crash point (FileNotFoundError when there is no such file)
+    def read_small(self, path: str, limit: int) -> bytes: ...
     def list_dir(self, path: str) -> list[str]: ...
     def scan_dir(self, path: str) -> tuple[list[str], set[str]]: ...
     def make_dirs(self, path: str) -> None: ...
@@ -233,6 +236,12 @@ class OsStorage:
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
+
+    def read_small(self, path: str, limit: int) -> bytes:
+        with open(path, "rb") as f:
+            data = f.read(limit)
+        self.stats.add_read(len(data))
+        return data
 
     def list_dir(self, path: str) -> list[str]:
         return sorted(os.listdir(path))

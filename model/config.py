@@ -26,6 +26,8 @@ DEFAULTS = {
     "cleanup.policy": "delete",
     "message.timestamp.before.max.ms": LONG_MAX,
     "message.timestamp.after.max.ms": 3600000,  # 4.0 on (KIP-937); before, Long.MAX
+    # CreateTime: a batch keeps the producer's timestamps; LogAppendTime: the leader stamps its clock (§4.14)
+    "message.timestamp.type": "CreateTime",
     "num.recovery.threads.per.data.dir": 1,
 }
 MINIMUMS = {
@@ -44,6 +46,7 @@ MINIMUMS = {
     "num.recovery.threads.per.data.dir": 1,
 }
 POLICIES = ("delete", "compact", "compact,delete", "delete,compact")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 # LogConfig's INT settings (the rest are LONG): a value past Int.MAX is refused ("Not a number of
 # type INT"), so no segment, index or batch can be 2 GiB or more
 INTS = ("segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
@@ -73,6 +76,9 @@ def _check(key: str, value):
             raise ConfigError(key, value, "Not a number of type INT")
         if key in MINIMUMS and value < MINIMUMS[key]:
             raise ConfigError(key, value, f"Value must be at least {MINIMUMS[key]}")
+    elif key == "message.timestamp.type":
+        if value not in TIMESTAMP_TYPES:
+            raise ConfigError(key, value, "String must be one of: CreateTime, LogAppendTime")
     elif value not in POLICIES:
         raise ConfigError(key, value, "expected delete, compact or both")
     return value

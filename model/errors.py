@@ -20,8 +20,9 @@ ILLEGAL_ARGUMENT = "IllegalArgumentException"
 class LogError(Exception):
     """An operation Kafka refuses; ``kind`` is Kafka's exception class."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, fields: dict | None = None):
         self.kind = kind
+        self.fields = fields or {}  # what the exception carries for its caller (an append's offsets)
         super().__init__(f"{kind}: {message}")
 
 

@@ -400,6 +400,14 @@ class LogLoader:
         segments: dict[int, Segment] = {}
         recovered: list[Segment] = []
         for name in sorted(n for n in files if n.endswith(".log")):
+            base = _file_offset(self.path, name)
+            if base in segments:
+                # LogSegment.open names its files by the base offset (§2.1), not by the name listed:
+                # a second name for a base this pass opened ("0.log" beside its canonical name)
+                # opens the same files again, finds the index the first one's recovery wrote
+                # (checked on Kafka 4.4.0), and replaces it in the map; the other name is left alone
+                segments[base] = self._reopen(segments[base])
+                continue
             seg, reason = self._open_segment(name)
             if reason:
                 try:
@@ -420,7 +428,10 @@ class LogLoader:
         files, path = self.other, self.path
         base = _file_offset(path, name)
         p = prefix(base)
-        if len(files[name]) > INT32_MAX:  # FileRecords' constructor: a segment is at most Int.MAX bytes
+        # LogSegment.open names the file by the base offset: for another name ("0.log") it opens,
+        # creating it empty, the canonical one and leaves the listed one alone (checked on Kafka 4.4.0)
+        name = f"{p}.log"
+        if len(files.get(name, b"")) > INT32_MAX:  # FileRecords' constructor: a segment is at most Int.MAX bytes
             raise PartitionLoadError(
                 f"{path}/{name}",
                 f"KafkaException: The size of segment {path}/{name} ({len(files[name])}) is larger than the "
@@ -428,8 +439,8 @@ class LogLoader:
             )
         bound, now = self.config.jitter_bound(), self.clock()
         jitter = self.log.jitter(self.log.name, base) % bound if bound else 0
-        seg = Segment(base, self.config, now, jitter, bytearray(files.pop(name)))
-        seg.mtime_ms = self.mtimes.get(f"{path}/{name}", 0)
+        seg = Segment(base, self.config, now, jitter, bytearray(files.pop(name, b"")))
+        seg.mtime_ms = self.mtimes.get(f"{path}/{name}", now)
         index_bytes, time_bytes = files.pop(f"{p}.index", None), files.pop(f"{p}.timeindex", None)
         txn = files.pop(f"{p}.txnindex", None)
         seg.offset_index = OffsetIndex.open_existing(base, self.config.segment_index_bytes, index_bytes or b"")
@@ -446,6 +457,19 @@ class LogLoader:
                 self.outcome.took("5.3.3c corrupt txn index: segment recovered")
                 return seg, str(e)
         return seg, None
+
+    def _reopen(self, seg: Segment) -> Segment:
+        """LogSegment.open on the files ``seg`` has now: its bytes and trimmed indexes, as a
+        segment opened at load (its sanity check passes: the index exists)."""
+        now = self.clock()
+        again = Segment(seg.base_offset, self.config, now, seg.jitter_ms, bytearray(seg.log))
+        again.mtime_ms = seg.mtime_ms
+        size = self.config.segment_index_bytes
+        again.offset_index = OffsetIndex.open_existing(seg.base_offset, size, seg.offset_index.file_bytes())
+        again.time_index = TimeIndex.open_existing(seg.base_offset, size, seg.time_index.file_bytes())
+        if seg.txn_index.exists:
+            again.txn_index = TransactionIndex.open_existing(seg.base_offset, seg.txn_index.data)
+        return again
 
     def _leave_failed_pass(self, recovered: list[Segment], e: SegmentOffsetOverflow) -> None:
         """The files a loadSegmentFiles pass that met an overflow leaves for the next (§5.5): the

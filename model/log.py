@@ -19,6 +19,7 @@ import struct
 from collections.abc import Callable
 
 import attrs
+import crc32c
 
 from model.cleaner import clean
 from model.config import Config
@@ -34,7 +35,7 @@ from model.producer_state import (
     append_batch,
     rebuild,
 )
-from model.records import Batch
+from model.records import LOG_APPEND_TIME, Batch
 from model.segment import INT32_MAX, Segment
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
@@ -225,6 +226,8 @@ class Log:
                 last = offset + h.records_count - 1
                 struct.pack_into(">q", data, h.position, last - h.last_offset_delta)
                 struct.pack_into(">i", data, h.position + 12, leader_epoch)
+                if self.config.message_timestamp_type == LOG_APPEND_TIME:
+                    _stamp_log_append_time(data, h, self.clock())
                 offset = last + 1
             headers = [b.header() for b in iterate_file(bytes(data)).batches]
         else:
@@ -234,7 +237,7 @@ class Log:
             # firstOrLastOffsetOfFirstBatch: a legacy batch's base offset is not read (§4.14)
             checked = headers[0].offset if headers[0].magic >= 2 else headers[0].last_offset
             if checked < self.log_end_offset:
-                raise LogError("UnexpectedAppendOffsetException", f"first offset {checked} < {self.log_end_offset}")
+                raise self._unexpected_append_offset(scan.batches, checked, headers[-1].last_offset)
         max_ts = max(-1, *(h.max_timestamp for h in headers))
         first, last = headers[0].offset if headers[0].magic >= 2 else -1, headers[-1].last_offset
         for h in headers:
@@ -264,6 +267,22 @@ class Log:
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush(self.log_end_offset)
         return LogAppendInfo(first, last)
+
+    def _unexpected_append_offset(self, batches, checked: int, last: int) -> LogError:
+        """A follower's append below the log end (§4.14): UnexpectedAppendOffsetException carries
+        the first batch's base offset (a legacy wrapper's first inner record's) and the append's
+        last offset, and says which offset it checked, as Kafka 4.4.0 words it."""
+        v2 = batches[0].is_v2
+        first = batches[0].base_offset()
+        offsets = [r.offset for b in batches for r in b.records()][:10]
+        return LogError(
+            "UnexpectedAppendOffsetException",
+            f"Unexpected offset in append to {self.name}. "
+            f"{'First offset' if v2 else 'Last offset of the first batch'} {checked} is less than the next offset "
+            f"{self.log_end_offset}. First 10 offsets in append: {', '.join(map(str, offsets))}, last offset in "
+            f"append: {last}. Log start offset = {self.log_start_offset}",
+            {"first_offset": first, "last_offset": last},
+        )
 
     def _analyse_producers(self, batches, origin: str):
         """analyzeAndValidateProducerState: a client's batch that repeats one of its producer's
@@ -295,10 +314,11 @@ class Log:
             raise LogError("InvalidRecordException", f"baseOffset of the batch is {batch.header().offset}, not 0")
         now = self.clock()
         late = early = keyless = False
+        create_time = self.config.message_timestamp_type != LOG_APPEND_TIME  # a stamped time is not checked
         for r in batch.records():
             keyless |= r.key is None and "compact" in self.config.cleanup_policy
-            early |= now - r.timestamp > self.config.message_timestamp_before_max_ms
-            late |= r.timestamp - now > self.config.message_timestamp_after_max_ms
+            early |= create_time and now - r.timestamp > self.config.message_timestamp_before_max_ms
+            late |= create_time and r.timestamp - now > self.config.message_timestamp_after_max_ms
         if early or late:
             raise LogError(
                 "InvalidTimestampException",
@@ -618,3 +638,20 @@ def offset_of_max_timestamp(batch: Batch) -> int | None:
     if h.magic == 0:
         return None
     return next((offset for offset, ts in batch.offsets_and_timestamps() if ts == h.max_timestamp), None)
+
+
+# DefaultRecordBatch's attribute bits that setMaxTimestamp keeps (computeAttributes: the codec,
+# transactional, control, delete horizon); the timestamp type is bit 3
+KEPT_ATTRIBUTES = 0x07 | 0x10 | 0x20 | 0x40
+LOG_APPEND_TIME_BIT = 0x08
+
+
+def _stamp_log_append_time(data: bytearray, h, now: int) -> None:
+    """LogValidator under ``message.timestamp.type=LogAppendTime`` (§4.14): the leader's
+    setMaxTimestamp(LOG_APPEND_TIME, now) — the attributes rewritten with the timestamp type, the
+    max timestamp made the broker's clock, the CRC computed again.  Records keep their own deltas
+    and the base timestamp; a reader takes every record's timestamp from the max (§1.4)."""
+    attributes = struct.unpack_from(">h", data, h.position + 21)[0] & KEPT_ATTRIBUTES | LOG_APPEND_TIME_BIT
+    struct.pack_into(">h", data, h.position + 21, attributes)
+    struct.pack_into(">q", data, h.position + 35, now)
+    struct.pack_into(">I", data, h.position + 17, crc32c.crc32c(bytes(data[h.position + 21 : h.position + h.size])))

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import attrs
 
+from model import clean_shutdown
 from model.checkpoints import IO, CheckpointError, parse_offsets, render_epochs, render_offsets
 from model.config import Config
 from model.errors import IndexFailure, LogError, RecordFormatError
@@ -68,7 +69,7 @@ __all__ = [  # with the loader's names the harness imports from here
     "segment_files",
 ]
 
-MARKER = ".kafka_cleanshutdown"
+MARKER = clean_shutdown.MARKER
 RECOVERY_POINTS = "recovery-point-offset-checkpoint"
 LOG_STARTS = "log-start-offset-checkpoint"
 SEGMENT_FILES = (".log", ".index", ".timeindex", ".deleted", ".cleaned", ".swap", SNAPSHOT)  # a load's own files
@@ -112,6 +113,7 @@ class LogManager:
         self.clock = clock
         self.jitter = jitter
         self.broker_epoch = broker_epoch
+        self.previous_broker_epoch: int | None = None  # read from the markers at startup (§6.4)
         self.partitions: dict[tuple[str, int], PartitionFiles] = {}
         self.dir_files: dict[str, dict[str, bytes]] = {d: {} for d in self.data_dirs}  # name → bytes
         self.extra_dirs: set[str] = set()  # directories kept as found (bad names, failed loads)
@@ -259,7 +261,7 @@ class LogManager:
             self.checkpoint_recovery_points(d)
             self.checkpoint_log_start_offsets(d)
             if self.had_marker.get(d) or self.load_completed.get(d, True):
-                self.dir_files[d][MARKER] = b'{"version":0,"brokerEpoch":%d}' % self.broker_epoch
+                self.dir_files[d][MARKER] = clean_shutdown.content(self.broker_epoch)
                 outcome[d] = None
             else:
                 outcome[d] = "not every partition finished loading: no clean-shutdown marker (KAFKA-15375)"
@@ -359,6 +361,10 @@ def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_e
     inside = lambda p: any(p.startswith(d.rstrip("/") + "/") or p == d for d in data_dirs)  # noqa: E731
     manager.extra_files = {p: b for p, b in image.items() if not inside(p)}
     manager.found_mtimes = dict(mtimes or {})
+    # BrokerServer reads the markers' broker epoch before the load deletes them (§6.4, KIP-966)
+    manager.previous_broker_epoch = clean_shutdown.previous_broker_epoch(
+        [_children(image, d).get(MARKER) for d in data_dirs]
+    )
     for d in data_dirs:
         found = _open_dir(manager, image, d)
         bad = _unparseable(_subdirs(image, d, dirs)) if policy == "kafka" else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import attrs
 
 from model.config import Config
-from model.errors import CORRUPT_RECORD, IndexFailure, LogError, RecordFormatError
+from model.errors import CORRUPT_RECORD, KAFKA, IndexFailure, LogError, RecordFormatError
 from model.file_records import framed, framed_batches, iterate_file, search_for_offset
 from model.indexes import OffsetIndex, TimeIndex, TransactionIndex, rebuild_from_log
 from model.names import filename_prefix
@@ -34,6 +34,43 @@ class SegmentOffsetOverflow(Exception):
     def __init__(self, segment: Segment, written: tuple[OffsetIndex, TimeIndex]):
         self.segment, self.written = segment, written
         super().__init__(f"offset overflow in segment {segment.base_offset}")
+
+
+LOG_OVERHEAD = 12  # offset and size: what frames a batch of any magic
+HEADER_SIZE_UP_TO_MAGIC = 17
+RECORD_OVERHEAD_V0 = 14  # the smallest batch a size field may declare
+LEGACY_TIMESTAMP_AT = 18  # a v1 message's timestamp, after its crc, magic and attributes
+V2_MAX_TIMESTAMP_AT = 35
+
+
+def first_batch_max_timestamp(log) -> int | None:
+    """LogSegment.loadFirstBatchTimestamp (§4.3), what a roll check reads when the segment was not
+    appended to since it was loaded: FileLogInputStream.nextBatch at position 0, then that batch's
+    max timestamp, read by framing alone (no CRC, no magic check).  None when nextBatch finds no
+    batch: fewer than 18 bytes in the file, or a batch longer than the file.  A size field below 14
+    throws CorruptRecordException, so every append to the segment is refused (checked on Kafka
+    4.4.0: ``corpora/log/append-refused-by-an-unreadable-first-batch.json``).  A magic below 2 (as a
+    signed byte) is a legacy message: magic 0 has no timestamp, any other its int64 at 18.  Else the
+    v2 header's 61 bytes are read whatever the batch's size says: a file shorter than that throws
+    KafkaException (an EOF loading the header)."""
+    end = len(log)
+    if end - HEADER_SIZE_UP_TO_MAGIC <= 0:
+        return None
+    size = int.from_bytes(log[8:12], "big", signed=True)
+    if size < RECORD_OVERHEAD_V0:
+        raise RecordFormatError(
+            CORRUPT_RECORD, "record-size-too-small", 0,
+            f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
+        )  # fmt: skip
+    if end - LOG_OVERHEAD - size < 0:
+        return None
+    magic = int.from_bytes(log[16:17], "big", signed=True)
+    if magic < 2:
+        at = LEGACY_TIMESTAMP_AT
+        return -1 if magic == 0 else int.from_bytes(log[at : at + 8], "big", signed=True)
+    if end < V2_HEADER_SIZE:
+        raise LogError(KAFKA, "Failed to load record batch at position 0: the record batch header is cut short")
+    return int.from_bytes(log[V2_MAX_TIMESTAMP_AT : V2_MAX_TIMESTAMP_AT + 8], "big", signed=True)
 
 
 @attrs.define(eq=False)
@@ -157,12 +194,8 @@ class Segment:
     # altered topic config rolls the active segment too); the jitter is the segment's own
     def should_roll(self, max_ts_in_messages: int, last_offset: int, size: int, now_ms: int, config=None) -> bool:
         config = self.config if config is None else config
-        if self.rolling_based_timestamp is None and self.size:
-            # §4.3: the first batch's, read by framing alone (its CRC is not checked); a first
-            # batch whose header cannot be read leaves it unknown (Kafka's append would throw)
-            first = iterate_file(bytes(self.log), validate=False).batches[:1]
-            readable = first and (not first[0].is_v2 or first[0].size >= V2_HEADER_SIZE)
-            self.rolling_based_timestamp = first[0].header().max_timestamp if readable else None
+        if self.rolling_based_timestamp is None:
+            self.rolling_based_timestamp = first_batch_max_timestamp(self.log)
         rolling = -1 if self.rolling_based_timestamp is None else self.rolling_based_timestamp
         waited = max_ts_in_messages - rolling if rolling >= 0 else now_ms - self.created_ms
         return (

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner
 
@@ -110,10 +111,31 @@ def test_a_crash_image_is_loaded_by_kafka():
     assert loaded == [{"dir": "d0", "partition": "t-0", "error": None, "recovered": [0]}]
 
 
+# a setting Kafka 2.x cannot take: one CreateTime bound each way (it has a single one for both)
+UNEQUAL_BOUNDS = {"message.timestamp.before.max.ms": 1000, "message.timestamp.after.max.ms": 2000}
+
+
 def test_a_setting_kafka_cannot_take_is_unsupported_not_passed():
-    verdict = run(_scenario([{"op": "create"}], **{"segment.jitter.ms": 10}), ("model", "kafka"))
+    verdict = run(_scenario([{"op": "create"}], **UNEQUAL_BOUNDS), ("model", "kafka:2.8.2"))
     assert not verdict.ok and not verdict.violations
-    assert "segment.jitter.ms" in verdict.unsupported
+    assert "message.timestamp.difference.max.ms" in verdict.unsupported
+
+
+def test_a_roll_jitter_is_the_scenarios_on_kafka(monkeypatch):
+    """Each segment Kafka builds takes the scenario's roll jitter (SegmentJitter): the case whose
+    roll points show every segment's jitter passes with the scenario's seed and fails when the
+    adapter is told another."""
+    case = sc.Scenario.load(os.path.join(CORPORA, "log", "roll-jitter-drawn-per-segment.json"))
+    assert run(case, ("model", "kafka")).ok
+    request = KafkaTarget._request
+
+    def another_seed(self, op, **fields):
+        if op == "configure":
+            fields["jitter_seed"] += 1
+        return request(self, op, **fields)
+
+    monkeypatch.setattr(KafkaTarget, "_request", another_seed)
+    assert run(case, ("model", "kafka")).violations
 
 
 def test_a_step_the_target_cannot_run_is_unsupported_not_passed():
@@ -129,9 +151,9 @@ def test_klc_replay_on_kafka_and_its_exit_statuses(tmp_path):
     runner = CliRunner()
     ok = runner.invoke(main, ["replay", "--target", "kafka", ROLL_CASE])
     assert ok.exit_code == 0 and "model vs kafka" in ok.output, ok.output
-    jitter = tmp_path / "jitter.json"
-    jitter.write_text(_scenario([{"op": "create"}], **{"segment.jitter.ms": 10}).dumps())
-    unsupported = runner.invoke(main, ["replay", "--target", "kafka", str(jitter)])
+    jitter = tmp_path / "bounds.json"
+    jitter.write_text(_scenario([{"op": "create"}], **UNEQUAL_BOUNDS).dumps())
+    unsupported = runner.invoke(main, ["replay", "--target", "kafka:2.8.2", str(jitter)])
     assert unsupported.exit_code == 3 and unsupported.output.startswith("UNSUPPORTED"), unsupported.output
     missing = runner.invoke(
         main, ["replay", "--target", "kafka", "--kafka-classpath", str(tmp_path / "no.jar"), ROLL_CASE]
@@ -276,8 +298,8 @@ def test_a_config_kafka_refuses_is_a_harness_error(tmp_path, monkeypatch):
 
 def test_a_target_that_cannot_start_leaves_no_directory(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    with pytest.raises(Unsupported, match="segment.jitter.ms"):
-        KafkaTarget(_scenario([], **{"segment.jitter.ms": 10}))
+    with pytest.raises(Unsupported, match="message.timestamp.difference.max.ms"):
+        KafkaTarget(_scenario([], **UNEQUAL_BOUNDS), release="2.8.2")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -455,3 +477,124 @@ def _settled(pid: int, first: tuple[int, int] | None, partitions: int) -> tuple[
         if first is None or bounded or time.monotonic() > deadline:
             return now
         time.sleep(0.1)
+
+
+def _int_max_segment(root: str) -> None:
+    """A partition after a clean shutdown whose one segment is Int.MAX bytes long (sparse: a batch at
+    0, a hole, a batch at offset 5 ending at Int.MAX, the offset index's one entry naming it)."""
+    import struct
+
+    from model.records import build_batch_v2
+
+    os.makedirs(f"{root}/d0/t-0", exist_ok=True)
+    last = build_batch_v2(5, [(1700000000000, b"k", b"v")])
+    at = 2**31 - 1 - len(last)
+    with open(f"{root}/d0/t-0/00000000000000000000.log", "wb") as f:
+        f.write(build_batch_v2(0, [(1700000000000, b"k", b"v")]))
+        f.seek(at)
+        f.write(last)
+    Path(f"{root}/d0/t-0/00000000000000000000.index").write_bytes(struct.pack(">ii", 5, at))
+    Path(f"{root}/d0/t-0/00000000000000000000.timeindex").write_bytes(struct.pack(">qi", 1700000000000, 5))
+    Path(f"{root}/d0/.kafka_cleanshutdown").touch()
+
+
+def test_an_append_to_a_segment_at_int_max_bytes_rolls_first_as_on_kafka(tmp_path, monkeypatch):
+    """A segment file of exactly Int.MAX bytes loads (FileRecords takes it), and the next append
+    rolls before it writes (§4.3 rule 1: size > segment.bytes − the append's size), so nothing is
+    refused; a follower's batch below the log end is refused as any other.  impl on real files and
+    Kafka 4.4.0 on the same sparse image, compared by their answers and the files' names and sizes
+    (the harness's digests would read 2 GiB); the model holds files in memory and is not run here."""
+    from conformance.targets.impl_target import ImplTarget
+
+    monkeypatch.setattr(ImplTarget, "tail_bytes", lambda self: 0)  # the clean-restart measure reads every file
+    scenario = _scenario([], **{"segment.bytes": 2**31 - 1})
+    batch = sc.BatchSpec((sc.Rec(1700000000000, "k", "v"),))
+    steps = [sc.Open(), sc.Append("t", 0, (batch,)), sc.Append("t", 0, (attrs.evolve(batch, base_offset=3),), False)]
+    answers = {}
+    for name, target in (("impl", ImplTarget(scenario, "os", str(tmp_path))), ("kafka", KafkaTarget(scenario))):
+        try:
+            _int_max_segment(target.root)
+            results = [target.apply(s) for s in steps]
+            logs = sorted(Path(target.root, "d0", "t-0").glob("*.log"))
+            answers[name] = (results[1:], [(p.name, p.stat().st_size) for p in logs])
+        finally:
+            target.halt()
+    assert answers["impl"] == answers["kafka"]
+    (appended, refused), logs = answers["kafka"]
+    assert appended == {"first": 6, "last": 6}
+    assert refused == {"error": "UnexpectedAppendOffsetException", "first_offset": 3, "last_offset": 3}
+    assert logs == [(f"{0:020d}.log", 2**31 - 1), (f"{6:020d}.log", 70)]
+
+
+def test_unexpected_append_offset_is_worded_as_kafka_words_it():
+    """A follower's append below the log end: impl's and the model's UnexpectedAppendOffsetException
+    say what Kafka 4.4.0's says, word for word — which offset was checked (a legacy first batch's
+    last), the log end, the first ten record offsets, the append's last offset and the log start."""
+    from conformance.targets.impl_target import ImplTarget
+    from conformance.targets.model_target import ModelTarget
+
+    case = sc.Scenario.load(os.path.join(CORPORA, "log", "unexpected-append-offset-carries-its-offsets.json"))
+    refused = [i for i, s in enumerate(case.steps) if isinstance(s, sc.Append) and not s.leader][:4]
+    messages = {}
+    for name, make in (("model", ModelTarget), ("impl", ImplTarget), ("kafka", KafkaTarget)):
+        target = make(case)
+        try:
+            target.apply(sc.Open())
+            said = []
+            for i, step in enumerate(case.steps[: refused[-1] + 1]):
+                if i not in refused:
+                    target.apply(step)
+                    continue
+                with pytest.raises(target.refusals()) as info:
+                    target._call(step)
+                said.append(str(info.value))
+            messages[name] = said
+        finally:
+            target.halt()
+    assert messages["model"] == messages["impl"] == messages["kafka"]
+    assert messages["kafka"][2] == (
+        "UnexpectedAppendOffsetException: Unexpected offset in append to t-0. Last offset of the first batch 2 is "
+        "less than the next offset 3. First 10 offsets in append: 1, 2, 4, last offset in append: 4. Log start offset = 0"
+    )
+
+
+MARKER_CONTENTS = [
+    b'{"version":0,"brokerEpoch":7}', b"", b"   ", b"junk", b"\0" * 30, b"null", b"[]", b"7", b'{"version":0}',
+    b'{"brokerEpoch":null}', b'{"brokerEpoch":7} trailing junk', b'  {"brokerEpoch":7}\n', b'{"brokerEpoch":"7"}',
+    b'{"brokerEpoch":""}', b'{"brokerEpoch":"x"}', b'{"brokerEpoch":7.9}', b'{"brokerEpoch":-7.9}', b'{"brokerEpoch":1e3}',
+    b'{"brokerEpoch":true}', b'{"brokerEpoch":[7]}', b'{"brokerEpoch":{}}', b'{"brokerEpoch":9223372036854775807}',
+    b'{"brokerEpoch":9223372036854775808}', b'{"brokerEpoch":1e30}', b'{"version":"x","brokerEpoch":7}',
+    b'{"version":2147483648,"brokerEpoch":7}', b'{"version":1.5,"brokerEpoch":7}', b'{"version":null,"brokerEpoch":7}',
+    b'{"version":true,"brokerEpoch":7}', b'{"brokerEpoch":7,"brokerEpoch":8}', b'{"brokerEpoch":7,"other":[1,{"a":2}]}',
+    b'{"brokerEpoch":NaN}', b'{"brokerEpoch":"1_0"}', b'{"brokerEpoch":" 7"}', b'{"brokerEpoch":"+7"}',
+    b'{"brokerEpoch":"7.5"}', b'{"brokerEpoch":"0x10"}', b'{"brokerEpoch":-1}', b"{'brokerEpoch':7}", b'{"brokerEpoch":7',
+    b'\xef\xbb\xbf{"brokerEpoch":7}', b'{"brokerEpoch":07}', b'{"brokerEpoch":"1e2"}', b'{"brokerEpoch":"Infinity"}',
+]  # fmt: skip
+# two data dirs' markers: the epochs combined as readBrokerEpochFromCleanShutdownFiles combines them
+MARKER_PAIRS = [
+    (b'{"brokerEpoch":5}', b'{"brokerEpoch":6}'), (b'{"brokerEpoch":-1}', b'{"brokerEpoch":6}'),
+    (b'{"brokerEpoch":6}', b'{"brokerEpoch":-1}'), (b'{"brokerEpoch":5}', None), (None, None),
+]  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release", [None, "3.9.1"])
+def test_the_marker_content_matrix_on_kafka(release):
+    """The broker epoch the model and impl read from a clean-shutdown marker, content by content and
+    for two data dirs together, is what Kafka reads (Jackson's mapping, CleanShutdownFileHandler.read,
+    LogManager.readBrokerEpochFromCleanShutdownFiles; §6.4).  The corpus case
+    ``corpora/log/clean-shutdown-marker-content.json`` is the gate's cheap check."""
+    import base64
+
+    cases = [(c,) for c in MARKER_CONTENTS] + MARKER_PAIRS
+    differ = []
+    for markers in cases:
+        files = {f"d{i}/.kafka_cleanshutdown": {"base64": base64.b64encode(m).decode()} for i, m in enumerate(markers) if m is not None}
+        scenario = sc.Scenario.from_json(
+            {"format": "klc-scenario", "version": 1, "config": {}, "data_dirs": len(markers), "image": {"files": files},
+             "steps": [{"op": "previous_broker_epoch"}]}
+        )  # fmt: skip
+        verdict = run(scenario, ("model", "impl", "kafka" if release is None else f"kafka:{release}"))
+        if verdict.violations:
+            differ.append((markers, verdict.results[-1]))
+    assert differ == []

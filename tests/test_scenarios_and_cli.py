@@ -291,3 +291,10 @@ def test_idempotent_batches_survive_the_round_trip():
     scenario = sc.Scenario.load(path)
     assert scenario.steps[1].batches[0].producer == (7, 0, 0)
     assert sc.Scenario.from_json(json.loads(scenario.dumps()), "again") == scenario
+
+
+def test_log_segments_range_follows_kafkas_rule():
+    """``LogSegments.values(from, to)`` as §4.13 states it, a reversed range refused."""
+    from conformance.log_checks import check_segments_range
+
+    check_segments_range()

@@ -62,6 +62,12 @@ def test_directories(backend):
     with pytest.raises(FileNotFoundError):
         s.rename(f"{root}/p/f1", f"{root}/p/f3")
     assert s.scan_dir(f"{root}/p") == (["f2", "q"], {"q"})  # one read, each entry's kind with it
+    s.open(f"{root}/p/f2").write_at(0, b"marker")
+    assert s.read_small(f"{root}/p/f2", 3) == b"mar" and s.read_small(f"{root}/p/f2", 100) == b"marker"
+    with pytest.raises(FileNotFoundError):
+        s.read_small(f"{root}/p/nope", 10)
+    with pytest.raises(IsADirectoryError):
+        s.read_small(f"{root}/p/q", 10)
     s.unlink(f"{root}/p/f2")
     with pytest.raises(FileNotFoundError):
         s.unlink(f"{root}/p/f2")

@@ -33,6 +33,13 @@ class HarnessError(RuntimeError):
     it — Kafka's JVM, or another store speaking the JSON lines — and a verdict is never made of it."""
 
 
+def refusal(e: Exception) -> dict:
+    """A refused operation's result: Kafka's exception class, and what the exception carries that a
+    caller reads (``fields``: an UnexpectedAppendOffsetException's first and last offset, which the
+    replica fetcher logs and acts on)."""
+    return {"error": getattr(e, "kind", type(e).__name__), **getattr(e, "fields", {})}
+
+
 class Target(Protocol):
     """The one target protocol (DESIGN.md "Targets")."""
 
@@ -155,7 +162,7 @@ class TargetBase:
             try:
                 self._tick()
             except self.refusals() as e:
-                return {"error": getattr(e, "kind", type(e).__name__)}
+                return refusal(e)
         return {}
 
     def open(self) -> dict:
@@ -200,7 +207,7 @@ class TargetBase:
         try:
             return self._call(step)
         except self.refusals() as e:
-            return {"error": getattr(e, "kind", type(e).__name__)}
+            return refusal(e)
 
     def _race(self, step: sc.Race) -> dict:
         """A ``race`` (:class:`conformance.scenario.Race`): ``{"race": [result per thread]}``.  A

@@ -49,9 +49,10 @@ WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time ste
 class KafkaRefusal(Exception):
     """Kafka threw: ``kind`` is its exception class, as the scenario format names refusals."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, fields: dict | None = None):
         super().__init__(f"{kind}: {message}")
         self.kind = kind
+        self.fields = fields or {}  # what the exception carries besides its message (an append's offsets)
 
 
 class KafkaTarget(TargetBase):
@@ -130,8 +131,9 @@ class KafkaTarget(TargetBase):
 
     def _configure(self) -> None:
         self._request(
-            "configure", root=self.root, data_dirs=self.dir_names, config=self.scenario.config, clock_ms=self.clock()
-        )
+            "configure", root=self.root, data_dirs=self.dir_names, config=self.scenario.config, clock_ms=self.clock(),
+            jitter_seed=self.scenario.jitter_seed,
+        )  # fmt: skip
 
     def _start_jvm(self):
         """The JVM: the process's shared one, or with capture the one capturing targets share (a
@@ -165,7 +167,7 @@ class KafkaTarget(TargetBase):
         if "unsupported" in answer:
             raise Unsupported(f"kafka {self.version}: {answer['unsupported']}")
         if "refused" in answer:
-            raise KafkaRefusal(answer["refused"], answer.get("message", ""))
+            raise KafkaRefusal(answer["refused"], answer.get("message", ""), answer.get("fields"))
         return answer["ok"]
 
     def _stamp(self, began_ns: int) -> None:

@@ -133,6 +133,69 @@ INDEX_MUTANTS = (
 
 LOG_MUTANTS = (
     Mutant(
+        name="log-append-time-not-stamped",
+        module="impl.log",
+        old='                if self.config.message_timestamp_type == "LogAppendTime":\n',
+        new="                if False:\n",
+        description="under message.timestamp.type=LogAppendTime a leader's batch keeps the producer's CreateTime, where "
+        "Kafka's LogValidator stamps its max timestamp with the broker's clock (§4.14)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="loaded-segments-draw-no-jitter",
+        module="impl.loader",
+        old='return self.jitter(f"{self.topic}-{self.partition}", base) % bound if bound else 0',
+        new="return 0",
+        description="the segments a load opens draw no roll jitter, where Kafka's LogSegment.open gives each a new "
+        "one: the active segment after a restart rolls by segment.ms alone (§4.3 rule 2)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="marker-read-whole-as-json",
+        module="impl.clean_shutdown",
+        old="root, _ = json.JSONDecoder(parse_constant=_refuse).raw_decode(text)",
+        new="root = json.JSONDecoder(parse_constant=_refuse).decode(text)",
+        description="the clean-shutdown marker's content must be JSON to its end, where Kafka's Jackson mapping reads "
+        "the root object and nothing after it: the broker registers no previous epoch (§6.4, KIP-966)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="index-existence-from-a-stale-listing",
+        module="impl.loader",
+        old='                listing.created(f"{prefix}.index", f"{prefix}.timeindex")',
+        new="                pass",
+        description="loadSegmentFiles answers whether a segment's index exists from the listing taken before an earlier "
+        "segment's recovery wrote it, so a second name for the same base is recovered again (§5.3; Kafka asks the file system)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="reversed-segment-range-answered",
+        module="impl.log",
+        old="        if end < start:\n            raise LogError(",
+        new="        if False:\n            raise LogError(",
+        description="LogSegments.values(from, to) with to below from answers segments instead of refusing "
+        "(IllegalArgumentException in Kafka, §4.13 rule 1)",
+        caught_by=("segments-range",),
+    ),
+    Mutant(
+        name="unexpected-append-offset-names-the-wrapper-offset",
+        module="impl.log",
+        old='{"first_offset": base_offset(data, headers[0]), "last_offset": last}',
+        new='{"first_offset": headers[0].offset, "last_offset": last}',
+        description="a follower append refused below the log end carries a legacy wrapper's own offset (its last inner "
+        "record's) as the first offset, where Kafka's UnexpectedAppendOffsetException carries the batch's base offset (§4.14)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="unreadable-first-batch-rolls-by-the-clock",
+        module="impl.segment",
+        old="if size < _RECORD_OVERHEAD_V0:",
+        new="if False:",
+        description="a roll check that finds the active segment's first batch with a size field below 14 reads on instead of "
+        "throwing CorruptRecordException, so the append is taken where Kafka refuses it (§4.3, loadFirstBatchTimestamp)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="compacted-topic-takes-keyless-records",
         module="impl.log",
         old="if cfg.compact_enabled and not all(has_key for _, has_key in records):",

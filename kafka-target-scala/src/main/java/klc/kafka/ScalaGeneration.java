@@ -51,9 +51,6 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
                 throw new Unsupported("topic config " + key + ": Kafka " + Release.version() + " has no such config");
             }
         }
-        if (Long.parseLong(topicConfig.getProperty("segment.jitter.ms", "0")) != 0) {
-            throw new Unsupported("segment.jitter.ms > 0: Kafka draws the jitter from java.util.Random, the scenario from its jitter_seed");
-        }
         return topicConfig;
     }
 

@@ -24,6 +24,7 @@ import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Set;
 
@@ -37,6 +38,7 @@ import java.util.Set;
 final class Broker extends ScalaGeneration<UnifiedLog> {
     private static final HexFormat HEX = HexFormat.of();
     private static final String STORAGE = "org.apache.kafka.storage.internals.log.";
+    private OptionalLong previousEpoch; // read at the last startup; null: this release reads none
     /** transactional.id.expiration.ms's default, which LogManager.apply passes as maxPidExpirationMs up to 3.3. */
     private static final int MAX_PID_EXPIRATION_MS = 7 * 24 * 3600 * 1000;
     /** From 3.4 (KIP-854): producer.id.expiration.ms, transaction.max.timeout.ms and
@@ -89,8 +91,26 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
                 new Object[] {dataDirs.size()});
         return () -> {
             manager = newLogManager(failures);
+            previousEpoch = readBrokerEpoch(manager);
             Scala.callFirst(manager, "startup", new Object[] {scala.collection.immutable.Set$.MODULE$.empty()});
         };
+    }
+
+    /** What BrokerServer reads before the LogManager's startup (3.7+, KIP-966); null before 3.7,
+     *  whose marker holds nothing. */
+    private static OptionalLong readBrokerEpoch(LogManager manager) {
+        try {
+            return (OptionalLong) manager.getClass().getMethod("readBrokerEpochFromCleanShutdownFiles").invoke(manager);
+        } catch (NoSuchMethodException before37) {
+            return null;
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    @Override
+    protected OptionalLong previousBrokerEpoch() {
+        return previousEpoch == null ? super.previousBrokerEpoch() : previousEpoch;
     }
 
     /** LogManager's constructor: 3.9 and 4.0 end with the initial task delay (0 here, as the

@@ -27,6 +27,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Set;
 
@@ -80,6 +81,10 @@ final class Logs {
 
     void startup() {
         manager.startup(CollectionConverters.asScala(Set.<String>of()), manager.startup$default$2());
+    }
+
+    OptionalLong readBrokerEpochFromCleanShutdownFiles() {
+        return manager.readBrokerEpochFromCleanShutdownFiles();
     }
 
     void shutdown(long brokerEpoch) {

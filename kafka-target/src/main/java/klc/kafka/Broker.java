@@ -39,6 +39,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Set;
 
@@ -52,6 +53,7 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     private static final int BROKER_EPOCH = -1;
 
     private LogDirFailureChannel failures;
+    private OptionalLong previousEpoch = OptionalLong.empty();
 
     Broker(JsonNode request) {
         super(request, Broker::kafkaConfig);
@@ -64,9 +66,7 @@ final class Broker extends Generation<Logs, UnifiedLog> {
         for (Map.Entry<String, JsonNode> e : config.entrySet()) {
             String key = e.getKey();
             String value = e.getValue().asText();
-            if (key.equals("segment.jitter.ms") && e.getValue().asLong() != 0) {
-                throw new Unsupported("segment.jitter.ms > 0: Kafka draws the jitter from java.util.Random, the scenario from its jitter_seed");
-            } else if (!LogConfig.configNames().contains(key)) {
+            if (!LogConfig.configNames().contains(key)) {
                 // LogConfig ignores a name it does not define: the step would run without the setting
                 throw new Unsupported("topic config " + key + ": Kafka " + Release.version() + " has no such config");
             } else if (key.equals("segment.bytes") && e.getValue().asLong() < 1024 * 1024) {
@@ -85,7 +85,14 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     protected Startup.Step startManager() throws IOException {
         failures = new LogDirFailureChannel(dataDirs.size());
         manager = new Logs(dataDirs, new LogConfig(topicConfig), recoveryThreads, scheduler, failures, clock);
+        // BrokerServer reads the markers' broker epoch from the new LogManager before its startup
+        previousEpoch = manager.readBrokerEpochFromCleanShutdownFiles();
         return () -> manager.startup();
+    }
+
+    @Override
+    protected OptionalLong previousBrokerEpoch() {
+        return previousEpoch;
     }
 
     @Override

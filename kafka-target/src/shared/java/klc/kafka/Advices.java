@@ -12,7 +12,8 @@ import net.bytebuddy.matcher.ElementMatchers;
  * class, which has then loaded the partition.  Which classes: {@link Release} of the generation
  * ({@code UnifiedLog} in 4.x, built after LogLoader ran; {@code kafka.log.Log} in 2.x, which loads
  * the partition itself). Every segment constructor's end is reported to {@link SystemTimeSegments},
- * every index constructor's to {@link IndexBuilds}.
+ * every index constructor's to {@link IndexBuilds}, and each segment takes the scenario's roll
+ * jitter ({@link SegmentJitter}).
  */
 public final class Advices {
     private Advices() { }
@@ -61,6 +62,7 @@ public final class Advices {
         @Advice.OnMethodExit
         static void exit(@Advice.This Object segment) {
             SystemTimeSegments.built(segment);
+            SegmentJitter.built(segment);
         }
     }
 

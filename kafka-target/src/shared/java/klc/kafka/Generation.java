@@ -19,6 +19,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Set;
 import java.util.function.Function;
@@ -76,6 +77,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         this.topicConfig = kafkaConfig.apply(header);
         this.clock = new StepClock(request.path("clock_ms").asLong());
         SystemTimeSegments.use(clock);
+        SegmentJitter.configure(request.path("jitter_seed").asLong(0), header);
         this.scheduler = new StepScheduler(clock);
     }
 
@@ -85,6 +87,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
      *  first steps; answers the {@code loaded} list ({@link LoadedPartitions}). */
     ObjectNode open() throws Exception {
         Recoveries.reset();
+        SegmentJitter.restarted();
         Startup.Step load = startManager();
         String failed = Startup.run(load, this::takeOfflineDirs, () -> {
             for (L log : logs()) {
@@ -213,6 +216,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         for (L log : sortedLogs()) {
             if (topicPartition(log).topic().equals(topic)) {
                 updateConfig(log, config, updated);
+                SegmentJitter.altered(topicPartition(log).toString(), merged);
             }
         }
         return JSON.createObjectNode();
@@ -335,6 +339,25 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     /** A new LogManager over the data dirs (this.manager), answering its load: startup (the
      *  constructor too where it loads, up to 2.7). What it throws before the load is a refusal. */
     protected abstract Startup.Step startManager() throws Exception;
+
+    /** What the broker read from its data dirs' clean-shutdown markers as it started, before the
+     *  load deleted them (LogManager.readBrokerEpochFromCleanShutdownFiles, KIP-966, 3.7+): the
+     *  broker epoch, empty when a marker is missing or unreadable or the dirs disagree. */
+    protected OptionalLong previousBrokerEpoch() {
+        throw new Unsupported("previous_broker_epoch: Kafka " + Release.version() + " writes no broker epoch into its clean-shutdown marker (3.7+)");
+    }
+
+    /** The {@code previous_broker_epoch} step's answer. */
+    ObjectNode previousBrokerEpochAnswer() {
+        OptionalLong epoch = previousBrokerEpoch();
+        ObjectNode out = JSON.createObjectNode();
+        if (epoch.isPresent()) {
+            out.put("broker_epoch", epoch.getAsLong());
+        } else {
+            out.putNull("broker_epoch");
+        }
+        return out;
+    }
 
     /** Whether the load queued the data dir on the log-dir failure channel. */
     protected abstract boolean queuedOffline(String dataDir);

@@ -103,6 +103,7 @@ public final class Main {
             Throwable refusal = Release.refusal(e);
             answer.put("refused", refusal.getClass().getSimpleName());
             answer.put("message", String.valueOf(refusal.getMessage()));
+            appendOffsets(refusal, answer);
             answer.put("trace", trace(e));
         } else if (e.getClass().getSimpleName().equals("SnappyError")) {
             // snappy-java's SnappyError (a chunk length out of bounds) is an Error Kafka's request
@@ -112,6 +113,34 @@ public final class Main {
             answer.put("trace", trace(e));
         } else {
             answer.put("harness", "the kafka target failed: " + trace(e));
+        }
+    }
+
+    /**
+     * The offsets an UnexpectedAppendOffsetException carries for the replica fetcher (its first and
+     * last offset), answered as {@code "fields"}: a Scala val before 4.1, a Java field since, so
+     * read by name either way.
+     */
+    private static void appendOffsets(Throwable refusal, ObjectNode answer) {
+        if (!refusal.getClass().getSimpleName().equals("UnexpectedAppendOffsetException")) {
+            return;
+        }
+        ObjectNode fields = answer.putObject("fields");
+        fields.put("first_offset", longMember(refusal, "firstOffset"));
+        fields.put("last_offset", longMember(refusal, "lastOffset"));
+    }
+
+    private static long longMember(Object o, String name) {
+        try {
+            return o.getClass().getField(name).getLong(o);
+        } catch (NoSuchFieldException e) {
+            try {
+                return ((Number) o.getClass().getMethod(name).invoke(o)).longValue();
+            } catch (ReflectiveOperationException f) {
+                throw new IllegalStateException(o.getClass().getName() + " has no " + name, f);
+            }
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(o.getClass().getName() + "." + name + " is not readable", e);
         }
     }
 

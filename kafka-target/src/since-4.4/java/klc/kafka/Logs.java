@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Set;
 
@@ -44,6 +45,10 @@ final class Logs {
 
     void startup() throws Exception {
         manager.startup(Set.of());
+    }
+
+    OptionalLong readBrokerEpochFromCleanShutdownFiles() {
+        return manager.readBrokerEpochFromCleanShutdownFiles();
     }
 
     void shutdown(long brokerEpoch) throws IOException {
