@@ -319,9 +319,17 @@ def make_input(seed: int, index: int, where: str, files, partitions) -> list[str
     if rng.random() < LOAD_SHARE:
         data = make_dir(rng, where, partitions, files)
         return ["load", *(["--json"] if rng.random() < 0.5 else []), data]
-    paths = [make_file(rng, where, files) for _ in range(rng.choice((1, 1, 1, 2)))]
+    paths = [make_file(rng, _own_dir(where, i), files) for i in range(rng.choice((1, 1, 1, 2)))]
     args = dump_args(rng, paths[0])
     return args + paths[1:]
+
+
+def _own_dir(where: str, i: int) -> str:
+    """The folder of an input's ``i``-th file: two files may draw the same name."""
+    if i == 0:
+        return where
+    os.makedirs(os.path.join(where, str(i)), exist_ok=True)
+    return os.path.join(where, str(i))
 
 
 # ---------------------------------------------------------------- running one
