@@ -98,6 +98,17 @@ TABLE = (
         SHOWN,
     ),
     Allowance(
+        "producer-below-the-log-start-forgotten", IDEMPOTENT_RECOVERY,
+        "a producer whose last batch lies below the log start offset lives in snapshots only: the load's "
+        "rebuild deletes every snapshot at or below the log start and keeps it in the one at the log end, "
+        "which the next load, still before a log-start checkpoint, deletes (recoverSegment's rebuild up to the "
+        "unflushed segment's base removes every snapshot above it) and finds nothing older to read it from "
+        "(those producers not compared; the rest of the producer state is)",
+        "§5.3 recoverSegment, §5.8 step 3b; KIP-360 (producers kept past retention)",
+        "corpora/crash/producer-below-the-log-start-forgotten-by-the-next-load.json",
+        SHOWN,
+    ),
+    Allowance(
         "recovery-cut-deletes-later-segments", IDEMPOTENT_RECOVERY,
         "the load took model.log_manager.LATER_DELETED: a recovery that cuts a segment short deletes the later "
         "unflushed segments, and neither is made durable; a crash that keeps the cut and loses the renames "

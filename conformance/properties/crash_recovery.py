@@ -349,6 +349,8 @@ class RecoveryTracker:
         if not t.compares_producer_state:
             want = without_producers(want)
         got, want = (_unexpired(d, t.clock.now) for d in (got, want))
+        if kafkas_own.applies("producer-below-the-log-start-forgotten"):
+            got, want = (_without_producers_below_log_start(d) for d in (got, want))
         ahead = self.reference.epochs_not_compared()
         got, want = ({k: _without_epochs(v) if k in ahead else v for k, v in d.items()} for d in (got, want))
         if got == want:
@@ -485,6 +487,20 @@ def _unexpired(partitions: dict, now_ms: int) -> dict:
     for key, p in partitions.items():
         if "producers" in p:
             p = {**p, "producers": [e for e in p["producers"] if not expired(e, now_ms)]}
+        out[key] = p
+    return out
+
+
+def _without_producers_below_log_start(partitions: dict) -> dict:
+    """The partitions without the producers whose last batch lies below the log start offset
+    (Kafka's own ``producer-below-the-log-start-forgotten``): only a snapshot carries such a
+    producer (KIP-360 keeps it past retention), and which snapshot a load keeps depends on the
+    checkpoints it finds, not on the interruption (docs/producer-state.md rules 14, 17)."""
+    out = {}
+    for key, p in partitions.items():
+        if "producers" in p:
+            start = p["log_start_offset"]
+            p = {**p, "producers": [e for e in p["producers"] if not 0 <= e[3] < start]}
         out[key] = p
     return out
 
