@@ -491,11 +491,26 @@ def _lost(index: int, why: str) -> dict:
             "findings": [(why.split(":")[0], why)], "rss_mib": 0.0, "rss_rise_mib": 0.0}  # fmt: skip
 
 
-def fuzz(inputs: int, seed: int, workers: int, start: int = 0) -> dict:
+class _Kept(list):
+    """The records, each also written as a JSON line as it comes (``--out``'s ``.jsonl``), so that a
+    run stopped half-way keeps what it judged."""
+
+    def __init__(self, path: str | None):
+        super().__init__()
+        self.file = open(path, "w", encoding="utf-8") if path else None  # noqa: SIM115  closed by fuzz
+
+    def append(self, record: dict) -> None:
+        super().append(record)
+        if self.file:
+            self.file.write(json.dumps(record) + "\n")
+            self.file.flush()
+
+
+def fuzz(inputs: int, seed: int, workers: int, start: int = 0, jsonl: str | None = None) -> dict:
     build_bombs()  # before the workers fork: they share the bytes
     tmp_root = tempfile.mkdtemp(prefix="klc-fuzz-")
     ctx = multiprocessing.get_context("fork")
-    began, records = time.perf_counter(), []
+    began, records = time.perf_counter(), _Kept(jsonl)
     todo = iter(range(start, start + inputs))
     pool = [Worker(ctx, seed, tmp_root) for _ in range(workers)]
     try:
@@ -507,6 +522,8 @@ def fuzz(inputs: int, seed: int, workers: int, start: int = 0) -> dict:
         for w in pool:
             w.stop()
         shutil.rmtree(tmp_root, ignore_errors=True)
+        if records.file:
+            records.file.close()
     return summarise(records, time.perf_counter() - began, seed)
 
 
@@ -566,7 +583,7 @@ def summarise(records: list[dict], seconds: float, seed: int) -> dict:
         "findings": {k: {"count": len(v), "first": v[:10]} for k, v in sorted(findings.items())},
         "peak_rss_mib": round(max((r["rss_mib"] for r in records), default=0), 1),
         "largest_rss_rises": sorted(records, key=lambda r: -r["rss_rise_mib"])[:5],
-        "slowest": sorted(records, key=lambda r: -r["seconds"])[:5],
+        "slowest": sorted(records, key=lambda r: -(r["seconds"] or 0))[:5],  # a lost input has no time
         "output_capped": sum(r["out_chars"] > OUTPUT_CAP for r in records),
     }  # fmt: skip
 
@@ -591,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--start", type=int, default=0, help="index of the first input")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--out", help="write the report here as JSON (default: stdout)")
+    parser.add_argument("--out", help="write the report here as JSON (default: stdout), and each record to OUT + l (JSON lines)")
     parser.add_argument("--replay", type=int, metavar="INDEX", help="run one input in this process, output shown")
     args = parser.parse_args(argv)
     if not os.path.isdir(REAL_DATA):
@@ -599,7 +616,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.replay is not None:
         replay(args.seed, args.replay)
         return 0
-    report = fuzz(args.inputs, args.seed, args.workers, args.start)
+    report = fuzz(args.inputs, args.seed, args.workers, args.start, args.out and args.out + "l")
     text = json.dumps(report, indent=1)
     if args.out:
         with open(args.out, "w") as f:
