@@ -1,0 +1,142 @@
+"""``klc mutate-kafka``: PIT with Kafka's tests per class, the stock baseline, then this suite on
+every mutant as batches on the campaign's executors (Spark, or local processes), each wave's rows
+appended to the results table, then the report.  Everything is kept under OUT and reused: a
+class PIT already ran, the baseline of the same jars and cases, the mutants already judged."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import attrs
+
+from conformance.kafka_mutation import pit, report, results, suite
+from conformance.kafka_mutation.pit import Mutant, MutationError
+
+
+@attrs.frozen
+class Config:
+    release: str = pit.PINNED
+    classes: tuple[str, ...] = pit.INDEXES
+    out: str = "mutate-kafka-out"
+    executor: str = "processes"  # or "spark"
+    master: str | None = None
+    workers: int = 1
+    batch: int = 4  # mutants per task
+    max_cases: int | None = None  # covering cases run per mutant at most (None: all)
+    machine_examples: int = suite.MACHINE_EXAMPLES
+    hot_swap: bool = False
+
+
+def resolve_classes(names: tuple[str, ...], storage_classes: set[str], release: str) -> list[str]:
+    """Dotted class names for ``names`` (short names of :data:`pit.CLASSES` or dotted names); a
+    class the release's kafka-storage jar does not hold is a :class:`MutationError`."""
+    out = []
+    for name in names:
+        dotted = pit.CLASSES.get(name, name)
+        if dotted not in storage_classes:
+            raise MutationError(f"--classes {name}: no class {dotted} in Kafka {release}'s kafka-storage jar")
+        out.append(dotted)
+    return list(dict.fromkeys(out))
+
+
+def pit_for(clazz: str, out: Path, release: str, progress) -> list[Mutant]:
+    """PIT's mutants of one class (and its nested classes), run once per OUT and kept."""
+    folder = out / "pit" / clazz
+    stamp = folder / "done.json"
+    args = {"release": release, "class": clazz, "tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS}
+    if not (stamp.exists() and json.loads(stamp.read_text()) == args):
+        progress(f"PIT: {clazz} with Kafka's tests ({len(pit.KAFKA_TESTS)} test classes), one thread")
+        began = time.monotonic()
+        pit.run_pit([clazz, f"{clazz}$*"], folder, release)
+        stamp.write_text(json.dumps(args))
+        progress(f"PIT: {clazz} done in {time.monotonic() - began:.0f} s")
+    return pit.mutants(folder)
+
+
+def judge_batch(task: dict) -> list[dict]:
+    """One task: this suite on a batch of mutants (a pure function of its input: Spark may run it
+    again elsewhere)."""
+    with open(task["baseline"], encoding="utf-8") as f:
+        base = json.load(f)
+    rows = []
+    for fields in task["mutants"]:
+        mutant = Mutant(**fields)
+        if task.get("hot_swap"):
+            from conformance.kafka_mutation import hot_swap
+
+            outcome = hot_swap.judge(mutant, base, task)
+        else:
+            outcome = suite.judge(mutant, base, task["storage_jar"], task["work"], task.get("max_cases"))
+        rows.append(row_of(mutant, base, outcome, bool(task.get("hot_swap"))))
+    return rows
+
+
+def row_of(mutant: Mutant, base: dict, outcome: dict, hot: bool) -> dict:
+    return {
+        "key": results.key(mutant), "release": base["release"], "kafka_build": base["digest"], "mutant": mutant.id,
+        "class": mutant.clazz, "method": mutant.method, "descriptor": mutant.descriptor, "line": mutant.line,
+        "mutator": mutant.mutator, "description": mutant.description, "kafka_status": mutant.kafka_status,
+        "killing_test": mutant.killing_test, "hot_swap": hot, **outcome,
+    }  # fmt: skip
+
+
+def _executor(config: Config):
+    from conformance.campaign import driver
+
+    if config.executor == "spark":
+        try:
+            return driver._Spark(config.master or f"local[{config.workers}]")
+        except driver.CampaignError as e:
+            raise MutationError(f"--executor spark: {e}") from None
+    if config.executor == "processes":
+        return driver._Processes(config.workers)
+    raise MutationError(f"--executor {config.executor}: spark or processes")
+
+
+def run(config: Config, progress=print) -> dict:
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    classpath, _tests, agent = pit.build_module(config.release)
+    storage_jar = pit.storage_jar(classpath, config.release)
+    classes = resolve_classes(config.classes, pit.classes_of(storage_jar), config.release)
+    mutants = [m for c in classes for m in pit_for(c, out, config.release, progress)]
+    base_path = str(out / "baseline.json")
+    base = suite.baseline(config.release, str(agent), base_path, config.machine_examples, progress)
+    table = str(out / "results")
+    done = {r["key"] for r in results.read(table) if r["kafka_build"] == base["digest"]}
+    todo = [m for m in mutants if results.key(m) not in done]
+    progress(f"mutants: {len(mutants)} of {len(classes)} class(es); {len(mutants) - len(todo)} judged before, {len(todo)} to judge")
+    work = str(out / "work")
+    os.makedirs(work, exist_ok=True)
+    task = {"baseline": base_path, "storage_jar": storage_jar, "work": work, "max_cases": config.max_cases,
+            "hot_swap": config.hot_swap, "agent": str(agent)}  # fmt: skip
+    batches = [todo[i : i + config.batch] for i in range(0, len(todo), config.batch)]
+    began = time.monotonic()
+    if batches:
+        executor = _executor(config)
+        try:
+            wave = max(1, config.workers)
+            for w in range(0, len(batches), wave):
+                items = [task | {"mutants": [attrs.asdict(m) for m in b]} for b in batches[w : w + wave]]
+                rows = [r for batch_rows in executor.map(judge_batch, items, lambda n: None) for r in batch_rows]
+                name = hashlib.sha256("\n".join(r["key"] for r in rows).encode()).hexdigest()[:16]
+                results.append(table, rows, f"{int(time.time())}-{name}")
+                judged = sum(len(b) for b in batches[: w + wave])
+                progress(f"suite: {judged}/{len(todo)} mutants judged ({time.monotonic() - began:.0f} s)")
+        finally:
+            executor.stop()
+    keys = {results.key(m) for m in mutants}
+    rows = [r for r in results.read(table) if r["key"] in keys and r["kafka_build"] == base["digest"]]
+    meta = {
+        "release": config.release, "classes": classes, "kafka_tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS,
+        "machine_examples": config.machine_examples, "max_cases": config.max_cases, "hot_swap": config.hot_swap,
+        "kafka_build": base["digest"], "baseline_cases": len(base["cases"]),
+        "judged_now": len(todo), "judged_now_seconds": round(time.monotonic() - began, 1),
+    }  # fmt: skip
+    built = report.build(rows, meta)
+    report.write(str(out), built)
+    return built
