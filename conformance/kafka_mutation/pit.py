@@ -104,9 +104,11 @@ def build_module(release: str = PINNED) -> tuple[str, Path, Path]:
         raise MutationError(f"kafka {release}: no mutation set-up (releases: {', '.join(RELEASES)})")
     out = MODULE / "target" / release
     cp, tests, agent = out / "classpath.txt", out / "kafka-tests", out / "kafka-mutation-1.jar"
-    newest = max(p.stat().st_mtime for p in [MODULE / "pom.xml", *MODULE.rglob("*.java")])
-    if not (cp.exists() and tests.is_dir() and agent.exists() and cp.stat().st_mtime >= newest):
+    stamp = out / ".built"  # Maven leaves an unchanged classpath.txt as it was: its own time says nothing
+    newest = max(p.stat().st_mtime for p in [MODULE / "pom.xml", *(MODULE / "src").rglob("*.java")])
+    if not (cp.exists() and tests.is_dir() and agent.exists() and stamp.exists() and stamp.stat().st_mtime >= newest):
         _maven(release)
+        stamp.touch()
     return cp.read_text().strip(), tests, agent
 
 
