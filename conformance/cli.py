@@ -981,8 +981,9 @@ class _CampaignUi:
               help="crash machine examples (derandomised) for a mutant the corpus leaves alive; 0: none")  # fmt: skip
 @click.option("--hot-swap/--jvm-per-mutant", default=True, show_default=True,
               help="swap each mutant into one live adapter JVM, or start a JVM on a patched jar per mutant")  # fmt: skip
+@click.option("--cases", "cases", multiple=True, help="only the corpus cases whose names start so (log/, crash/); repeatable")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
-def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, as_json) -> None:  # fmt: skip
+def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, as_json) -> None:  # fmt: skip
     """PIT mutants of Kafka's own log classes, killed by Kafka's own unit tests (the release's test
     jars) and by this suite (the corpus cases that run the mutated method, then the crash machine),
     side by side: OUT/report.json and OUT/report.html (docs/kafka-mutation.md).
@@ -997,7 +998,7 @@ def mutate_kafka(release, classes, out, executor, master, workers, batch, max_ca
     names = tuple(c.strip() for c in classes.split(",") if c.strip())
     if not names:
         _harness_exit("mutate-kafka", "--classes names no class")
-    config = run.Config(release, names, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap)
+    config = run.Config(release, names, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases)
     quiet = as_json
     try:
         report = run.run(config, progress=(lambda line: None) if quiet else click.echo)

@@ -106,15 +106,15 @@ def _base(cases: dict, machine=None) -> dict:
 def test_cases_are_chosen_by_the_method_they_run(tmp_path):
     found = {m.id: m for m in pit.mutants(pit_report(tmp_path))}
     base = _base({
-        "slow": {"verdict": "pass", "seconds": 9.0, "methods": [f"{OFFSET_INDEX}.append(JI)V"]},
-        "quick": {"verdict": "pass", "seconds": 1.0, "methods": [f"{OFFSET_INDEX}.append(JI)V", f"{OFFSET_INDEX}.sanityCheck()V"]},
+        "a-slow": {"verdict": "pass", "seconds": 9.0, "methods": [f"{OFFSET_INDEX}.append(JI)V"]},
+        "z-quick": {"verdict": "pass", "seconds": 1.0, "methods": [f"{OFFSET_INDEX}.append(JI)V", f"{OFFSET_INDEX}.sanityCheck()V"]},
         "other": {"verdict": "pass", "seconds": 0.5, "methods": [f"{OFFSET_INDEX}.lookup(J)Lx;"]},
         "none": {"verdict": "pass", "seconds": 0.1, "methods": ["org.apache.kafka.storage.internals.log.TimeIndex.entry(I)V"]},
     })  # fmt: skip
-    assert suite.covering(found["OffsetIndex/23"], base) == ["quick", "slow"]  # the quickest first
-    assert suite.covering(found["OffsetIndex/1"], base) == ["quick"]
+    assert suite.covering(found["OffsetIndex/23"], base) == ["z-quick", "a-slow"]  # the quickest first
+    assert suite.covering(found["OffsetIndex/1"], base) == ["z-quick"]
     # a method no case entered by its name: every case that entered the class
-    assert suite.covering(found["OffsetIndex/30"], base) == ["other", "quick", "slow"]
+    assert suite.covering(found["OffsetIndex/30"], base) == ["other", "z-quick", "a-slow"]
     assert not suite.machine_covers(found["OffsetIndex/23"], base)
     machine = {"examples": 5, "witness": None, "methods": [f"{OFFSET_INDEX}.append(JI)V"], "seconds": 1}
     assert suite.machine_covers(found["OffsetIndex/23"], _base({}, machine))
@@ -201,3 +201,30 @@ def test_no_maven_is_a_harness_error(tmp_path, monkeypatch):
     assert result.output.strip().splitlines() == [
         "klc mutate-kafka: kafka-mutation: 'mvn' is not on PATH (Maven builds PIT's classpath)"
     ]
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_offset_index_mutants_end_to_end(tmp_path):
+    """PIT with Kafka 4.3.1's own tests on OffsetIndex, then this suite (the log/ corpus cases by
+    coverage, hot-swapped into one JVM) on every mutant: the mutant that drops append's whole
+    body (its one call, inLock, removed) is killed by both, with a witness; every mutant is in the
+    report exactly once."""
+    out = tmp_path / "out"
+    command = [os.path.join(os.path.dirname(sys.executable), "klc"), "mutate-kafka", "--classes", "OffsetIndex", "--cases", "log/",
+               "--machine-examples", "0", "--out", str(out), "--json"]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    built = json.loads(run.stdout)
+    rows = {r["key"]: r for r in results.read(str(out / "results"))}
+    mutants = pit.mutants(out / "pit" / OFFSET_INDEX)
+    assert len(mutants) == built["mutants"] == len(rows) > 40
+    append = next(
+        m for m in mutants if m.method == "append" and m.mutator == "VoidMethodCallMutator" and m.description.endswith("::inLock")
+    )
+    assert append.kafka_status == "KILLED"
+    row = rows[results.key(append)]
+    assert row["suite_status"] == "killed" and row["witness_case"].startswith("log/") and "conforms" in row["witness"]
+    total = built["by_class"]["total"]
+    assert total["mutants"] == sum(total[b] for b in report.BUCKETS)
+    assert total["suite_killed"] > 0 and total["kafka_killed"] > 0

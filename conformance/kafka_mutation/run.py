@@ -29,6 +29,7 @@ class Config:
     max_cases: int | None = None  # covering cases run per mutant at most (None: all)
     machine_examples: int = suite.MACHINE_EXAMPLES
     hot_swap: bool = False
+    cases: tuple[str, ...] = ()  # corpus case name prefixes (log/, crash/): all when empty
 
 
 def resolve_classes(names: tuple[str, ...], storage_classes: set[str], release: str) -> list[str]:
@@ -105,7 +106,7 @@ def run(config: Config, progress=print) -> dict:
     classes = resolve_classes(config.classes, pit.classes_of(storage_jar), config.release)
     mutants = [m for c in classes for m in pit_for(c, out, config.release, progress)]
     base_path = str(out / "baseline.json")
-    base = suite.baseline(config.release, str(agent), base_path, config.machine_examples, progress)
+    base = suite.baseline(config.release, str(agent), base_path, config.machine_examples, progress, config.cases)
     table = str(out / "results")
     done = {r["key"] for r in results.read(table) if r["kafka_build"] == base["digest"]}
     todo = [m for m in mutants if results.key(m) not in done]
@@ -134,7 +135,8 @@ def run(config: Config, progress=print) -> dict:
     meta = {
         "release": config.release, "classes": classes, "kafka_tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS,
         "machine_examples": config.machine_examples, "max_cases": config.max_cases, "hot_swap": config.hot_swap,
-        "kafka_build": base["digest"], "baseline_cases": len(base["cases"]),
+        "kafka_build": base["digest"], "baseline_cases": len(base["cases"]), "cases": list(config.cases),
+        "baseline_seconds": round(sum(c["seconds"] for c in base["cases"].values()), 1),
         "judged_now": len(todo), "judged_now_seconds": round(time.monotonic() - began, 1),
     }  # fmt: skip
     built = report.build(rows, meta)

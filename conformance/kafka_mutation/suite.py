@@ -39,12 +39,15 @@ def target_of(release: str) -> str:
     return f"kafka:{release}"
 
 
-def candidate_cases(release: str) -> list:
+def candidate_cases(release: str, only: tuple[str, ...] = ()) -> list:
     """The corpus cases judged on the release: those recording a verdict for it, and those of the
     pinned adapter's line (``kafka``), whose stock verdict on this release the baseline measures;
-    a case with a ``race`` step (real threads: its verdict is drawn) is left out."""
+    a case with a ``race`` step (real threads: its verdict is drawn) is left out.  ``only``: the
+    cases whose names (``log/roll-on-segment-bytes.json``) start with one of these."""
     out = []
     for case in regressions.cases():
+        if only and not case.name.startswith(only):
+            continue
         if target_of(release) not in case.verdicts and "kafka" not in case.verdicts:
             continue
         if any(getattr(s, "op", None) == "race" or type(s).__name__ == "Race" for s in case.scenario.steps):
@@ -93,11 +96,15 @@ def stock_classpath(release: str) -> str:
     return os.pathsep.join(kafka_jvm.release_build(release).jars)
 
 
-def baseline(release: str, agent: str, cache: str, machine_examples: int = MACHINE_EXAMPLES, progress=print) -> dict:
+def baseline(
+    release: str, agent: str, cache: str, machine_examples: int = MACHINE_EXAMPLES, progress=print, only: tuple[str, ...] = ()
+) -> dict:
     """The stock release's verdict and method coverage per candidate case, and the crash machine's
     outcome and coverage; kept in ``cache`` (JSON) keyed by the release's jar digest, the cases'
     contents and the machine's budget, so a rerun reuses it."""
-    cases = candidate_cases(release)
+    cases = candidate_cases(release, only)
+    if not cases:
+        raise MutationError(f"no corpus case of Kafka {release} is named {' or '.join(only)}...")
     build = kafka_jvm.release_build(release)
     key = hashlib.sha256()
     key.update(f"{build.digest}\n{machine_examples}\n".encode())
