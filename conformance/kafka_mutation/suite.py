@@ -86,8 +86,10 @@ def _agent_options(agent: str, coverage_file: str) -> str:
 
 
 def _read_coverage(path: str) -> list[str]:
+    """The methods the agent wrote (it creates the file as the JVM starts): none when no JVM
+    started (a case whose first step the target refused to express runs no Kafka code)."""
     if not os.path.exists(path):
-        raise MutationError(f"method coverage: the adapter's JVM wrote no {path} (did it start with the agent?)")
+        return []
     with open(path, encoding="utf-8") as f:
         return sorted(line.strip() for line in f if line.strip())
 
@@ -100,26 +102,30 @@ def baseline(
     release: str, agent: str, cache: str, machine_examples: int = MACHINE_EXAMPLES, progress=print, only: tuple[str, ...] = ()
 ) -> dict:
     """The stock release's verdict and method coverage per candidate case, and the crash machine's
-    outcome and coverage; kept in ``cache`` (JSON) keyed by the release's jar digest, the cases'
-    contents and the machine's budget, so a rerun reuses it."""
+    outcome and coverage; kept in ``cache`` (JSON): the cases' part keyed by the release's jar
+    digest and the cases' contents, the machine's by its budget, so a rerun redoes only what
+    changed."""
     cases = candidate_cases(release, only)
     if not cases:
         raise MutationError(f"no corpus case of Kafka {release} is named {' or '.join(only)}...")
     build = kafka_jvm.release_build(release)
-    key = hashlib.sha256()
-    key.update(f"{build.digest}\n{machine_examples}\n".encode())
+    key = hashlib.sha256(f"{build.digest}\n".encode())
     for case in cases:
         with open(case.path, "rb") as f:
             key.update(case.name.encode() + b"\0" + hashlib.sha256(f.read()).digest())
     key = key.hexdigest()
+    out = {"key": key, "release": release, "digest": build.digest, "cases": {}, "machine": None}
     if os.path.exists(cache):
         with open(cache, encoding="utf-8") as f:
             kept = json.load(f)
         if kept.get("key") == key:
-            return kept
-    out = {"key": key, "release": release, "digest": build.digest, "cases": {}, "machine": None}
+            out = kept
+    changed = False
     with tempfile.TemporaryDirectory(prefix="klc-coverage-") as tmp:
         for i, case in enumerate(cases):
+            if case.name in out["cases"]:
+                continue  # kept from an interrupted baseline
+            changed = True
             cov = os.path.join(tmp, f"{i}.txt")
             began = time.monotonic()
             with build_env(stock_classpath(release), _agent_options(agent, cov)):
@@ -130,21 +136,30 @@ def baseline(
                 "seconds": round(time.monotonic() - began, 2),
             }  # fmt: skip
             progress(f"baseline: {i + 1}/{len(cases)} {case.name}: {out['cases'][case.name]['verdict']}")
-        if machine_examples > 0:
-            cov = os.path.join(tmp, "machine.txt")
-            began = time.monotonic()
-            with build_env(stock_classpath(release), _agent_options(agent, cov)):
-                witness = run_machine(target_of(release), machine_examples)
-            out["machine"] = {
-                "examples": machine_examples, "witness": witness, "methods": _read_coverage(cov),
-                "seconds": round(time.monotonic() - began, 2),
-            }  # fmt: skip
-            progress(f"baseline: crash machine ({machine_examples} examples): {'pass' if witness is None else witness}")
+            _keep(cache, out)
+        if (out["machine"] or {}).get("examples", 0) != machine_examples:
+            changed = True
+            out["machine"] = None
+            if machine_examples > 0:
+                cov = os.path.join(tmp, "machine.txt")
+                began = time.monotonic()
+                with build_env(stock_classpath(release), _agent_options(agent, cov)):
+                    witness = run_machine(target_of(release), machine_examples)
+                out["machine"] = {
+                    "examples": machine_examples, "witness": witness, "methods": _read_coverage(cov),
+                    "seconds": round(time.monotonic() - began, 2),
+                }  # fmt: skip
+                progress(f"baseline: crash machine ({machine_examples} examples): {'pass' if witness is None else witness}")
+    if changed:
+        _keep(cache, out)
+    return out
+
+
+def _keep(cache: str, value: dict) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(cache)), exist_ok=True)
     with open(cache + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(out, f, indent=1)
+        json.dump(value, f)
     os.replace(cache + ".tmp", cache)
-    return out
 
 
 def run_machine(target: str, examples: int) -> str | None:

@@ -1,12 +1,10 @@
 package klc.mutation;
 
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.lang.instrument.Instrumentation;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -23,7 +21,8 @@ import net.bytebuddy.matcher.ElementMatchers;
  * <p>{@code -javaagent:kafka-mutation.jar=coverage:OUT_FILE,PREFIX[,PREFIX...]} ({@link Agent}): every method and constructor
  * of the classes whose names start with a prefix gets an entry advice recording
  * {@code class.method(descriptor)} (PIT's spelling of a mutant's location); the set is written to
- * OUT_FILE, one line each, when the JVM exits.
+ * OUT_FILE, one line each, as each is first entered (so a JVM that halts, as the adapter's crash
+ * inside a load does with {@code Runtime.halt}, has still told every method it ran).
  */
 public final class MethodCoverage {
     private MethodCoverage() {}
@@ -36,7 +35,11 @@ public final class MethodCoverage {
         if (parts.length < 2) {
             throw new IllegalArgumentException("MethodCoverage: expected OUT_FILE,PREFIX[,PREFIX...], got " + args);
         }
-        Path out = Path.of(parts[0]);
+        try {
+            sink = new FileOutputStream(parts[0], true);
+        } catch (IOException e) {
+            throw new IllegalArgumentException("MethodCoverage: cannot write " + parts[0] + ": " + e);
+        }
         List<String> prefixes = new ArrayList<>(List.of(parts).subList(1, parts.length));
         new AgentBuilder.Default()
             .type(td -> prefixes.stream().anyMatch(p -> td.getName().startsWith(p)))
@@ -44,18 +47,21 @@ public final class MethodCoverage {
                 builder.visit(Advice.to(Entered.class).on(ElementMatchers.isMethod().or(ElementMatchers.isConstructor())
                     .and(ElementMatchers.not(ElementMatchers.isAbstract())))))
             .installOn(inst);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> write(out), "method-coverage"));
     }
 
-    static void write(Path out) {
-        List<String> lines = new ArrayList<>(HIT);
-        Collections.sort(lines);
-        try {
-            Path tmp = out.resolveSibling(out.getFileName() + ".tmp");
-            Files.write(tmp, lines, StandardCharsets.UTF_8);
-            Files.move(tmp, out, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-        } catch (IOException e) {
-            System.err.println("MethodCoverage: cannot write " + out + ": " + e);
+    private static FileOutputStream sink;
+
+    /** Called by the advice: a method entered for the first time is written out at once. */
+    public static void hit(String method) {
+        if (HIT.add(method)) {
+            synchronized (MethodCoverage.class) {
+                try {
+                    sink.write((method + "\n").getBytes(StandardCharsets.UTF_8));
+                    sink.flush();
+                } catch (IOException e) {
+                    System.err.println("MethodCoverage: cannot write " + method + ": " + e);
+                }
+            }
         }
     }
 
@@ -65,7 +71,7 @@ public final class MethodCoverage {
 
         @Advice.OnMethodEnter
         static void enter(@Advice.Origin("#t.#m#d") String method) {
-            HIT.add(method);
+            hit(method);
         }
     }
 }
