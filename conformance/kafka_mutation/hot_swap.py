@@ -15,7 +15,6 @@ import tempfile
 import time
 import zipfile
 
-from conformance import regressions
 from conformance.kafka_mutation import mutant_build, suite
 from conformance.kafka_mutation.pit import Mutant
 from conformance.targets import kafka_jvm
@@ -84,36 +83,24 @@ def judge(mutant: Mutant, base: dict, task: dict) -> dict:
     """As :func:`suite.judge`, in this process's long-lived JVM."""
     task = task | {"release": base["release"]}
     began = time.monotonic()
-    cases = suite.covering(mutant, base)[: task.get("max_cases")]
-    machine = suite.machine_covers(mutant, base)
+    cases, machine = suite.covering(mutant, base), suite.machine_covers(mutant, base)
     row = {"suite_status": suite.NO_COVERAGE, "witness_case": None, "witness": None, "cases_run": 0, "covering_cases": len(cases)}
     if not cases and not machine:
         return row | {"suite_seconds": round(time.monotonic() - began, 2)}
     control = _control(task)
-    target = suite.target_of(base["release"])
-    by_name = {c.name: c for c in regressions.cases()}
-    row["suite_status"] = suite.SURVIVED
     try:
         swap(control, mutant.clazz, mutant.class_file)
-        try:
-            for name in cases:
-                row["cases_run"] += 1
-                violation = regressions.replay(by_name[name], target)
-                verdict, stock = regressions.verdict_of(violation), base["cases"][name]["verdict"]
-                if verdict != stock:
-                    witness = f"{verdict}, stock {stock}" + (f": {violation}" if violation is not None else "")
-                    row |= {"suite_status": suite.KILLED, "witness_case": name, "witness": suite._one_line(witness)}
-                    break
-            if row["suite_status"] == suite.SURVIVED and machine:
-                witness = suite.run_machine(target, base["machine"]["examples"])
-                if witness is not None:
-                    row |= {"suite_status": suite.KILLED, "witness_case": "crash machine", "witness": witness}
-        finally:
-            if _jvm_alive():
-                swap(control, mutant.clazz, _stock_class(task["storage_jar"], mutant.clazz))
     except KafkaTargetError as e:
-        timed_out = "no answer to" in str(e) and "within" in str(e)
-        row |= {"suite_status": suite.TIMED_OUT if timed_out else suite.HARNESS, "witness": suite._one_line(str(e))}
+        return row | {"suite_status": suite.HARNESS, "witness": suite._one_line(str(e)),
+                      "suite_seconds": round(time.monotonic() - began, 2)}  # fmt: skip
+    try:
+        row |= suite.run_cases(cases[: task.get("max_cases")], machine, base)
+    finally:
+        if _jvm_alive():
+            try:
+                swap(control, mutant.clazz, _stock_class(task["storage_jar"], mutant.clazz))
+            except KafkaTargetError:
+                pass  # the JVM was stopped: the next mutant starts one on the stock classes
     return row | {"suite_seconds": round(time.monotonic() - began, 2)}
 
 

@@ -66,12 +66,17 @@ def judge_batch(task: dict) -> list[dict]:
     rows = []
     for fields in task["mutants"]:
         mutant = Mutant(**fields)
-        if task.get("hot_swap"):
-            from conformance.kafka_mutation import hot_swap
+        began = time.monotonic()
+        try:
+            if task.get("hot_swap"):
+                from conformance.kafka_mutation import hot_swap
 
-            outcome = hot_swap.judge(mutant, base, task)
-        else:
-            outcome = suite.judge(mutant, base, task["storage_jar"], task["work"], task.get("max_cases"))
+                outcome = hot_swap.judge(mutant, base, task)
+            else:
+                outcome = suite.judge(mutant, base, task["storage_jar"], task["work"], task.get("max_cases"))
+        except Exception as e:  # noqa: BLE001 — one mutant's harness failure is its row, not the run's end
+            outcome = {"suite_status": suite.HARNESS, "witness_case": None, "witness": f"{type(e).__name__}: {e}"[:400],
+                       "cases_run": 0, "covering_cases": 0, "suite_seconds": round(time.monotonic() - began, 2)}  # fmt: skip
         rows.append(row_of(mutant, base, outcome, bool(task.get("hot_swap"))))
     return rows
 

@@ -215,43 +215,58 @@ def machine_covers(mutant: Mutant, base: dict) -> bool:
 
 
 def judge(mutant: Mutant, base: dict, storage_jar: str, work: str, max_cases: int | None = None) -> dict:
-    """This suite's outcome on ``mutant``: status (killed, survived, no_coverage, timed_out,
-    harness_error), the witness (the case, its verdict and what differed; or the machine's
-    violation), the cases run and the seconds."""
-    release = base["release"]
+    """This suite's outcome on ``mutant``, in a JVM of its own on a patched jar: status (killed,
+    survived, no_coverage, timed_out, harness_error), the witness (the case, its verdict and what
+    differed; or the machine's violation), the cases run and the seconds."""
     began = time.monotonic()
-    cases = covering(mutant, base)[:max_cases]
-    machine = machine_covers(mutant, base)
+    cases, machine = covering(mutant, base), machine_covers(mutant, base)
     row = {"suite_status": NO_COVERAGE, "witness_case": None, "witness": None, "cases_run": 0, "covering_cases": len(cases)}
     if not cases and not machine:
         return row | {"suite_seconds": round(time.monotonic() - began, 2)}
     folder = tempfile.mkdtemp(prefix="klc-mutant-", dir=work)
-    by_name = {c.name: c for c in regressions.cases()}
     try:
         patched = mutant_build.patched_jar(storage_jar, mutant, folder)
-        classpath = mutant_build.mutant_classpath(kafka_jvm.release_build(release).jars, patched)
-        row["suite_status"] = SURVIVED
+        classpath = mutant_build.mutant_classpath(kafka_jvm.release_build(base["release"]).jars, patched)
         with build_env(classpath, answer_timeout=MUTANT_ANSWER_TIMEOUT_S):
-            for name in cases:
-                row["cases_run"] += 1
-                verdict, witness = _replay(by_name[name], target_of(release))
-                stock = base["cases"][name]["verdict"]
-                if verdict != stock:
-                    row |= {"suite_status": KILLED, "witness_case": name,
-                            "witness": _one_line(f"{verdict}, stock {stock}" + (f": {witness}" if witness else ""))}  # fmt: skip
-                    break
-            if row["suite_status"] == SURVIVED and machine:
-                witness = run_machine(target_of(release), base["machine"]["examples"])
-                if witness is not None:
-                    row |= {"suite_status": KILLED, "witness_case": "crash machine", "witness": witness}
-    except KafkaTargetError as e:
-        timed_out = "no answer to" in str(e) and "within" in str(e)
-        row |= {"suite_status": TIMED_OUT if timed_out else HARNESS, "witness": _one_line(str(e))}
+            row |= run_cases(cases[:max_cases], machine, base)
     finally:
         mutant_build.remove(folder)
     return row | {"suite_seconds": round(time.monotonic() - began, 2)}
 
 
-def _replay(case, target: str) -> tuple[str, str | None]:
-    violation = regressions.replay(case, target)
-    return regressions.verdict_of(violation), None if violation is None else str(violation)
+def run_cases(cases: list[str], machine: bool, base: dict) -> dict:
+    """The cases on the kafka target as it stands (the mutant in Kafka's place), stopping at the
+    first whose verdict differs from the stock release's; then the machine.  Kafka throwing where
+    the runner expected an answer (``KafkaRefusal`` out of a step) is a difference too; a dead or
+    hung JVM and any other failure are not a verdict."""
+    from conformance.targets.kafka import KafkaRefusal
+
+    target = target_of(base["release"])
+    by_name = {c.name: c for c in regressions.cases()}
+    out = {"suite_status": SURVIVED, "cases_run": 0}
+    name = None
+    try:
+        for name in cases:
+            out["cases_run"] += 1
+            violation = regressions.replay(by_name[name], target)
+            verdict, stock = regressions.verdict_of(violation), base["cases"][name]["verdict"]
+            if verdict != stock:
+                witness = f"{verdict}, stock {stock}" + (f": {violation}" if violation is not None else "")
+                return out | {"suite_status": KILLED, "witness_case": name, "witness": _one_line(witness)}
+        name = "crash machine"
+        if machine:
+            witness = run_machine(target, base["machine"]["examples"])
+            if witness is not None:
+                return out | {"suite_status": KILLED, "witness_case": name, "witness": witness}
+    except KafkaRefusal as e:
+        return out | {"suite_status": KILLED, "witness_case": name, "witness": _one_line(f"Kafka threw {e}, stock did not")}
+    except KafkaTargetError as e:
+        timed_out = "no answer to" in str(e) and "within" in str(e)
+        kafka_jvm.stop_shared()
+        return out | {"suite_status": TIMED_OUT if timed_out else HARNESS, "witness_case": name, "witness": _one_line(str(e))}
+    except Exception as e:  # noqa: BLE001 — reported as the harness's failure, never a kill
+        kafka_jvm.stop_shared()
+        return out | {"suite_status": HARNESS, "witness_case": name, "witness": _one_line(f"{type(e).__name__}: {e}")}
+    return out
+
+
