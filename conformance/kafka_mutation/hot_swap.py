@@ -105,6 +105,4 @@ def judge(mutant: Mutant, base: dict, task: dict) -> dict:
 
 
 def _jvm_alive() -> bool:
-    cp = kafka_jvm.classpath_of(kafka_jvm.user_build())
-    jvm = kafka_jvm._SHARED.get(cp)
-    return jvm is not None and jvm.alive()
+    return kafka_jvm.classpath_of(kafka_jvm.user_build()) in kafka_jvm.shared_classpaths()

@@ -62,6 +62,7 @@ def build_env(classpath: str, agent_options: str | None = None, answer_timeout: 
     started with ``agent_options``; every JVM is stopped on leaving (its coverage written)."""
     saved = {k: os.environ.get(k) for k in (kafka_jvm.BUILD_VARIABLE, "KLC_KAFKA_JVM_OPTIONS")}
     saved_timeout = kafka_jvm.ANSWER_TIMEOUT_S
+    running = kafka_jvm.shared_classpaths()  # another build's JVM (a hot-swap one) is left alone
     os.environ[kafka_jvm.BUILD_VARIABLE] = classpath
     if agent_options:
         os.environ["KLC_KAFKA_JVM_OPTIONS"] = agent_options
@@ -72,7 +73,7 @@ def build_env(classpath: str, agent_options: str | None = None, answer_timeout: 
     try:
         yield
     finally:
-        kafka_jvm.stop_shared()
+        kafka_jvm.stop_shared(keep=running)
         kafka_jvm.ANSWER_TIMEOUT_S = saved_timeout
         for k, v in saved.items():
             if v is None:

@@ -533,12 +533,16 @@ def scratch_dir(prefix: str) -> str:
     return path
 
 
-def stop_shared() -> None:
-    """Stop every JVM this process started (each quits, its shutdown hooks run), so the next
-    kafka target starts a new one: a per-case or per-build run (docs/kafka-mutation.md)."""
-    for jvm in _SHARED.values():
-        jvm.stop()
-    _SHARED.clear()
+def stop_shared(keep: frozenset[str] = frozenset()) -> None:
+    """Stop the JVMs this process started but those of the classpaths in ``keep`` (each quits),
+    so the next kafka target starts a new one: a per-case or per-build run (docs/kafka-mutation.md)."""
+    for classpath in [c for c in _SHARED if c not in keep]:
+        _SHARED.pop(classpath).stop()
+
+
+def shared_classpaths() -> frozenset[str]:
+    """The classpaths of the JVMs this process runs now."""
+    return frozenset(c for c, jvm in _SHARED.items() if jvm.alive())
 
 
 @atexit.register
