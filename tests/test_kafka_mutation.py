@@ -228,3 +228,19 @@ def test_offset_index_mutants_end_to_end(tmp_path):
     total = built["by_class"]["total"]
     assert total["mutants"] == sum(total[b] for b in report.BUCKETS)
     assert total["suite_killed"] > 0 and total["kafka_killed"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_the_candidate_kafka_test_kills_the_loader_survivor(tmp_path):
+    """The candidate JUnit test (kafka-mutation/src/test/java) passes on Kafka 4.3.1 — PIT refuses
+    to run on a test that fails unmutated — and kills the LogLoader mutant that keeps `.deleted`
+    files at load, which every kafka-storage test of the release leaves alive."""
+    out = pit.run_pit([pit.CLASSES["LogLoader"]], tmp_path / "pit", tests=pit.CANDIDATE_TESTS)
+    kept = [
+        m for m in pit.mutants(out)
+        if m.method == "removeTempFilesAndCollectSwapFiles" and m.mutator == "RemoveConditionalMutator_EQUAL_ELSE"
+        and m.line == 279
+    ]  # fmt: skip
+    assert kept and all(m.kafka_status == "KILLED" for m in kept)
+    assert all("LoadRemovesDeletedFilesTest" in m.killing_test for m in kept)

@@ -56,6 +56,9 @@ KAFKA_TESTS = tuple(
 ) + tuple(
     f"{CHECKPOINT}.{t}" for t in ("CleanShutdownFileHandlerTest", "OffsetCheckpointFileWithFailureHandlerTest")
 )  # fmt: skip
+# candidate tests for Kafka: JUnit tests in Kafka's idiom (kafka-mutation/src/test/java) that kill a
+# survivor of Kafka's own tests which this suite killed (docs/kafka-mutation.md)
+CANDIDATE_TESTS = ("klc.mutation.candidates.LoadRemovesDeletedFilesTest",)
 MUTATORS = "DEFAULTS,STRONGER"
 STATUSES = ("KILLED", "SURVIVED", "TIMED_OUT", "NO_COVERAGE", "MEMORY_ERROR", "RUN_ERROR", "NON_VIABLE")
 PIT_TIMEOUT_S = 6 * 3600
@@ -156,7 +159,7 @@ def run_pit(classes: list[str], out: Path, release: str = PINNED, tests: tuple[s
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     command = [
-        java, "-cp", os.pathsep.join([str(test_dir), classpath]),
+        java, "-cp", os.pathsep.join([str(test_dir), str(test_dir.parent / "test-classes"), classpath]),
         "org.pitest.mutationtest.commandline.MutationCoverageReport",
         "--reportDir", str(out), "--targetClasses", ",".join(classes), "--targetTests", ",".join(tests),
         "--sourceDirs", str(out), "--mutableCodePaths", jar, "--mutators", MUTATORS,
