@@ -244,3 +244,17 @@ def test_the_candidate_kafka_test_kills_the_loader_survivor(tmp_path):
     ]  # fmt: skip
     assert kept and all(m.kafka_status == "KILLED" for m in kept)
     assert all("LoadRemovesDeletedFilesTest" in m.killing_test for m in kept)
+
+
+def test_only_survivors_cut_short_are_judged_again():
+    from conformance.kafka_mutation import run
+
+    wider = run.Config(max_cases=40, again=True)
+    row = {"suite_status": "survived", "cases_run": 12, "covering_cases": 104}
+    assert run._cut_short(row, wider)
+    assert not run._cut_short(row, run.Config(max_cases=12, again=True))
+    assert not run._cut_short(row | {"cases_run": 104}, wider)
+    assert not run._cut_short(row | {"suite_status": "killed"}, wider)
+    assert run._cut_short(row, run.Config(max_cases=None, again=True))
+    older, newer = {"key": "k", "kafka_build": "d", "n": 1}, {"key": "k", "kafka_build": "d", "n": 2}
+    assert run.latest_rows([older, newer, {"key": "k", "kafka_build": "other", "n": 3}], "d") == {"k": newer}

@@ -30,6 +30,7 @@ class Config:
     machine_examples: int = suite.MACHINE_EXAMPLES
     hot_swap: bool = False
     cases: tuple[str, ...] = ()  # corpus case name prefixes (log/, crash/): all when empty
+    again: bool = False  # judge again the survivors whose covering cases were not all run
 
 
 def resolve_classes(names: tuple[str, ...], storage_classes: set[str], release: str) -> list[str]:
@@ -90,6 +91,18 @@ def row_of(mutant: Mutant, base: dict, outcome: dict, hot: bool) -> dict:
     }  # fmt: skip
 
 
+def latest_rows(rows: list[dict], digest: str) -> dict[str, dict]:
+    """Each mutant's latest row for the build (files are read in the order they were written)."""
+    return {r["key"]: r for r in rows if r["kafka_build"] == digest}
+
+
+def _cut_short(row: dict, config: Config) -> bool:
+    """A survivor judged by fewer covering cases than it has, which ``config`` would run more of."""
+    if row["suite_status"] != suite.SURVIVED or row["cases_run"] >= row["covering_cases"]:
+        return False
+    return config.max_cases is None or config.max_cases > row["cases_run"]
+
+
 def _executor(config: Config):
     from conformance.campaign import driver
 
@@ -113,8 +126,8 @@ def run(config: Config, progress=print) -> dict:
     base_path = str(out / "baseline.json")
     base = suite.baseline(config.release, str(agent), base_path, config.machine_examples, progress, config.cases)
     table = str(out / "results")
-    done = {r["key"] for r in results.read(table) if r["kafka_build"] == base["digest"]}
-    todo = [m for m in mutants if results.key(m) not in done]
+    latest = latest_rows(results.read(table), base["digest"])
+    todo = [m for m in mutants if results.key(m) not in latest or (config.again and _cut_short(latest[results.key(m)], config))]
     progress(f"mutants: {len(mutants)} of {len(classes)} class(es); {len(mutants) - len(todo)} judged before, {len(todo)} to judge")
     work = str(out / "work")
     os.makedirs(work, exist_ok=True)
@@ -136,7 +149,7 @@ def run(config: Config, progress=print) -> dict:
         finally:
             executor.stop()
     keys = {results.key(m) for m in mutants}
-    rows = [r for r in results.read(table) if r["key"] in keys and r["kafka_build"] == base["digest"]]
+    rows = [r for k, r in latest_rows(results.read(table), base["digest"]).items() if k in keys]
     meta = {
         "release": config.release, "classes": classes, "kafka_tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS,
         "machine_examples": config.machine_examples, "max_cases": config.max_cases, "hot_swap": config.hot_swap,
