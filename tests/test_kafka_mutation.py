@@ -12,6 +12,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner
 
@@ -113,8 +114,11 @@ def test_cases_are_chosen_by_the_method_they_run(tmp_path):
     })  # fmt: skip
     assert suite.covering(found["OffsetIndex/23"], base) == ["z-quick", "a-slow"]  # the quickest first
     assert suite.covering(found["OffsetIndex/1"], base) == ["z-quick"]
+    # a lambda of append (no case entered it by its name): the cases that ran append
+    assert suite.covering(found["OffsetIndex/30"], base) == ["z-quick", "a-slow"]
     # a method no case entered by its name: every case that entered the class
-    assert suite.covering(found["OffsetIndex/30"], base) == ["other", "z-quick", "a-slow"]
+    lookup_lambda = attrs.evolve(found["OffsetIndex/30"], method="lambda$parseEntry$0")
+    assert suite.covering(lookup_lambda, base) == ["other", "z-quick", "a-slow"]
     assert not suite.machine_covers(found["OffsetIndex/23"], base)
     machine = {"examples": 5, "witness": None, "methods": [f"{OFFSET_INDEX}.append(JI)V"], "seconds": 1}
     assert suite.machine_covers(found["OffsetIndex/23"], _base({}, machine))

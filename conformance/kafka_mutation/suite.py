@@ -202,8 +202,24 @@ def covering(mutant: Mutant, base: dict) -> list[str]:
         hit = [name for name, c in quickest if mutant.signature in c["methods"]]
         if hit:
             return hit
+    enclosing = _enclosing(mutant)
+    if enclosing is not None:
+        # javac's lambda$NAME$N runs only through the lambda object NAME's invokedynamic makes, so a
+        # case (one JVM) can run it only if it ran NAME
+        hit = [name for name, c in quickest if any(m.startswith(enclosing) for m in c["methods"])]
+        if hit:
+            return hit
     prefix = mutant.clazz + "."
     return [name for name, c in quickest if any(m.startswith(prefix) for m in c["methods"])]
+
+
+def _enclosing(mutant: Mutant) -> str | None:
+    """``class.NAME(`` for a mutant of javac's ``lambda$NAME$N`` (``new``: a constructor); None
+    for any other method, or a lambda of a static initialiser."""
+    parts = mutant.method.split("$")
+    if len(parts) != 3 or parts[0] != "lambda" or parts[1] == "static":
+        return None
+    return f"{mutant.clazz}.{'<init>' if parts[1] == 'new' else parts[1]}("
 
 
 def machine_covers(mutant: Mutant, base: dict) -> bool:
