@@ -146,6 +146,10 @@ def run(config: Config, progress=print) -> dict:
                 results.append(table, rows, f"{int(time.time())}-{name}")
                 judged = sum(len(b) for b in batches[: w + wave])
                 progress(f"suite: {judged}/{len(todo)} mutants judged ({time.monotonic() - began:.0f} s)")
+        except BaseException:  # interrupted (SIGINT, SIGTERM): the batches in flight are dropped, not awaited
+            if hasattr(executor, "cancel"):
+                executor.cancel()
+            raise
         finally:
             executor.stop()
     keys = {results.key(m) for m in mutants}
