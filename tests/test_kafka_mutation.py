@@ -262,3 +262,19 @@ def test_only_survivors_cut_short_are_judged_again():
     assert run._cut_short(row, run.Config(max_cases=None, again=True))
     older, newer = {"key": "k", "kafka_build": "d", "n": 1}, {"key": "k", "kafka_build": "d", "n": 2}
     assert run.latest_rows([older, newer, {"key": "k", "kafka_build": "other", "n": 3}], "d") == {"k": newer}
+
+
+def test_the_documented_table_is_the_kept_report():
+    """docs/kafka-mutation.md's side-by-side rows are the counts of the report the run wrote
+    (docs/kafka-mutation-4.3.1.json), and the report's buckets add up per class."""
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    kept = json.loads((docs / "kafka-mutation-4.3.1.json").read_text())
+    text = (docs / "kafka-mutation.md").read_text()
+    for name, c in kept["by_class"].items():
+        assert c["mutants"] == sum(c[b] for b in report.BUCKETS)
+        label = f"**{name}**" if name == "total" else name
+        row = (f"| {label} | {c['mutants']} | {c['kafka_killed']} ({100 * c['kafka_killed'] / c['mutants']:.0f}%) | "
+               f"{c['suite_killed']} ({100 * c['suite_killed'] / c['mutants']:.0f}%) | {c['both']} | {c['kafka_only']} | "
+               f"{c['suite_only']} | {c['neither']} | {c['suite_harness_error']} |")  # fmt: skip
+        assert row in text, row
+    assert len(kept["survivors_of_both"]) == kept["by_class"]["total"]["neither"]

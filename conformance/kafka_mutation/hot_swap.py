@@ -25,12 +25,14 @@ _STATE: dict = {}
 
 
 def _control(task: dict) -> str:
-    """This process's swap folder; the kafka target of this process judges the stock release
-    with the swap agent in its JVM (set once per process)."""
-    if "control" not in _STATE:
+    """The swap folder of this process's JVM; the kafka target of this process judges the stock
+    release with the swap agent in its JVM.  A JVM that is not running (the first, or one stopped
+    after a hang) gets a new folder: a stopped JVM's agent may poll its own for a few seconds more
+    while it quits, and must not take the next JVM's requests."""
+    os.environ[kafka_jvm.BUILD_VARIABLE] = os.pathsep.join(kafka_jvm.release_build(_release(task)).jars)
+    if "control" not in _STATE or not _jvm_alive():
         _STATE["control"] = tempfile.mkdtemp(prefix="klc-hot-swap-", dir=task["work"])
         _STATE["stock"] = os.path.join(_STATE["control"], "stock")
-    os.environ[kafka_jvm.BUILD_VARIABLE] = os.pathsep.join(kafka_jvm.release_build(_release(task)).jars)
     os.environ["KLC_KAFKA_JVM_OPTIONS"] = f"-javaagent:{task['agent']}=swap:{_STATE['control']}"
     kafka_jvm.ANSWER_TIMEOUT_S = suite.MUTANT_ANSWER_TIMEOUT_S
     return _STATE["control"]
