@@ -982,7 +982,7 @@ class _CampaignUi:
 @click.option("--hot-swap/--jvm-per-mutant", default=True, show_default=True,
               help="swap each mutant into one live adapter JVM, or start a JVM on a patched jar per mutant")  # fmt: skip
 @click.option("--cases", "cases", multiple=True, help="only the corpus cases whose names start so (log/, crash/); repeatable")
-@click.option("--again", is_flag=True, help="judge again the survivors not run on every covering case (a larger --max-cases)")
+@click.option("--again", is_flag=True, help="judge again the survivors not run on every covering case (a larger --max-cases) and the harness errors")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, as_json) -> None:  # fmt: skip
     """PIT mutants of Kafka's own log classes, killed by Kafka's own unit tests (the release's test

@@ -259,6 +259,7 @@ def test_only_survivors_cut_short_are_judged_again():
     assert not run._cut_short(row, run.Config(max_cases=12, again=True))
     assert not run._cut_short(row | {"cases_run": 104}, wider)
     assert not run._cut_short(row | {"suite_status": "killed"}, wider)
+    assert run._cut_short(row | {"suite_status": "harness_error"}, run.Config(max_cases=12, again=True))
     assert run._cut_short(row, run.Config(max_cases=None, again=True))
     older, newer = {"key": "k", "kafka_build": "d", "n": 1}, {"key": "k", "kafka_build": "d", "n": 2}
     assert run.latest_rows([older, newer, {"key": "k", "kafka_build": "other", "n": 3}], "d") == {"k": newer}

@@ -97,7 +97,10 @@ def latest_rows(rows: list[dict], digest: str) -> dict[str, dict]:
 
 
 def _cut_short(row: dict, config: Config) -> bool:
-    """A survivor judged by fewer covering cases than it has, which ``config`` would run more of."""
+    """A survivor judged by fewer covering cases than it has, which ``config`` would run more of,
+    or a mutant the harness failed to judge."""
+    if row["suite_status"] == suite.HARNESS:
+        return True
     if row["suite_status"] != suite.SURVIVED or row["cases_run"] >= row["covering_cases"]:
         return False
     return config.max_cases is None or config.max_cases > row["cases_run"]
