@@ -995,3 +995,54 @@ class _CampaignUi:
 
     def note(self, text: str) -> None:
         self.progress.console.print(text)
+
+
+@main.command("mutate-kafka")
+@click.option("--release", default="4.3.1", show_default=True, help="the Kafka release whose classes and tests are mutated")
+@click.option("--classes", "classes", default=",".join(("OffsetIndex", "TimeIndex", "TransactionIndex", "AbstractIndex")),
+              show_default=True, help="comma-separated: short names (OffsetIndex, LogSegment, LogLoader, ...) or dotted class names")  # fmt: skip
+@click.option("--out", default="mutate-kafka-out", show_default=True, help="the folder of PIT's reports, the results table and the report")
+@click.option("--executor", type=click.Choice(["spark", "processes"]), default="processes", show_default=True)
+@click.option("--master", default=None, help="Spark master (--executor spark; default local[WORKERS])")
+@click.option("--workers", type=click.IntRange(1), default=1, show_default=True, help="mutant batches judged at once")
+@click.option("--batch", type=click.IntRange(1), default=4, show_default=True, help="mutants per task")
+@click.option("--max-cases", type=click.IntRange(1), default=None, help="covering corpus cases run per mutant at most (default: all)")
+@click.option("--machine-examples", type=click.IntRange(0), default=10, show_default=True,
+              help="crash machine examples (derandomised) for a mutant the corpus leaves alive; 0: none")  # fmt: skip
+@click.option("--hot-swap/--jvm-per-mutant", default=True, show_default=True,
+              help="swap each mutant into one live adapter JVM, or start a JVM on a patched jar per mutant")  # fmt: skip
+@click.option("--cases", "cases", multiple=True, help="only the corpus cases whose names start so (log/, crash/); repeatable")
+@click.option("--again", is_flag=True, help="judge again the survivors not run on every covering case (a larger --max-cases) and the harness errors")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, as_json) -> None:  # fmt: skip
+    """PIT mutants of Kafka's own log classes, killed by Kafka's own unit tests (the release's test
+    jars) and by this suite (the corpus cases that run the mutated method, then the crash machine),
+    side by side: OUT/report.json and OUT/report.html (docs/kafka-mutation.md).
+
+    Exit status: 0 the report was written, 2 nothing could be judged (an unknown release, a class
+    not in the release, no Maven or Java, PIT failing) with one line saying why.
+    """
+    from conformance.kafka_mutation import pit, run  # local: pyarrow and PIT's set-up
+
+    if release not in pit.RELEASES:
+        _harness_exit("mutate-kafka", f"--release {release}: no mutation set-up for it (releases: {', '.join(pit.RELEASES)})")
+    names = tuple(c.strip() for c in classes.split(",") if c.strip())
+    if not names:
+        _harness_exit("mutate-kafka", "--classes names no class")
+    config = run.Config(release, names, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again)
+    quiet = as_json
+    try:
+        report = run.run(config, progress=(lambda line: None) if quiet else click.echo)
+    except (HarnessError, OSError) as e:
+        _harness_exit("mutate-kafka", str(e))
+    if as_json:
+        click.echo(json.dumps(report, indent=1))
+        return
+    total = report["by_class"].get("total")
+    if total:
+        click.echo(
+            f"{total['mutants']} mutants: Kafka's tests killed {total['kafka_killed']}, this suite {total['suite_killed']}; "
+            f"both {total['both']}, Kafka only {total['kafka_only']}, suite only {total['suite_only']}, "
+            f"neither {total['neither']}, suite harness errors {total['suite_harness_error']}"
+        )
+    click.echo(f"report: {os.path.join(out, 'report.json')}, {os.path.join(out, 'report.html')}")

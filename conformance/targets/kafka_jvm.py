@@ -57,6 +57,12 @@ BUILD_TIMEOUT_S = 900
 JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djdk.attach.allowAttachSelf=true")
 
 
+def extra_options() -> list[str]:
+    """``KLC_KAFKA_JVM_OPTIONS``: more options for the adapter's JVM, split on whitespace (an agent
+    such as kafka-mutation's method coverage, docs/kafka-mutation.md)."""
+    return os.environ.get("KLC_KAFKA_JVM_OPTIONS", "").split()
+
+
 class KafkaTargetError(HarnessError):
     """The kafka target could not be built, started, or it stopped answering: a harness error,
     never a verdict about Kafka."""
@@ -391,7 +397,7 @@ class Jvm:
             raise KafkaTargetError("kafka target: 'java' is not on PATH (the target needs Java 17+)")
         self.classpath = classpath
         self.process = subprocess.Popen(
-            [java, *JVM_OPTIONS, "-cp", classpath, "klc.kafka.Main"],
+            [java, *JVM_OPTIONS, *extra_options(), "-cp", classpath, "klc.kafka.Main"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -525,6 +531,18 @@ def scratch_dir(prefix: str) -> str:
     path = tempfile.mkdtemp(prefix=prefix)
     _SCRATCH.add(path)
     return path
+
+
+def stop_shared(keep: frozenset[str] = frozenset()) -> None:
+    """Stop the JVMs this process started but those of the classpaths in ``keep`` (each quits),
+    so the next kafka target starts a new one: a per-case or per-build run (docs/kafka-mutation.md)."""
+    for classpath in [c for c in _SHARED if c not in keep]:
+        _SHARED.pop(classpath).stop()
+
+
+def shared_classpaths() -> frozenset[str]:
+    """The classpaths of the JVMs this process runs now."""
+    return frozenset(c for c, jvm in _SHARED.items() if jvm.alive())
 
 
 @atexit.register

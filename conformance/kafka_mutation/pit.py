@@ -1,0 +1,228 @@
+"""PIT on Kafka's own classes, with Kafka's own unit tests from the release's test jar.
+
+``kafka-mutation/`` (Maven) resolves PIT, its JUnit 5 plugin, the release's ``kafka-storage`` jar and
+test jar and what those tests need, and unpacks the test jar (PIT looks for target tests only in
+directories).  PIT's ``MutationCoverageReport`` then mutates the chosen classes of that jar
+(``--mutableCodePaths``), runs the covering tests per mutant (coverage-based selection), and with
+the ``EXPORT`` feature writes every mutant's class file beside its details.  :func:`mutants` reads
+both into :class:`Mutant` values."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import attrs
+
+from conformance.targets import HarnessError
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+MODULE = CHECKOUT / "kafka-mutation"
+# the release whose own tests are the yardstick: kafka-storage publishes its test jar, and this
+# suite's 4.1-4.3 adapter runs it through the build-gating path (docs/kafka-mutation.md)
+PINNED = "4.3.1"
+RELEASES = ("4.3.1",)
+PACKAGE = "org.apache.kafka.storage.internals.log"
+CHECKPOINT = "org.apache.kafka.storage.internals.checkpoint"
+# the classes the suite claims to cover, by short name (docs/kafka-mutation.md)
+CLASSES = {
+    "OffsetIndex": f"{PACKAGE}.OffsetIndex",
+    "TimeIndex": f"{PACKAGE}.TimeIndex",
+    "TransactionIndex": f"{PACKAGE}.TransactionIndex",
+    "AbstractIndex": f"{PACKAGE}.AbstractIndex",
+    "LogSegment": f"{PACKAGE}.LogSegment",
+    "LogSegments": f"{PACKAGE}.LogSegments",
+    "LogLoader": f"{PACKAGE}.LogLoader",
+    "LocalLog": f"{PACKAGE}.LocalLog",
+    "UnifiedLog": f"{PACKAGE}.UnifiedLog",
+    "ProducerStateManager": f"{PACKAGE}.ProducerStateManager",
+    "CheckpointFile": "org.apache.kafka.server.common.CheckpointFile",
+    "OffsetCheckpointFile": f"{CHECKPOINT}.OffsetCheckpointFile",
+    "CleanShutdownFileHandler": f"{CHECKPOINT}.CleanShutdownFileHandler",
+}
+INDEXES = ("OffsetIndex", "TimeIndex", "TransactionIndex", "AbstractIndex")
+# Kafka's own unit tests run against the mutants: those of the log layer in kafka-storage's test jar
+KAFKA_TESTS = tuple(
+    f"{PACKAGE}.{t}"
+    for t in (
+        "OffsetIndexTest", "TimeIndexTest", "TransactionIndexTest", "AbstractIndexTest", "LogSegmentTest",
+        "LogSegmentsTest", "LocalLogTest", "UnifiedLogTest", "ProducerStateManagerTest",
+    )
+) + tuple(
+    f"{CHECKPOINT}.{t}" for t in ("CleanShutdownFileHandlerTest", "OffsetCheckpointFileWithFailureHandlerTest")
+)  # fmt: skip
+# candidate tests for Kafka: JUnit tests in Kafka's idiom (kafka-mutation/src/test/java) that kill a
+# survivor of Kafka's own tests which this suite killed (docs/kafka-mutation.md)
+CANDIDATE_TESTS = ("klc.mutation.candidates.LoadRemovesDeletedFilesTest",)
+MUTATORS = "DEFAULTS,STRONGER"
+STATUSES = ("KILLED", "SURVIVED", "TIMED_OUT", "NO_COVERAGE", "MEMORY_ERROR", "RUN_ERROR", "NON_VIABLE")
+PIT_TIMEOUT_S = 6 * 3600
+
+
+class MutationError(HarnessError):
+    """Maven, PIT or a mutant's files could not be had: nothing was judged (one line says why)."""
+
+
+@attrs.frozen
+class Mutant:
+    """One PIT mutant: where it is, what PIT's run of Kafka's tests did with it, its class file."""
+
+    id: str  # ShortClass/N: the EXPORT folder's number within its class
+    clazz: str  # the mutated class, dotted
+    method: str
+    descriptor: str
+    line: int
+    mutator: str  # PIT's mutator, short: VoidMethodCallMutator, RemoveConditionalMutator_ORDER_ELSE
+    description: str  # "removed call to ...::flush"
+    indexes: str  # PIT's instruction indexes, "5" or "5,7": with the mutator, the mutant's identity
+    kafka_status: str  # PIT's status with Kafka's tests: KILLED, SURVIVED, TIMED_OUT, NO_COVERAGE, ...
+    killing_test: str  # Kafka's test that killed it ("" when none)
+    class_file: str  # the mutant's bytecode (EXPORT)
+
+    @property
+    def short_class(self) -> str:
+        return self.clazz.rsplit(".", 1)[-1]
+
+    @property
+    def signature(self) -> str:
+        """``class.method(descriptor)``: the method coverage's spelling (MethodCoverage.java)."""
+        return f"{self.clazz}.{self.method}{self.descriptor}"
+
+    @property
+    def kafka_killed(self) -> bool:
+        """Kafka's tests detected it: a failing test, or a timeout or memory error they caused
+        (PIT's own "detected")."""
+        return self.kafka_status in ("KILLED", "TIMED_OUT", "MEMORY_ERROR")
+
+
+def build_module(release: str = PINNED) -> tuple[str, Path, Path]:
+    """(classpath, unpacked Kafka tests, agent jar) of ``kafka-mutation/`` for ``release``, built by
+    Maven if needed (offline first, then online)."""
+    if release not in RELEASES:
+        raise MutationError(f"kafka {release}: no mutation set-up (releases: {', '.join(RELEASES)})")
+    out = MODULE / "target" / release
+    cp, tests, agent = out / "classpath.txt", out / "kafka-tests", out / "kafka-mutation-1.jar"
+    stamp = out / ".built"  # Maven leaves an unchanged classpath.txt as it was: its own time says nothing
+    newest = max(p.stat().st_mtime for p in [MODULE / "pom.xml", *(MODULE / "src").rglob("*.java")])
+    if not (cp.exists() and tests.is_dir() and agent.exists() and stamp.exists() and stamp.stat().st_mtime >= newest):
+        _maven(release)
+        stamp.touch()
+    return cp.read_text().strip(), tests, agent
+
+
+def _maven(release: str) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise MutationError("kafka-mutation: 'mvn' is not on PATH (Maven builds PIT's classpath)")
+    last = ""
+    for offline in (["-o"], []):
+        run = subprocess.run(
+            [mvn, "-q", *offline, "-f", str(MODULE / "pom.xml"), "package", f"-Dkafka.version={release}"],
+            capture_output=True, text=True, timeout=1800,
+        )  # fmt: skip
+        if run.returncode == 0:
+            return
+        last = (run.stdout + run.stderr).strip().splitlines()[-1:] or ["(no output)"]
+        last = last[0]
+    raise MutationError(f"kafka-mutation: Maven could not build PIT's classpath for Kafka {release}: {last}")
+
+
+def storage_jar(classpath: str, release: str) -> str:
+    """The release's kafka-storage jar on PIT's classpath: the code PIT mutates."""
+    name = f"kafka-storage-{release}.jar"
+    for entry in classpath.split(os.pathsep):
+        if os.path.basename(entry) == name:
+            return entry
+    raise MutationError(f"kafka-mutation: no {name} on PIT's classpath")
+
+
+def classes_of(jar: str) -> set[str]:
+    with zipfile.ZipFile(jar) as z:
+        return {n[:-6].replace("/", ".") for n in z.namelist() if n.endswith(".class")}
+
+
+def run_pit(classes: list[str], out: Path, release: str = PINNED, tests: tuple[str, ...] = KAFKA_TESTS,
+            threads: int = 1, log=None) -> Path:  # fmt: skip
+    """PIT over ``classes`` (dotted names) with Kafka's ``tests``; its report folder ``out`` (XML
+    and CSV results, ``export/`` with every mutant's class).  A PIT that fails is a
+    :class:`MutationError` with its last lines."""
+    classpath, test_dir, _agent = build_module(release)
+    jar = storage_jar(classpath, release)
+    java = shutil.which("java")
+    if java is None:
+        raise MutationError("kafka-mutation: 'java' is not on PATH (PIT needs Java 17+)")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    command = [
+        java, "-cp", os.pathsep.join([str(test_dir), str(test_dir.parent / "test-classes"), classpath]),
+        "org.pitest.mutationtest.commandline.MutationCoverageReport",
+        "--reportDir", str(out), "--targetClasses", ",".join(classes), "--targetTests", ",".join(tests),
+        "--sourceDirs", str(out), "--mutableCodePaths", jar, "--mutators", MUTATORS,
+        "--outputFormats", "XML,CSV", "--threads", str(threads), "--features", "+EXPORT",
+        "--timestampedReports=false", "--verbosity", "QUIET_WITH_PROGRESS",
+    ]  # fmt: skip
+    with open(out / "pit.log", "w", encoding="utf-8") as logf:
+        run = subprocess.run(command, stdout=logf, stderr=subprocess.STDOUT, timeout=PIT_TIMEOUT_S)
+    if run.returncode != 0 or not (out / "mutations.xml").exists():
+        tail = (out / "pit.log").read_text(errors="replace").strip().splitlines()[-3:]
+        raise MutationError(f"PIT failed (exit {run.returncode}) on {', '.join(classes)}: {' | '.join(tail)}")
+    return out
+
+
+_DETAILS = re.compile(
+    r"clazz=(?P<clazz>[^,]+), method=(?P<method>[^,]+), methodDesc=(?P<desc>[^\]]+)\], "
+    r"indexes=\[(?P<indexes>[^\]]*)\], mutator=(?P<mutator>[^\]]+)\]"
+)
+
+
+def _key(clazz: str, method: str, desc: str, indexes: str, mutator: str) -> tuple:
+    return clazz, method, desc, indexes.replace(" ", ""), mutator
+
+
+def mutants(report: Path) -> list[Mutant]:
+    """Every mutant of a PIT report folder: ``mutations.xml`` joined with ``export/`` by the
+    mutant's identity (class, method, descriptor, instruction indexes, mutator).  A mutant in the
+    results without exported bytecode, or the reverse, is a :class:`MutationError`."""
+    exported = _exported(report)
+    try:
+        root = ET.parse(report / "mutations.xml").getroot()
+    except (ET.ParseError, OSError) as e:
+        raise MutationError(f"{report / 'mutations.xml'}: not PIT's XML results ({e})") from None
+    out = []
+    for m in root.iter("mutation"):
+        text = {c.tag: (c.text or "") for c in m}
+        indexes = ",".join(i.text or "" for i in m.iter("index"))
+        key = _key(text["mutatedClass"], text["mutatedMethod"], text["methodDescription"], indexes, text["mutator"])
+        if key not in exported:
+            raise MutationError(f"{report}: mutant {key} has no exported class under export/")
+        ident, class_file = exported.pop(key)
+        out.append(
+            Mutant(
+                ident, key[0], key[1], key[2], int(text.get("lineNumber") or 0),
+                key[4].rsplit(".", 1)[-1], text.get("description", ""), indexes, m.get("status", "?"),
+                text.get("killingTest", "") or "", class_file,
+            )
+        )  # fmt: skip
+    if exported:
+        raise MutationError(f"{report}: {len(exported)} exported mutant(s) missing from mutations.xml")
+    return sorted(out, key=lambda x: (x.clazz, int(x.id.rsplit("/", 1)[1])))
+
+
+def _exported(report: Path) -> dict[tuple, tuple[str, str]]:
+    found = {}
+    for details in (report / "export").rglob("mutants/*/details.txt"):
+        m = _DETAILS.search(details.read_text(errors="replace"))
+        if m is None:
+            raise MutationError(f"{details}: not PIT's mutant details")
+        clazz = m["clazz"]
+        class_file = details.parent / f"{clazz}.class"
+        if not class_file.exists():
+            raise MutationError(f"{details.parent}: no {clazz}.class")
+        ident = f"{clazz.rsplit('.', 1)[-1]}/{details.parent.name}"
+        found[_key(clazz, m["method"], m["desc"], m["indexes"], m["mutator"])] = (ident, str(class_file))
+    return found

@@ -1,0 +1,169 @@
+"""``klc mutate-kafka``: PIT with Kafka's tests per class, the stock baseline, then this suite on
+every mutant as batches on the campaign's executors (Spark, or local processes), each wave's rows
+appended to the results table, then the report.  Everything is kept under OUT and reused: a
+class PIT already ran, the baseline of the same jars and cases, the mutants already judged."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import attrs
+
+from conformance.kafka_mutation import pit, report, results, suite
+from conformance.kafka_mutation.pit import Mutant, MutationError
+
+
+@attrs.frozen
+class Config:
+    release: str = pit.PINNED
+    classes: tuple[str, ...] = pit.INDEXES
+    out: str = "mutate-kafka-out"
+    executor: str = "processes"  # or "spark"
+    master: str | None = None
+    workers: int = 1
+    batch: int = 4  # mutants per task
+    max_cases: int | None = None  # covering cases run per mutant at most (None: all)
+    machine_examples: int = suite.MACHINE_EXAMPLES
+    hot_swap: bool = False
+    cases: tuple[str, ...] = ()  # corpus case name prefixes (log/, crash/): all when empty
+    again: bool = False  # judge again the survivors whose covering cases were not all run
+
+
+def resolve_classes(names: tuple[str, ...], storage_classes: set[str], release: str) -> list[str]:
+    """Dotted class names for ``names`` (short names of :data:`pit.CLASSES` or dotted names); a
+    class the release's kafka-storage jar does not hold is a :class:`MutationError`."""
+    out = []
+    for name in names:
+        dotted = pit.CLASSES.get(name, name)
+        if dotted not in storage_classes:
+            raise MutationError(f"--classes {name}: no class {dotted} in Kafka {release}'s kafka-storage jar")
+        out.append(dotted)
+    return list(dict.fromkeys(out))
+
+
+def pit_for(clazz: str, out: Path, release: str, progress) -> list[Mutant]:
+    """PIT's mutants of one class (and its nested classes), run once per OUT and kept."""
+    folder = out / "pit" / clazz
+    stamp = folder / "done.json"
+    args = {"release": release, "class": clazz, "tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS}
+    if not (stamp.exists() and json.loads(stamp.read_text()) == args):
+        progress(f"PIT: {clazz} with Kafka's tests ({len(pit.KAFKA_TESTS)} test classes), one thread")
+        began = time.monotonic()
+        pit.run_pit([clazz, f"{clazz}$*"], folder, release)
+        stamp.write_text(json.dumps(args))
+        progress(f"PIT: {clazz} done in {time.monotonic() - began:.0f} s")
+    return pit.mutants(folder)
+
+
+def judge_batch(task: dict) -> list[dict]:
+    """One task: this suite on a batch of mutants (a pure function of its input: Spark may run it
+    again elsewhere)."""
+    with open(task["baseline"], encoding="utf-8") as f:
+        base = json.load(f)
+    rows = []
+    for fields in task["mutants"]:
+        mutant = Mutant(**fields)
+        began = time.monotonic()
+        try:
+            if task.get("hot_swap"):
+                from conformance.kafka_mutation import hot_swap
+
+                outcome = hot_swap.judge(mutant, base, task)
+            else:
+                outcome = suite.judge(mutant, base, task["storage_jar"], task["work"], task.get("max_cases"))
+        except Exception as e:  # noqa: BLE001 — one mutant's harness failure is its row, not the run's end
+            outcome = {"suite_status": suite.HARNESS, "witness_case": None, "witness": f"{type(e).__name__}: {e}"[:400],
+                       "cases_run": 0, "covering_cases": 0, "suite_seconds": round(time.monotonic() - began, 2)}  # fmt: skip
+        rows.append(row_of(mutant, base, outcome, bool(task.get("hot_swap"))))
+    return rows
+
+
+def row_of(mutant: Mutant, base: dict, outcome: dict, hot: bool) -> dict:
+    return {
+        "key": results.key(mutant), "release": base["release"], "kafka_build": base["digest"], "mutant": mutant.id,
+        "class": mutant.clazz, "method": mutant.method, "descriptor": mutant.descriptor, "line": mutant.line,
+        "mutator": mutant.mutator, "description": mutant.description, "kafka_status": mutant.kafka_status,
+        "killing_test": mutant.killing_test, "hot_swap": hot, **outcome,
+    }  # fmt: skip
+
+
+def latest_rows(rows: list[dict], digest: str) -> dict[str, dict]:
+    """Each mutant's latest row for the build (files are read in the order they were written)."""
+    return {r["key"]: r for r in rows if r["kafka_build"] == digest}
+
+
+def _cut_short(row: dict, config: Config) -> bool:
+    """A survivor judged by fewer covering cases than it has, which ``config`` would run more of,
+    or a mutant the harness failed to judge."""
+    if row["suite_status"] == suite.HARNESS:
+        return True
+    if row["suite_status"] != suite.SURVIVED or row["cases_run"] >= row["covering_cases"]:
+        return False
+    return config.max_cases is None or config.max_cases > row["cases_run"]
+
+
+def _executor(config: Config):
+    from conformance.campaign import driver
+
+    if config.executor == "spark":
+        try:
+            return driver._Spark(config.master or f"local[{config.workers}]")
+        except driver.CampaignError as e:
+            raise MutationError(f"--executor spark: {e}") from None
+    if config.executor == "processes":
+        return driver._Processes(config.workers)
+    raise MutationError(f"--executor {config.executor}: spark or processes")
+
+
+def run(config: Config, progress=print) -> dict:
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    classpath, _tests, agent = pit.build_module(config.release)
+    storage_jar = pit.storage_jar(classpath, config.release)
+    classes = resolve_classes(config.classes, pit.classes_of(storage_jar), config.release)
+    mutants = [m for c in classes for m in pit_for(c, out, config.release, progress)]
+    base_path = str(out / "baseline.json")
+    base = suite.baseline(config.release, str(agent), base_path, config.machine_examples, progress, config.cases)
+    table = str(out / "results")
+    latest = latest_rows(results.read(table), base["digest"])
+    todo = [m for m in mutants if results.key(m) not in latest or (config.again and _cut_short(latest[results.key(m)], config))]
+    progress(f"mutants: {len(mutants)} of {len(classes)} class(es); {len(mutants) - len(todo)} judged before, {len(todo)} to judge")
+    work = str(out / "work")
+    os.makedirs(work, exist_ok=True)
+    task = {"baseline": base_path, "storage_jar": storage_jar, "work": work, "max_cases": config.max_cases,
+            "hot_swap": config.hot_swap, "agent": str(agent)}  # fmt: skip
+    batches = [todo[i : i + config.batch] for i in range(0, len(todo), config.batch)]
+    began = time.monotonic()
+    if batches:
+        executor = _executor(config)
+        try:
+            wave = max(1, config.workers)
+            for w in range(0, len(batches), wave):
+                items = [task | {"mutants": [attrs.asdict(m) for m in b]} for b in batches[w : w + wave]]
+                rows = [r for batch_rows in executor.map(judge_batch, items, lambda n: None) for r in batch_rows]
+                name = hashlib.sha256("\n".join(r["key"] for r in rows).encode()).hexdigest()[:16]
+                results.append(table, rows, f"{int(time.time())}-{name}")
+                judged = sum(len(b) for b in batches[: w + wave])
+                progress(f"suite: {judged}/{len(todo)} mutants judged ({time.monotonic() - began:.0f} s)")
+        except BaseException:  # interrupted (SIGINT, SIGTERM): the batches in flight are dropped, not awaited
+            if hasattr(executor, "cancel"):
+                executor.cancel()
+            raise
+        finally:
+            executor.stop()
+    keys = {results.key(m) for m in mutants}
+    rows = [r for k, r in latest_rows(results.read(table), base["digest"]).items() if k in keys]
+    meta = {
+        "release": config.release, "classes": classes, "kafka_tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS,
+        "machine_examples": config.machine_examples, "max_cases": config.max_cases, "hot_swap": config.hot_swap,
+        "kafka_build": base["digest"], "baseline_cases": len(base["cases"]), "cases": list(config.cases),
+        "baseline_seconds": round(sum(c["seconds"] for c in base["cases"].values()), 1),
+        "judged_now": len(todo), "judged_now_seconds": round(time.monotonic() - began, 1),
+    }  # fmt: skip
+    built = report.build(rows, meta)
+    report.write(str(out), built)
+    return built

@@ -1,0 +1,281 @@
+"""``klc mutate-kafka`` (docs/kafka-mutation.md): PIT's results read, mutants built as jars, cases
+selected by coverage, results kept and reported — cheap checks on fixtures cut from a real run of
+PIT on Kafka 4.3.1's OffsetIndex; the nightly runs PIT and the suite end to end on OffsetIndex."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import attrs
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import main
+from conformance.kafka_mutation import mutant_build, pit, report, results, suite
+from conformance.kafka_mutation.pit import Mutant, MutationError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "kafka-mutation"
+OFFSET_INDEX = "org.apache.kafka.storage.internals.log.OffsetIndex"
+
+
+def pit_report(tmp_path: Path) -> Path:
+    """The fixture's PIT report, with a placeholder for each exported class file (Kafka's bytecode,
+    mutated or not, is never committed)."""
+    out = tmp_path / "pit"
+    shutil.copytree(FIXTURES / "pit-OffsetIndex", out)
+    for details in out.rglob("details.txt"):
+        (details.parent / f"{OFFSET_INDEX}.class").write_bytes(b"\xca\xfe\xba\xbe placeholder")
+    return out
+
+
+def test_pit_results_are_joined_with_the_exported_mutants(tmp_path):
+    found = {m.id: m for m in pit.mutants(pit_report(tmp_path))}
+    assert sorted(found) == ["OffsetIndex/1", "OffsetIndex/23", "OffsetIndex/30", "OffsetIndex/8"]
+    removed = found["OffsetIndex/23"]
+    assert (removed.method, removed.line, removed.mutator) == ("append", 144, "VoidMethodCallMutator")
+    assert removed.description == "removed call to org/apache/kafka/storage/internals/log/OffsetIndex::inLock"
+    assert removed.kafka_status == "KILLED" and removed.kafka_killed
+    assert "appendTooMany" in removed.killing_test
+    assert removed.signature == f"{OFFSET_INDEX}.append(JI)V"
+    survivor = found["OffsetIndex/1"]
+    assert (survivor.method, survivor.line, survivor.kafka_status, survivor.killing_test) == ("sanityCheck", 80, "SURVIVED", "")
+    assert not survivor.kafka_killed
+    assert found["OffsetIndex/30"].method == "lambda$append$0"
+    assert all(os.path.exists(m.class_file) for m in found.values())
+
+
+def test_a_result_without_its_exported_class_is_refused(tmp_path):
+    out = pit_report(tmp_path)
+    shutil.rmtree(next(out.rglob("mutants/23")))
+    with pytest.raises(MutationError, match="has no exported class"):
+        pit.mutants(out)
+
+
+def test_an_exported_mutant_missing_from_the_results_is_refused(tmp_path):
+    out = pit_report(tmp_path)
+    xml = out / "mutations.xml"
+    xml.write_text("\n".join(line for line in xml.read_text().splitlines() if "<lineNumber>98<" not in line))
+    with pytest.raises(MutationError, match="1 exported mutant"):
+        pit.mutants(out)
+
+
+def test_results_that_are_not_xml_are_refused(tmp_path):
+    out = pit_report(tmp_path)
+    (out / "mutations.xml").write_text("<mutations><mutation")
+    with pytest.raises(MutationError, match="not PIT's XML results"):
+        pit.mutants(out)
+
+
+def _jar(path: Path, entries: dict[str, bytes]) -> str:
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    return str(path)
+
+
+def test_the_patched_jar_replaces_exactly_the_mutated_class(tmp_path):
+    mutant = pit.mutants(pit_report(tmp_path))[0]
+    entry = mutant_build.entry_of(OFFSET_INDEX)
+    stock = _jar(tmp_path / "kafka-storage-4.3.1.jar", {entry: b"stock", "a/Other.class": b"other", "kafka/kafka-version.properties": b"version=4.3.1"})
+    patched = mutant_build.patched_jar(stock, mutant, str(tmp_path / "m"))
+    assert os.path.basename(patched) == "kafka-storage-4.3.1.jar"
+    with zipfile.ZipFile(patched) as z, zipfile.ZipFile(stock) as s:
+        assert z.namelist() == s.namelist()
+        assert z.read(entry) == Path(mutant.class_file).read_bytes()
+        assert z.read("a/Other.class") == b"other"
+    cp = mutant_build.mutant_classpath(("/m2/kafka-clients-4.3.1.jar", stock), patched)
+    assert cp.split(os.pathsep) == ["/m2/kafka-clients-4.3.1.jar", patched]
+
+
+def test_a_jar_without_the_mutated_class_is_refused(tmp_path):
+    mutant = pit.mutants(pit_report(tmp_path))[0]
+    stock = _jar(tmp_path / "kafka-storage-4.3.1.jar", {"a/Other.class": b"other"})
+    with pytest.raises(MutationError, match="no org/apache/kafka/storage/internals/log/OffsetIndex.class"):
+        mutant_build.patched_jar(stock, mutant, str(tmp_path / "m"))
+
+
+def _base(cases: dict, machine=None) -> dict:
+    return {"release": "4.3.1", "digest": "d", "cases": cases, "machine": machine}
+
+
+def test_cases_are_chosen_by_the_method_they_run(tmp_path):
+    found = {m.id: m for m in pit.mutants(pit_report(tmp_path))}
+    base = _base({
+        "a-slow": {"verdict": "pass", "seconds": 9.0, "methods": [f"{OFFSET_INDEX}.append(JI)V"]},
+        "z-quick": {"verdict": "pass", "seconds": 1.0, "methods": [f"{OFFSET_INDEX}.append(JI)V", f"{OFFSET_INDEX}.sanityCheck()V"]},
+        "other": {"verdict": "pass", "seconds": 0.5, "methods": [f"{OFFSET_INDEX}.lookup(J)Lx;"]},
+        "none": {"verdict": "pass", "seconds": 0.1, "methods": ["org.apache.kafka.storage.internals.log.TimeIndex.entry(I)V"]},
+    })  # fmt: skip
+    assert suite.covering(found["OffsetIndex/23"], base) == ["z-quick", "a-slow"]  # the quickest first
+    assert suite.covering(found["OffsetIndex/1"], base) == ["z-quick"]
+    # a lambda of append (no case entered it by its name): the cases that ran append
+    assert suite.covering(found["OffsetIndex/30"], base) == ["z-quick", "a-slow"]
+    # a method no case entered by its name: every case that entered the class
+    lookup_lambda = attrs.evolve(found["OffsetIndex/30"], method="lambda$parseEntry$0")
+    assert suite.covering(lookup_lambda, base) == ["other", "z-quick", "a-slow"]
+    assert not suite.machine_covers(found["OffsetIndex/23"], base)
+    machine = {"examples": 5, "witness": None, "methods": [f"{OFFSET_INDEX}.append(JI)V"], "seconds": 1}
+    assert suite.machine_covers(found["OffsetIndex/23"], _base({}, machine))
+    assert not suite.machine_covers(found["OffsetIndex/23"], _base({}, machine | {"witness": "fails on stock"}))
+
+
+def test_a_mutant_no_case_runs_is_not_judged_and_starts_nothing(tmp_path):
+    mutant = pit.mutants(pit_report(tmp_path))[0]
+    row = suite.judge(mutant, _base({"c": {"verdict": "pass", "seconds": 1, "methods": []}}), "/no/such.jar", str(tmp_path))
+    assert row["suite_status"] == suite.NO_COVERAGE and row["cases_run"] == 0
+
+
+def test_results_are_kept_and_read_back(tmp_path):
+    rows = [{"key": "k1", "release": "4.3.1", "mutant": "OffsetIndex/1", "line": 80, "suite_status": "survived", "hot_swap": True}]
+    results.append(str(tmp_path / "results"), rows, "w1")
+    back = results.read(str(tmp_path / "results"))
+    assert back[0]["key"] == "k1" and back[0]["line"] == 80 and back[0]["hot_swap"] is True
+    assert results.read(str(tmp_path / "none")) == []
+    (tmp_path / "results" / "junk.parquet").write_bytes(b"not parquet")
+    with pytest.raises(results.TableError, match="junk.parquet: not a readable Parquet"):
+        results.read(str(tmp_path / "results"))
+
+
+def _row(mutant, kafka, suite_status, mutator="VoidMethodCallMutator", cls=OFFSET_INDEX) -> dict:
+    return {"key": mutant, "release": "4.3.1", "kafka_build": "d", "mutant": mutant, "class": cls, "method": "m",
+            "descriptor": "()V", "line": 1, "mutator": mutator, "description": "x", "kafka_status": kafka,
+            "killing_test": "", "suite_status": suite_status, "witness_case": None, "witness": None,
+            "covering_cases": 1, "cases_run": 1, "suite_seconds": 1.0, "hot_swap": True}  # fmt: skip
+
+
+def test_the_report_puts_each_mutant_in_one_bucket(tmp_path):
+    rows = [
+        _row("a", "KILLED", "killed"), _row("b", "KILLED", "survived"), _row("c", "SURVIVED", "killed", "MathMutator"),
+        _row("d", "SURVIVED", "survived", "MathMutator"), _row("e", "NO_COVERAGE", "no_coverage"),
+        _row("f", "TIMED_OUT", "harness_error"), _row("g", "SURVIVED", "timed_out", cls="x.TimeIndex"),
+    ]  # fmt: skip
+    built = report.build(rows, {"release": "4.3.1", "classes": [OFFSET_INDEX], "kafka_tests": ["a.BTest"],
+                                "mutators": "DEFAULTS", "machine_examples": 0})  # fmt: skip
+    total = built["by_class"]["total"]
+    assert (total["both"], total["kafka_only"], total["suite_only"], total["neither"], total["suite_harness_error"]) == (1, 1, 2, 2, 1)
+    assert (total["kafka_killed"], total["suite_killed"]) == (3, 3)
+    assert built["by_class"]["OffsetIndex"]["mutants"] == 6 and built["by_class"]["TimeIndex"]["suite_only"] == 1
+    assert built["by_mutator"]["MathMutator"]["suite_only"] == 1
+    assert sorted(r["mutant"] for r in built["survivors_of_both"]) == ["d", "e"]
+    assert sorted(r["mutant"] for r in built["killed_by_suite_only"]) == ["c", "g"]
+    json_path, html_path = report.write(str(tmp_path), built)
+    assert json.loads(Path(json_path).read_text())["mutants"] == 7
+    page = Path(html_path).read_text()
+    assert "data:image/png;base64," in page and "Survivors of both (2)" in page
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--release", "4.4.0"], "--release 4.4.0: no mutation set-up for it (releases: 4.3.1)"),
+        (["--classes", " , "], "--classes names no class"),
+    ],
+)
+def test_bad_arguments_are_refused_in_one_line(args, says):
+    result = CliRunner().invoke(main, ["mutate-kafka", *args])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [f"klc mutate-kafka: {says}"]
+
+
+@pytest.mark.no_cover
+def test_a_class_the_release_lacks_is_refused(tmp_path):
+    if shutil.which("mvn") is None:
+        pytest.skip("no Maven: kafka-mutation's classpath cannot be built")
+    result = CliRunner().invoke(main, ["mutate-kafka", "--classes", "OffsetIndex,NoSuchIndex", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "klc mutate-kafka: --classes NoSuchIndex: no class NoSuchIndex in Kafka 4.3.1's kafka-storage jar"
+    )
+    assert not (tmp_path / "pit").exists()  # refused before PIT ran
+
+
+def test_no_maven_is_a_harness_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(pit, "MODULE", tmp_path / "kafka-mutation")  # nothing built there
+    (tmp_path / "kafka-mutation").mkdir()
+    (tmp_path / "kafka-mutation" / "pom.xml").write_text("<project/>")
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "mvn" else "/usr/bin/" + name)
+    result = CliRunner().invoke(main, ["mutate-kafka", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        "klc mutate-kafka: kafka-mutation: 'mvn' is not on PATH (Maven builds PIT's classpath)"
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_offset_index_mutants_end_to_end(tmp_path):
+    """PIT with Kafka 4.3.1's own tests on OffsetIndex, then this suite (the log/ corpus cases by
+    coverage, hot-swapped into one JVM) on every mutant: the mutant that drops append's whole
+    body (its one call, inLock, removed) is killed by both, with a witness; every mutant is in the
+    report exactly once."""
+    out = tmp_path / "out"
+    command = [os.path.join(os.path.dirname(sys.executable), "klc"), "mutate-kafka", "--classes", "OffsetIndex", "--cases", "log/",
+               "--machine-examples", "0", "--out", str(out), "--json"]  # fmt: skip
+    run = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    built = json.loads(run.stdout)
+    rows = {r["key"]: r for r in results.read(str(out / "results"))}
+    mutants = pit.mutants(out / "pit" / OFFSET_INDEX)
+    assert len(mutants) == built["mutants"] == len(rows) > 40
+    append = next(
+        m for m in mutants if m.method == "append" and m.mutator == "VoidMethodCallMutator" and m.description.endswith("::inLock")
+    )
+    assert append.kafka_status == "KILLED"
+    row = rows[results.key(append)]
+    assert row["suite_status"] == "killed" and row["witness_case"].startswith("log/") and "conforms" in row["witness"]
+    total = built["by_class"]["total"]
+    assert total["mutants"] == sum(total[b] for b in report.BUCKETS)
+    assert total["suite_killed"] > 0 and total["kafka_killed"] > 0
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_the_candidate_kafka_test_kills_the_loader_survivor(tmp_path):
+    """The candidate JUnit test (kafka-mutation/src/test/java) passes on Kafka 4.3.1 — PIT refuses
+    to run on a test that fails unmutated — and kills the LogLoader mutant that keeps `.deleted`
+    files at load, which every kafka-storage test of the release leaves alive."""
+    out = pit.run_pit([pit.CLASSES["LogLoader"]], tmp_path / "pit", tests=pit.CANDIDATE_TESTS)
+    kept = [
+        m for m in pit.mutants(out)
+        if m.method == "removeTempFilesAndCollectSwapFiles" and m.mutator == "RemoveConditionalMutator_EQUAL_ELSE"
+        and m.line == 279
+    ]  # fmt: skip
+    assert kept and all(m.kafka_status == "KILLED" for m in kept)
+    assert all("LoadRemovesDeletedFilesTest" in m.killing_test for m in kept)
+
+
+def test_only_survivors_cut_short_are_judged_again():
+    from conformance.kafka_mutation import run
+
+    wider = run.Config(max_cases=40, again=True)
+    row = {"suite_status": "survived", "cases_run": 12, "covering_cases": 104}
+    assert run._cut_short(row, wider)
+    assert not run._cut_short(row, run.Config(max_cases=12, again=True))
+    assert not run._cut_short(row | {"cases_run": 104}, wider)
+    assert not run._cut_short(row | {"suite_status": "killed"}, wider)
+    assert run._cut_short(row | {"suite_status": "harness_error"}, run.Config(max_cases=12, again=True))
+    assert run._cut_short(row, run.Config(max_cases=None, again=True))
+    older, newer = {"key": "k", "kafka_build": "d", "n": 1}, {"key": "k", "kafka_build": "d", "n": 2}
+    assert run.latest_rows([older, newer, {"key": "k", "kafka_build": "other", "n": 3}], "d") == {"k": newer}
+
+
+def test_the_documented_table_is_the_kept_report():
+    """docs/kafka-mutation.md's side-by-side rows are the counts of the report the run wrote
+    (docs/kafka-mutation-4.3.1.json), and the report's buckets add up per class."""
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    kept = json.loads((docs / "kafka-mutation-4.3.1.json").read_text())
+    text = (docs / "kafka-mutation.md").read_text()
+    for name, c in kept["by_class"].items():
+        assert c["mutants"] == sum(c[b] for b in report.BUCKETS)
+        label = f"**{name}**" if name == "total" else name
+        row = (f"| {label} | {c['mutants']} | {c['kafka_killed']} ({100 * c['kafka_killed'] / c['mutants']:.0f}%) | "
+               f"{c['suite_killed']} ({100 * c['suite_killed'] / c['mutants']:.0f}%) | {c['both']} | {c['kafka_only']} | "
+               f"{c['suite_only']} | {c['neither']} | {c['suite_harness_error']} |")  # fmt: skip
+        assert row in text, row
+    assert len(kept["survivors_of_both"]) == kept["by_class"]["total"]["neither"]
