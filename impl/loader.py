@@ -287,6 +287,11 @@ class PartitionLoader:
                 # where the names are the same (§5.9 step 3 filters old segments by the map)
                 self._split(e.segment)
                 e.segment.close_handlers()
+                # the retry opens every segment afresh from the listing, as Kafka's retry starts
+                # from a cleared map: the split's segments, installed by replaceSegments, are closed
+                for segment in self.segments.values():
+                    segment.close_handlers()
+                self.segments.clear()
 
     def _load_segment_files(self, epoch_cache: LeaderEpochCache) -> None:
         listing = self._listed()
