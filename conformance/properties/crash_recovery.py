@@ -492,15 +492,16 @@ def _unexpired(partitions: dict, now_ms: int) -> dict:
 
 
 def _without_producers_below_log_start(partitions: dict) -> dict:
-    """The partitions without the producers whose last batch lies below the log start offset
-    (Kafka's own ``producer-below-the-log-start-forgotten``): only a snapshot carries such a
-    producer (KIP-360 keeps it past retention), and which snapshot a load keeps depends on the
-    checkpoints it finds, not on the interruption (docs/producer-state.md rules 14, 17)."""
+    """The partitions without the producers whose last batch lies below the log start offset, or
+    who have no batch in the log at all (last offset −1: known from a marker alone) — Kafka's own
+    ``producer-below-the-log-start-forgotten``: only a snapshot carries such a producer (KIP-360
+    keeps it past retention), and which snapshot a load keeps depends on the checkpoints it finds,
+    not on the interruption (docs/producer-state.md rules 14, 17)."""
     out = {}
     for key, p in partitions.items():
         if "producers" in p:
             start = p["log_start_offset"]
-            p = {**p, "producers": [e for e in p["producers"] if not 0 <= e[3] < start]}
+            p = {**p, "producers": [e for e in p["producers"] if e[3] >= start]}
         out[key] = p
     return out
 
