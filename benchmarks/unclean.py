@@ -171,15 +171,12 @@ def drop_page_cache() -> str | None:
     return None
 
 
-def load_once(layout: Layout, work: str, threads: int, cold: bool = False) -> dict[str, Any]:
-    """Write a fresh copy (``cold``: then drop the page cache), load it (timed), close, delete."""
-    root = tempfile.mkdtemp(prefix=f"t{threads}-", dir=work)
-    write(layout, root)
-    if cold and (why := drop_page_cache()):
-        raise RuntimeError(why)
+def timed_startup(root: str, threads: int, clock) -> tuple[float, list, LogManager, OsStorage]:
+    """(seconds, loads, manager, storage) of impl's LogManager starting on ``root``/d0, timed with
+    the garbage collector off; the caller closes the logs."""
     storage = OsStorage()
     config = LogConfig(num_recovery_threads_per_data_dir=threads)
-    manager = LogManager(storage, [os.path.join(root, "d0")], config, lambda: T0, lambda _p, _b: 0)
+    manager = LogManager(storage, [os.path.join(root, "d0")], config, clock, lambda _p, _b: 0)
     gc.collect()
     gc.disable()
     try:
@@ -188,6 +185,16 @@ def load_once(layout: Layout, work: str, threads: int, cold: bool = False) -> di
         seconds = time.perf_counter() - t0
     finally:
         gc.enable()
+    return seconds, loads, manager, storage
+
+
+def load_once(layout: Layout, work: str, threads: int, cold: bool = False) -> dict[str, Any]:
+    """Write a fresh copy (``cold``: then drop the page cache), load it (timed), close, delete."""
+    root = tempfile.mkdtemp(prefix=f"t{threads}-", dir=work)
+    write(layout, root)
+    if cold and (why := drop_page_cache()):
+        raise RuntimeError(why)
+    seconds, loads, manager, storage = timed_startup(root, threads, lambda: T0)
     result = {"seconds": seconds, "log_bytes_read": storage.stats.log_bytes_read, "loads": summary(loads)}
     for log in manager.logs.values():
         log.close_handlers()

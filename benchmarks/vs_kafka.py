@@ -59,9 +59,7 @@ import impl.segment
 from benchmarks import recovery, unclean
 from benchmarks.segments import build_segment
 from impl.config import LogConfig
-from impl.log_manager import LogManager
 from impl.producer_state import ProducerStateManager
-from impl.storage import OsStorage
 
 MIB = 1024 * 1024
 SHAPES = {"1k": (1024, 4), "16k": (16 * 1024, 16), "1m": (MIB, 64)}
@@ -227,17 +225,7 @@ def recover_figures(jvm: BenchJvm, args) -> dict:
 
 
 def _impl_load(root: str, threads: int) -> tuple:
-    storage = OsStorage()
-    manager = LogManager(storage, [os.path.join(root, "d0")], LogConfig(num_recovery_threads_per_data_dir=threads),
-                         lambda: int(time.time() * 1000), lambda _p, _b: 0)  # fmt: skip
-    gc.collect()
-    gc.disable()
-    try:
-        t0 = time.perf_counter()
-        loads = manager.startup()
-        seconds = time.perf_counter() - t0
-    finally:
-        gc.enable()
+    seconds, loads, manager, storage = unclean.timed_startup(root, threads, lambda: int(time.time() * 1000))
     return seconds, len(manager.logs), loads, manager, storage
 
 
