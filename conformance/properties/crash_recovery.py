@@ -350,7 +350,7 @@ class RecoveryTracker:
             want = without_producers(want)
         got, want = (_unexpired(d, t.clock.now) for d in (got, want))
         if kafkas_own.applies("producer-below-the-log-start-forgotten"):
-            got, want = (_without_producers_below_log_start(d) for d in (got, want))
+            got, want = (_without_snapshot_only_producer_state(d) for d in (got, want))
         ahead = self.reference.epochs_not_compared()
         got, want = ({k: _without_epochs(v) if k in ahead else v for k, v in d.items()} for d in (got, want))
         if got == want:
@@ -491,7 +491,7 @@ def _unexpired(partitions: dict, now_ms: int) -> dict:
     return out
 
 
-def _without_producers_below_log_start(partitions: dict) -> dict:
+def _without_snapshot_only_producer_state(partitions: dict) -> dict:
     """The partitions without the producers whose last batch lies below the log start offset, or
     who have no batch in the log at all (last offset −1: known from a marker alone) — Kafka's own
     ``producer-below-the-log-start-forgotten``: only a snapshot carries such a producer (KIP-360
