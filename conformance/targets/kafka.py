@@ -205,18 +205,22 @@ class KafkaTarget(TargetBase):
         return answer["loaded"]
 
     def _inactive(self, built: dict[str, int]) -> list[str]:
-        """The index files built by the load that belong to an inactive segment: one below the
-        largest base offset of its partition's ``.log`` files as the load left them."""
-        active: dict[str, int] = {}
+        """The index files built by the load that belong to a segment the log holds after it, below
+        the largest base offset of its partition's ``.log`` files as the load left them (what impl
+        counts: its log's segments but the last). An index object whose file the load renamed
+        ``.deleted`` is not one: it read the then active segment's next offset before deleting it
+        (a log end below the checkpoint's log start, KAFKA-12520's load path, spec §7.3)."""
+        held: dict[str, set[int]] = {}
         for path in self._walk():
             folder, name = os.path.split(os.path.relpath(path, self.root))
             if name.endswith(".log") and name[:-4].isdigit():
-                active[folder] = max(active.get(folder, -1), int(name[:-4]))
+                held.setdefault(folder, set()).add(int(name[:-4]))
         out = []
         for path in sorted(built):
             folder, name = os.path.split(path)
-            base = name.split(".", 1)[0]
-            if base.isdigit() and int(base) < active.get(folder, -1):
+            base, _, suffix = name.partition(".")
+            bases = held.get(folder, set())
+            if suffix in ("index", "timeindex") and base.isdigit() and int(base) in bases and int(base) < max(bases):
                 out.append(path)
         return out
 
