@@ -50,13 +50,17 @@ class Cell:
         return self.recorded is None or self.recorded == self.verdict
 
 
+HISTORICAL_WITHOUT_A_JIRA = ("time-index-after-unclean-shutdown",)
+
+
 def target_of(release: str) -> str:
     """The name a case's ``expect.verdicts`` uses for ``release``."""
     return "kafka" if release == PINNED else f"kafka:{release}"
 
 
 def bug_cases(paths: tuple[str, ...] = ()) -> list[regressions.Case]:
-    """The cases of the corpus's KAFKA-* folders, or those of ``paths``."""
+    """The cases of the historical bugs' folders (``KAFKA-*`` and the time index judged corrupt
+    after every unclean shutdown, which has no JIRA of its own), or those of ``paths``."""
     named = [c for c in regressions.cases() if c.group != regressions.FOUND]
     if paths:
         wanted = {os.path.realpath(p) for p in paths}
@@ -65,7 +69,7 @@ def bug_cases(paths: tuple[str, ...] = ()) -> list[regressions.Case]:
         if missing:
             raise ValueError(f"not a named corpus case: {sorted(missing)[0]}")
         return chosen
-    return [c for c in named if c.group.startswith("KAFKA-")]
+    return [c for c in named if c.group.startswith("KAFKA-") or c.group in HISTORICAL_WITHOUT_A_JIRA]
 
 
 def cell(case: regressions.Case, release: str) -> Cell:
