@@ -38,7 +38,8 @@ def without_line_numbers(witness: str) -> str:
     return re.sub(r"(\.py):\d+", r"\1", witness)
 
 
-CRASH_CASES = [c for c in NAMED if c.group == "crash"]
+# a crash cut from Kafka's own journal runs only where Kafka runs (impl: unsupported)
+CRASH_CASES = [c for c in NAMED if c.group == "crash" and not any(s.on_kafka_journal for s in c.scenario.steps)]
 
 
 @pytest.mark.parametrize("case", CRASH_CASES, ids=[c.name for c in CRASH_CASES])
