@@ -264,7 +264,8 @@ TABLE = (
         "first-unstable-offset-placed-at-load", CLEAN_RESTART,
         "a log with an open transaction: the load places its first unstable offset by reading the segment "
         "that holds it (UnifiedLog.maybeIncrementFirstUnstableOffset, convertToOffsetMetadataOrThrow), which "
-        "builds that segment's offset index even when it is inactive and the shutdown was clean",
+        "builds that segment's offset index even when it is inactive and the shutdown was clean; a first offset "
+        "below the log start is placed at the log start, in the log start's segment",
         "§7.3; KAFKA-7283 (what waits for first use), KIP-98 (the first unstable offset)",
         "corpora/log/open-transaction-in-an-inactive-segment-at-a-clean-restart.json",
         SHOWN,
