@@ -65,7 +65,9 @@ def test_every_named_case_passes_on_impl_and_model():
     for case in findings:
         known = f"known: {case.name.split('/')[1]}"
         ours = {case.verdicts["impl"], case.verdicts["model"]}
-        assert case.verdicts["kafka"] == known and ours in ({known}, {"pass"}), case.name
+        # a crash cut from Kafka's own journal: its finding shows where Kafka runs
+        judged = {"unsupported"} if any(s.on_kafka_journal for s in case.scenario.steps) else {"pass"}
+        assert case.verdicts["kafka"] == known and ours in ({known}, judged), case.name
         if ours == {"pass"}:
             assert any(t.startswith("mutant:") and v.startswith("fail") for t, v in case.verdicts.items()), case.name
 
