@@ -222,7 +222,7 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
         } else if (records instanceof MemoryRecords memory) {
             buffer.put(memory.buffer().duplicate());
         } else {
-            throw new IllegalStateException("records of type " + records.getClass().getName());
+            throw new AdapterFailure("records of type " + records.getClass().getName());
         }
         return buffer.array();
     }

@@ -127,6 +127,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         try {
             stopManager();
         } catch (Exception e) {
+            AdapterFailure.rethrowIfOurs(e);
             org.slf4j.LoggerFactory.getLogger(getClass()).warn("LogManager.shutdown threw; swallowed as the broker's shutdown does", e);
         }
         scheduler.forget();
@@ -330,6 +331,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         try {
             return parseTopicPartitionName(dir);
         } catch (Exception e) { // Kafka's refusal of the name; up to 4.3 the Java one declares IOException
+            AdapterFailure.rethrowIfOurs(e);
             return null;
         }
     }
