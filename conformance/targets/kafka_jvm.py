@@ -96,11 +96,11 @@ def build_for(version: str | None = None) -> str:
     )
 
 
-# why a release before 0.11 has no adapter: it runs on Java 17, but can hold no case
+# why a release before 0.11 has no adapter: its log reads none of the scenario format's leader appends
 NO_V2_BATCHES = (
-    "no adapter: Kafka before 0.11 predates v2 record batches (KIP-98), which every append, leader "
-    "epoch and producer state of the scenario format is written in, and has no log start offset "
-    "(KIP-107); its log could judge no case (docs/kafka-target.md)"
+    "no adapter: Kafka before 0.11 reads no v2 record batch (KIP-98), the format of every leader "
+    "append of the scenario format, and has neither leader epochs (KIP-101) nor a log start offset "
+    "(KIP-107), which every state it is compared on holds (docs/kafka-target.md)"
 )
 
 
