@@ -85,7 +85,9 @@ RECORDS = [{"timestamp": 1_700_000_000_000 + i, "key": "k", "value": "v" * 20} f
 
 
 def scenario(steps, data_dirs=1) -> sc.Scenario:
-    return sc.Scenario.from_json({"format": "klc-scenario", "version": 1, "config": {}, "data_dirs": data_dirs, "steps": steps})
+    return sc.Scenario.from_json(
+        {"format": "klc-scenario", "version": 1, "config": {}, "data_dirs": data_dirs, "steps": steps}
+    )
 
 
 SMALL = scenario(
