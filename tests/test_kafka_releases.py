@@ -81,7 +81,7 @@ def test_klc_refuses_a_release_before_0_11_in_one_line_saying_why():
 
 
 KAFKA_3955 = "corpora/KAFKA-3955/overlapping-follower-batches-recovered.json"
-RECORDS = [{"timestamp": 1_700_000_000_000 + i, "key": "k", "value": "v" * 20} for i in range(3)]
+THREE = [{"timestamp": 1_700_000_000_000 + i, "key": "k", "value": "v" * 20} for i in range(3)]
 
 
 def scenario(steps, data_dirs=1) -> sc.Scenario:
@@ -93,8 +93,8 @@ def scenario(steps, data_dirs=1) -> sc.Scenario:
 SMALL = scenario(
     [
         {"op": "create", "topic": "t"},
-        {"op": "append", "topic": "t", "batches": [{"records": RECORDS}]},
-        {"op": "append", "topic": "t", "batches": [{"records": RECORDS[:1]}]},
+        {"op": "append", "topic": "t", "batches": [{"records": THREE}]},
+        {"op": "append", "topic": "t", "batches": [{"records": THREE[:1]}]},
         {"op": "shutdown"},
         {"op": "open"},
         {"op": "read", "topic": "t", "offset": 1},
@@ -136,9 +136,9 @@ def test_0_11_deletes_a_truncated_segment_on_java_17_without_unmapping_its_index
     a truncation's delayed deletion agrees with the model, files included."""
     steps = [
         {"op": "create", "topic": "t"},
-        {"op": "append", "topic": "t", "batches": [{"records": RECORDS[:1]}]},
+        {"op": "append", "topic": "t", "batches": [{"records": THREE[:1]}]},
         {"op": "roll", "topic": "t"},
-        {"op": "append", "topic": "t", "batches": [{"records": RECORDS[1:2]}]},
+        {"op": "append", "topic": "t", "batches": [{"records": THREE[1:2]}]},
         {"op": "roll", "topic": "t"},
         {"op": "truncate", "topic": "t", "offset": 1},
         {"op": "tick", "ms": 2000},
