@@ -152,13 +152,18 @@ def test_0_11_deletes_a_truncated_segment_on_java_17_without_unmapping_its_index
     assert v.checked["conforms"] == len(steps) + 1
 
 
-def test_0_11_refuses_a_log_in_a_chosen_dir_of_several():
-    """0.11's createLog picks the dir holding the fewest logs; a preferred dir came with 1.0: with
-    two data dirs a create is unsupported there, never a pass, and runs on 1.0.2."""
-    two = scenario([{"op": "create", "topic": "t", "dir": 1}], data_dirs=2)
-    v = run(two, ("model", "kafka:0.11.0.3"))
-    assert not v.ok and "puts a new log in the dir holding the fewest" in v.unsupported
-    assert run(two, ("model", "kafka:1.0.2")).ok
+def test_0_11_creates_a_log_in_a_chosen_dir_only_where_kafka_would():
+    """0.11's createLog puts a new log in the dir holding the fewest (the first among equals); a
+    preferred dir came with 1.0. A create naming another dir is unsupported there, never a pass;
+    one naming Kafka's pick runs (u-0 goes to d1 once t-0 is in d0), and 1.0.2 runs either."""
+    first = scenario([{"op": "create", "topic": "t", "dir": 1}], data_dirs=2)
+    v = run(first, ("model", "kafka:0.11.0.3"))
+    assert not v.ok and "create in d1: Kafka 0.11.0.3 puts a new log in the dir it picks, here d0" in v.unsupported
+    assert run(first, ("model", "kafka:1.0.2")).ok
+    both = [{"op": "create", "topic": "t", "dir": 0}, {"op": "create", "topic": "u", "dir": 1},
+            {"op": "append", "topic": "u", "batches": [{"records": THREE}]}, {"op": "shutdown"}]  # fmt: skip
+    v = run(scenario(both, data_dirs=2), ("model", "kafka:0.11.0.3"))
+    assert v.ok, [str(x) for x in v.violations] or v.unsupported
 
 
 @pytest.mark.parametrize(

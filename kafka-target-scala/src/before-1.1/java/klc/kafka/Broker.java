@@ -134,7 +134,8 @@ final class Broker extends ScalaGeneration<Log> {
     // --- steps on one partition ---------------------------------------------------------------
 
     /** 1.0: updatePreferredLogDir, then getOrCreateLog(partition, config, isNew); 0.11's createLog
-     *  puts a new log in the dir holding the fewest (nextLogDir), which no step can name. */
+     *  puts a new log in the dir Kafka picks (nextLogDir), so a create names its dir only where that
+     *  is Kafka's pick. */
     @Override
     protected void createLog(TopicPartition tp, String dataDir) {
         if (Scala.has(manager, "getOrCreateLog")) {
@@ -142,11 +143,46 @@ final class Broker extends ScalaGeneration<Log> {
             Scala.call(manager, "getOrCreateLog", tp, logConfig);
             return;
         }
-        if (dataDirs.size() > 1) {
-            throw new Unsupported("create in a chosen data dir: Kafka " + Release.version() + " puts a new log in the dir "
-                    + "holding the fewest logs (a preferred log dir came with 1.0, KIP-113)");
+        boolean exists = findLog(tp).isPresent();
+        String picked = exists ? dataDir : nextLogDir();
+        if (!dataDir.equals(picked)) {
+            throw new Unsupported("create in " + new File(dataDir).getName() + ": Kafka " + Release.version()
+                    + " puts a new log in the dir it picks, here " + new File(picked).getName()
+                    + " (a preferred log dir came with 1.0, KIP-113)");
         }
-        Scala.call(manager, "createLog", tp, logConfig);
+        Log log = (Log) Scala.call(manager, "createLog", tp, logConfig);
+        if (!exists && !log.dir().getAbsoluteFile().getParent().equals(picked)) {
+            // an Error: the adapter's fault, a harness error, never a verdict (Main.describe)
+            throw new AssertionError("Kafka " + Release.version() + " put " + tp + " in " + log.dir().getParent()
+                    + ", not in " + picked + " as this adapter predicted: its nextLogDir is not the one it models");
+        }
+    }
+
+    /**
+     * 0.11's LogManager.nextLogDir: the only dir if there is one; else the dir holding the fewest
+     * logs, the first in the broker's order among equals (its counts, a Scala immutable map of up to
+     * four entries, keep that order before a stable sort). With five or more dirs the map is hashed
+     * and the order is not modelled here.
+     */
+    private String nextLogDir() {
+        if (dataDirs.size() > 4) {
+            throw new Unsupported("create with " + dataDirs.size() + " data dirs: Kafka " + Release.version()
+                    + " picks a new log's dir by the order of a hashed map past four dirs");
+        }
+        Map<String, Integer> counts = new java.util.LinkedHashMap<>();
+        for (File dir : dataDirs) {
+            counts.put(dir.getAbsolutePath(), 0);
+        }
+        for (Log log : logs()) {
+            counts.merge(log.dir().getAbsoluteFile().getParent(), 1, Integer::sum);
+        }
+        String best = null;
+        for (Map.Entry<String, Integer> e : counts.entrySet()) {
+            if (best == null || e.getValue() < counts.get(best)) {
+                best = e.getKey();
+            }
+        }
+        return best;
     }
 
     /** A leader append as a produce request makes it (appendAsLeader's default: from a client). */
