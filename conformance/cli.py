@@ -464,7 +464,7 @@ def _scenario(path: str) -> Scenario | None:
     multiple=True,
     metavar="VERSION",
     help="A Kafka release to replay on (repeat it); default: the last release of every line that shipped or "
-    "fixed a bug of the corpus, back to 1.1, and the pinned one.",
+    "fixed a bug of the corpus, back to 0.11, and the pinned one.",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON object per cell: case, release, verdict, witness, recorded."

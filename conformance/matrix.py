@@ -16,11 +16,13 @@ import attrs
 from conformance import regressions
 from conformance.targets.kafka_jvm import PINNED
 
-# the last release of each line that shipped or fixed a bug of
-# the corpus, back to 1.1 (the oldest the Scala adapter runs); the first UnifiedLog release (3.1.2)
+# the last release of each line that shipped or fixed a bug of the corpus, back to 0.11 (the
+# oldest with an adapter: 0.11 and 1.0 on src/before-1.1); the first UnifiedLog release (3.1.2)
 # and the last of 3.x (3.9.1); the first with kafka-storage's UnifiedLog (4.1.1) and the last
 # before LogManager moved there too (4.3.1); and the pinned one
 RELEASES = (
+    "0.11.0.3",
+    "1.0.2",
     "1.1.1",
     "2.0.1",
     "2.1.0",

@@ -88,3 +88,21 @@ def test_a_case_without_verdicts_is_refused(tmp_path):
     (tmp_path / "g" / "c.json").write_text('{"format": "klc-scenario", "version": 1, "steps": []}')
     with pytest.raises(regressions.sc.ScenarioError, match=r"c\.json.*verdicts"):
         regressions.cases(str(tmp_path))
+
+
+def test_a_witness_quotes_kafkas_load_error_only():
+    """When two targets differ in whether a partition's load failed, the witness quotes the Kafka
+    target's message (what the operator saw: KAFKA-3955's names the index file); the model's and
+    impl's own wording is left out, so their recorded witnesses stay as they are."""
+    from types import SimpleNamespace as Target
+
+    from conformance.properties.conforms import _kafkas_load_error
+
+    error = "the broker's startup failed: InvalidOffsetException: … to d0/t-0/00000000000000000000.index."
+    model, kafka, impl = Target(name="model"), Target(name="kafka:1.0.2"), Target(name="impl/sim")
+    loaded = lambda e: {"loaded": [{"dir": "d0", "partition": "t-0", "error": e}]}  # noqa: E731
+    obs = Target(results={"model": loaded(None), "kafka:1.0.2": loaded(error), "impl/sim": loaded("impl's words")})
+    where = "/loaded[0]/error: False != True"
+    assert _kafkas_load_error(obs, (model, kafka), where) == f" (kafka:1.0.2: {error})"
+    assert _kafkas_load_error(obs, (model, impl), where) == ""
+    assert _kafkas_load_error(obs, (model, kafka), "/loaded[0]/recovered: [0] != [0, 0]") == ""
