@@ -285,7 +285,7 @@ final class Broker extends ScalaGeneration<Log> {
         try {
             return Class.forName(name);
         } catch (ClassNotFoundException e) {
-            throw new IllegalStateException(e);
+            throw new AdapterFailure(e);
         }
     }
 }
