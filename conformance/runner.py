@@ -315,7 +315,8 @@ class Session:
             return
         self.tracker.struck(outcome, self.model)
         if outcome.image is not None:
-            self.kafkas_image = step.on_kafka_journal  # whose write order made the image
+            if step.runs_as == "fault":  # a crash: whose write order made the image (a disk step edits it)
+                self.kafkas_image = step.on_kafka_journal
             for t in self.targets:
                 if outcome.stops_broker:
                     t.halt()
