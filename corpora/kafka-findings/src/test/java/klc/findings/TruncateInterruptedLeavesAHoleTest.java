@@ -1,8 +1,6 @@
 package klc.findings;
 
-import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.utils.Time;
-import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.server.util.KafkaScheduler;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
@@ -15,7 +13,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.File;
 import java.nio.file.Files;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
@@ -55,15 +52,7 @@ class TruncateInterruptedLeavesAHoleTest {
 
     @AfterEach
     void tearDown() throws Exception {
-        for (UnifiedLog l : new UnifiedLog[] {log, abandoned}) {
-            if (l != null) {
-                try {
-                    l.close();
-                } catch (RuntimeException alreadyOffline) {
-                    // the interrupted call took the abandoned log's dir offline
-                }
-            }
-        }
+        Logs.closeAll(log, abandoned);
         scheduler.shutdown();
     }
 
@@ -100,29 +89,12 @@ class TruncateInterruptedLeavesAHoleTest {
         log = Logs.open(dir, config, 0L, 0L, false, scheduler, Time.SYSTEM);
     }
 
-    private List<Long> offsetsServedFrom(long offset) throws Exception {
-        List<Long> offsets = new ArrayList<>();
-        while (offset < log.logEndOffset()) {
-            long before = offset;
-            for (RecordBatch batch : log.read(offset, 1 << 20, FetchIsolation.LOG_END, true).records.batches()) {
-                for (long o = batch.baseOffset(); o <= batch.lastOffset(); o++) {
-                    offsets.add(o);
-                }
-                offset = batch.lastOffset() + 1;
-            }
-            if (offset == before) {
-                break;
-            }
-        }
-        return offsets;
-    }
-
     @Test
     void testLoadAfterAnInterruptedTruncateTo() throws Exception {
         truncateTo9(true);
         // expected: the old log (0..15) or the truncated one (0..7, then 8..11 cut at its batch);
         // never offsets missing below the log end
-        List<Long> served = offsetsServedFrom(log.logStartOffset());
+        List<Long> served = Logs.offsetsServedFrom(log, log.logStartOffset());
         for (int i = 0; i < served.size(); i++) {
             assertEquals((long) i, served.get(i), "a fetch from the start serves " + served + ": offsets missing");
         }
