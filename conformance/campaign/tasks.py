@@ -38,7 +38,7 @@ from conformance.crash_images import FAMILIES
 from conformance.crash_machine import FAULT_KINDS, MAX_CRASHES, CrashMachine
 from conformance.mutants import mutant_stack, parse_target
 from conformance.properties import PropertyViolation
-from conformance.regressions import replay_scenario
+from conformance.regressions import NotJudged, replay_scenario
 from conformance.targets import HarnessError
 from conformance.verdicts import own_frames
 
@@ -324,9 +324,11 @@ def fault_families(scenario: sc.Scenario) -> list[str]:
 
 
 def replay_signature(scenario: sc.Scenario, target: str) -> tuple[str | None, object]:
-    """Run ``scenario`` through the runner against ``target``: (signature or None, first violation)."""
+    """Run ``scenario`` through the runner against ``target``: (signature or None, first violation);
+    no signature where the target did not judge it (a step it cannot run — impl or the model on a
+    crash cut from Kafka's own journal — or a known Kafka bug): the :class:`NotJudged` says which."""
     v = replay_scenario(scenario, target)
-    return (None, None) if v is None else (violation_signature(v), v)
+    return (None, v) if v is None or isinstance(v, NotJudged) else (violation_signature(v), v)
 
 
 def reproduce(row: dict, attempts: int = 3) -> dict:
