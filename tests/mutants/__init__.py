@@ -133,6 +133,16 @@ INDEX_MUTANTS = (
 
 LOG_MUTANTS = (
     Mutant(
+        name="rebuilt-gzip-keeps-zlibs-os-byte",
+        module="impl.codecs",
+        old="        out[GZIP_OS] = OS_UNKNOWN\n",
+        new="        pass\n",
+        description="a batch the cleaner rebuilds is gzipped with zlib's header (OS byte 3), where Kafka on Java 17 "
+        "writes GZIPOutputStream's (OS 255, JDK-8244706): the cleaned segment differs by a byte (pinned by "
+        "corpora/log/cleaning-rebuilds-compressed-batches-as-kafka-writes-them.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="tombstone-kept-past-its-horizon",
         module="impl.cleaner",
         old="retain_deletes = (horizon is None or f.now < horizon) if v2 else f.retain_legacy_deletes",
