@@ -640,3 +640,17 @@ def test_the_marker_content_matrix_on_kafka(release):
         if verdict.violations:
             differ.append((markers, verdict.results[-1]))
     assert differ == []
+
+
+def test_a_round_meeting_what_the_model_does_not_model_is_unsupported_everywhere():
+    """A compressed legacy wrapper that loses a record in a cleaning round: Kafka rebuilds it, the
+    model and impl refuse (UnsupportedLegacyRebuild), so the step is not judged — on the model and
+    impl too, where it had passed as a refusal both gave (scenario.CLEANING_NOT_MODELLED)."""
+    wrapper = {"records": [{"timestamp": 1700000000000, "key": k, "value": v} for k, v in (("a", "0"), ("a", "1"), ("b", "2"))],
+               "codec": "gzip", "magic": 1, "base_offset": 0, "leader_epoch": 0}  # fmt: skip
+    steps = [{"op": "create"}, {"op": "append", "batches": [wrapper], "leader": False}, {"op": "roll"}, {"op": "clean"}]
+    verdict = run(_scenario(steps, **{"cleanup.policy": "compact"}), ("model", "impl"))
+    assert not verdict.ok and not verdict.violations
+    assert verdict.unsupported.startswith("step 3 (clean t-0): a log-cleaner round: UnsupportedLegacyRebuild")
+    kafka = run(_scenario(steps, **{"cleanup.policy": "compact"}), ("kafka",))
+    assert kafka.ok and kafka.results[-1]["kafka"] == {"groups": [[0]]}  # Kafka's own cleaner rebuilds it
