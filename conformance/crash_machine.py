@@ -310,6 +310,9 @@ class CrashMachine(LogMachine):
         if tp in self.transactional:
             event("clean: not run on a log with transactions")
             return
+        if self._holds_legacy(tp):
+            event("clean: not run over legacy batches")
+            return
         self._stages(data, tp, self.CLEANING)
 
     def _cleaning_interrupted(self, tp, data) -> bool:
@@ -400,7 +403,8 @@ class CrashMachine(LogMachine):
             return sc.Open()
         tps = sorted(self.created)
         topic, partition = data.draw(st.sampled_from(tps), label="partition")
-        kinds = self.interruptible - ({"clean"} if (topic, partition) in self.transactional else set())
+        unclean = (topic, partition) in self.transactional or self._holds_legacy((topic, partition))
+        kinds = self.interruptible - ({"clean"} if unclean else set())
         kind = data.draw(st.sampled_from(sorted(kinds) or ["tick"]), label="interrupted")
         return sc.STEPS[kind].drawn(self, data, topic, partition)
 

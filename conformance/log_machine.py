@@ -103,6 +103,13 @@ class LogMachine(RuleBasedStateMachine):
         scenario's roll jitter in place of Kafka's random draw, docs/kafka-target.md)."""
         return config
 
+    def _holds_legacy(self, tp) -> bool:
+        """Whether the model's log of ``tp`` holds a legacy batch a cleaning round would read."""
+        model = self.session.model
+        if model is None or not model.running or tp not in model.manager.partitions:
+            return False
+        return model.manager.partitions[tp].log.holds_legacy_batches()
+
     def _cleans(self) -> bool:
         """Whether every target runs a cleaning round (kafka.runs_cleaning_rounds)."""
         return all(runs_cleaning_rounds(t) for t in self.targets)
@@ -409,6 +416,9 @@ class LogMachine(RuleBasedStateMachine):
             return
         if tp in self.transactional:  # the cleaner's transaction handling is not modelled (UNSUPPORTED)
             event("clean: not run on a log with transactions")
+            return
+        if self._holds_legacy(tp):  # Kafka 4.x's rebuild of legacy batches is not modelled (UNSUPPORTED)
+            event("clean: not run over legacy batches")
             return
         result = self._do(sc.Clean(tp[0], tp[1]))
         groups = result.get("groups", [])

@@ -61,6 +61,10 @@ final class CleanerRound {
             // aborted data, the last stable offset's bound and markers' retention are not modelled
             throw new Unsupported("a log-cleaner round on a log with transactional batches");
         }
+        if (holdsLegacyBatches(log)) {
+            // filterTo rebuilds every legacy batch it keeps as v2 (KIP-724): not modelled
+            throw new Unsupported("a log-cleaner round over a legacy (magic 0/1) batch: Kafka 4.x rebuilds every one it keeps as v2");
+        }
         if (!log.config().compact) {
             throw new NotCompacted(log.name() + " has cleanup.policy=" + log.config().getList("cleanup.policy"));
         }
@@ -123,6 +127,27 @@ final class CleanerRound {
         if (split != null) {
             out.put("split", split.baseOffset());
         }
+    }
+
+    /** Whether an inactive segment holds a magic 0/1 batch among the batches before its first
+     *  damaged one: what the model's and impl's {@code holds_legacy_batches} ask. */
+    private static boolean holdsLegacyBatches(UnifiedLog log) {
+        List<LogSegment> segments = log.logSegments();
+        for (LogSegment s : segments.subList(0, segments.size() - 1)) {
+            try {
+                for (var batch : s.log().batches()) {
+                    if (!batch.isValid()) {
+                        break;
+                    }
+                    if (batch.magic() < 2) {
+                        return true;
+                    }
+                }
+            } catch (CorruptRecordException e) {
+                // the valid batches end here
+            }
+        }
+        return false;
     }
 
     /** Whether a segment holds a v2 transactional batch (a marker included) among the batches
