@@ -2,7 +2,7 @@
 
 The releases are Maven Central's (the ``maven-metadata.xml`` of ``kafka_2.13`` and, for the releases
 before 2.4, ``kafka_2.12``): every published ``MAJOR.MINOR.PATCH``, in version order, that an adapter
-runs (1.1–4.3 and the pinned release, :func:`conformance.targets.kafka_jvm.build_for`).  The list is
+runs (0.11–4.3 and the pinned release, :func:`conformance.targets.kafka_jvm.build_for`).  The list is
 cached beside the adapter builds, so bisecting works offline once it has been fetched.
 
 Bisection assumes one change between the two ends, as ``git bisect`` does: the verdict at ``--from``
@@ -43,9 +43,10 @@ def version_key(release: str) -> tuple[int, ...]:
 
 
 def has_adapter(release: str) -> bool:
-    """Whether an adapter runs ``release`` (without building it): the lines 1.1–4.3 and the pinned one."""
+    """Whether an adapter runs ``release`` (without building it): the lines 0.11–4.3 and the pinned
+    one (0.10.2 and before read no v2 batch: refused by the kafka target)."""
     line = version_key(release)[:2]
-    return release == PINNED or (1, 1) <= line <= (4, 3)
+    return release == PINNED or (0, 11) <= line <= (4, 3)
 
 
 def published(fetch: Callable[[str], bytes] | None = None) -> list[str]:
@@ -55,7 +56,7 @@ def published(fetch: Callable[[str], bytes] | None = None) -> list[str]:
     found: set[str] = set()
     try:
         for url in METADATA:
-            found |= set(re.findall(rb"<version>(\d+\.\d+\.\d+)</version>", fetch(url)))
+            found |= set(re.findall(rb"<version>(\d+\.\d+\.\d+(?:\.\d+)?)</version>", fetch(url)))
     except OSError as e:
         return _cached(f"Maven Central could not be reached ({e})")
     releases = sorted((v.decode() for v in found), key=version_key)
@@ -84,7 +85,7 @@ def between(releases: list[str], first: str, last: str) -> list[str]:
         if end not in releases:
             raise BisectError(f"{end} is not a release on Maven Central")
         if not has_adapter(end):
-            raise BisectError(f"{end}: no adapter runs it (1.1–4.3 and {PINNED}; docs/kafka-target.md)")
+            raise BisectError(f"{end}: no adapter runs it (0.11–4.3 and {PINNED}; docs/kafka-target.md)")
     if version_key(first) >= version_key(last):
         raise BisectError(f"--from {first} must be an older release than --to {last}")
     lo, hi = version_key(first), version_key(last)

@@ -464,7 +464,7 @@ def _scenario(path: str) -> Scenario | None:
     multiple=True,
     metavar="VERSION",
     help="A Kafka release to replay on (repeat it); default: the last release of every line that shipped or "
-    "fixed a bug of the corpus, back to 1.1, and the pinned one.",
+    "fixed a bug of the corpus, back to 0.11, and the pinned one.",
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="One JSON object per cell: case, release, verdict, witness, recorded."
@@ -527,7 +527,7 @@ def matrix(cases: tuple[str, ...], releases: tuple[str, ...], as_json: bool, kaf
 @click.option("--json", "as_json", is_flag=True, help="The releases replayed, their verdicts and the answer as JSON.")
 def bisect(case_path: str, first: str, last: str, as_json: bool) -> None:
     """Find the first Kafka release at which a corpus CASE's verdict changes, between --from and --to:
-    the releases Maven Central publishes that an adapter runs (1.1-4.3 and the pinned one), replayed
+    the releases Maven Central publishes that an adapter runs (0.11-4.3 and the pinned one), replayed
     on about log2(n) of them.  A release whose adapter cannot run is skipped and named.
 
     Exit status: 0 the change was found (said as "VERDICT up to A, VERDICT from B"), 1 the verdict is

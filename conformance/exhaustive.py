@@ -148,9 +148,9 @@ class Tally:
     branches: collections.Counter = attrs.Factory(collections.Counter)  # loader branches the model took
 
 
-def _run(case: sc.Scenario, tally: Tally) -> Verdict:
+def _run(case: sc.Scenario, tally: Tally, targets: tuple[str, ...] = ("model", "impl")) -> Verdict:
     """:func:`conformance.runner.run`, also counting the loader branches of the first ``open``."""
-    session = Session(case)
+    session = Session(case, targets)
     try:
         opens = 0
         for step in case.steps:
@@ -172,6 +172,27 @@ def explore(prelude: str, ops: tuple[str, ...], every_parameter: bool, tally: Ta
     """Run every crash point × fault of one workload; the first failing verdict, or None."""
     crash_index = len(PRELUDES[prelude]) + len(ops) - 1
     return sweep(lambda at_op, fault: scenario(prelude, ops, at_op, fault), crash_index, every_parameter, tally)
+
+
+def kafka_scenario(prelude: str, ops: tuple[str, ...], at_op: int | None, fault: Fault) -> sc.Scenario:
+    """:func:`scenario` with its crash cut from Kafka's own journal (conformance.kafka_io): the
+    crash points are Kafka's writes, fsyncs and renames inside the workload's last operation."""
+    case = scenario(prelude, ops, at_op, fault)
+    steps = tuple(attrs.evolve(s, journal="kafka") if isinstance(s, faults.Crash) else s for s in case.steps)
+    return attrs.evolve(case, steps=steps)
+
+
+def explore_kafka(
+    prelude: str, ops: tuple[str, ...], every_parameter: bool, tally: Tally | None = None, release: str | None = None
+) -> Verdict | None:
+    """:func:`explore` on Kafka (the pinned release, or ``release``) against the model, every crash
+    point of Kafka's own journal × every fault family."""
+    crash_index = len(PRELUDES[prelude]) + len(ops) - 1
+    target = f"kafka:{release}" if release else "kafka"
+    return sweep(
+        lambda at_op, fault: kafka_scenario(prelude, ops, at_op, fault), crash_index, every_parameter, tally,
+        targets=("model", target), source=target,
+    )  # fmt: skip
 
 
 # A legacy segment (spec §7.9) whose last two messages overflow its base: the load after it splits
@@ -231,23 +252,28 @@ def clean_scenario(at_op: int | None, fault: Fault) -> sc.Scenario:
 CLEAN_CRASH_INDEX = next(i for i, s in enumerate(clean_scenario(0, Fault("process")).steps) if isinstance(s, faults.Crash))
 
 
-def sweep(build, crash_index: int, every_parameter: bool, tally: Tally | None = None) -> Verdict | None:
+def sweep(
+    build, crash_index: int, every_parameter: bool, tally: Tally | None = None,
+    targets: tuple[str, ...] = ("model", "impl"), source: str = "impl/sim",
+) -> Verdict | None:
     """Every crash point × fault of the scenarios ``build(at_op, fault)`` whose step ``crash_index``
-    crashes inside an operation (``at_op`` counts its storage operations; None: after it)."""
+    crashes inside an operation (``at_op`` counts its storage operations; None: after it) on
+    ``targets``; ``source`` is the target whose journal the images are cut from (its crash result
+    says whether the operation completed and how many operations were pending)."""
     tally = tally if tally is not None else Tally()
     at_op: int | None = 0
     while True:
-        probe = _run(build(at_op, Fault("process")), tally)
+        probe = _run(build(at_op, Fault("process")), tally, targets)
         if _failed(probe):
             return probe
         index = crash_index + (1 if at_op is None else 0)
-        result = probe.results[index].get("impl/sim", {})
+        result = probe.results[index].get(source, {})
         if at_op is not None and result.get("completed"):
             at_op = None  # the operation finished before this storage operation: crash after it
             continue
         tally.crash_points += 1
         for fault in faults_for(result.get("pending", 0), every_parameter)[1:]:
-            verdict = _run(build(at_op, fault), tally)
+            verdict = _run(build(at_op, fault), tally, targets)
             tally.images += 1
             if _failed(verdict):
                 return verdict

@@ -16,11 +16,13 @@ import attrs
 from conformance import regressions
 from conformance.targets.kafka_jvm import PINNED
 
-# the last release of each line that shipped or fixed a bug of
-# the corpus, back to 1.1 (the oldest the Scala adapter runs); the first UnifiedLog release (3.1.2)
+# the last release of each line that shipped or fixed a bug of the corpus, back to 0.11 (the
+# oldest with an adapter: 0.11 and 1.0 on src/before-1.1); the first UnifiedLog release (3.1.2)
 # and the last of 3.x (3.9.1); the first with kafka-storage's UnifiedLog (4.1.1) and the last
 # before LogManager moved there too (4.3.1); and the pinned one
 RELEASES = (
+    "0.11.0.3",
+    "1.0.2",
     "1.1.1",
     "2.0.1",
     "2.1.0",
@@ -50,13 +52,17 @@ class Cell:
         return self.recorded is None or self.recorded == self.verdict
 
 
+HISTORICAL_WITHOUT_A_JIRA = ("time-index-after-unclean-shutdown",)
+
+
 def target_of(release: str) -> str:
     """The name a case's ``expect.verdicts`` uses for ``release``."""
     return "kafka" if release == PINNED else f"kafka:{release}"
 
 
 def bug_cases(paths: tuple[str, ...] = ()) -> list[regressions.Case]:
-    """The cases of the corpus's KAFKA-* folders, or those of ``paths``."""
+    """The cases of the historical bugs' folders (``KAFKA-*`` and the time index judged corrupt
+    after every unclean shutdown, which has no JIRA of its own), or those of ``paths``."""
     named = [c for c in regressions.cases() if c.group != regressions.FOUND]
     if paths:
         wanted = {os.path.realpath(p) for p in paths}
@@ -65,7 +71,7 @@ def bug_cases(paths: tuple[str, ...] = ()) -> list[regressions.Case]:
         if missing:
             raise ValueError(f"not a named corpus case: {sorted(missing)[0]}")
         return chosen
-    return [c for c in named if c.group.startswith("KAFKA-")]
+    return [c for c in named if c.group.startswith("KAFKA-") or c.group in HISTORICAL_WITHOUT_A_JIRA]
 
 
 def cell(case: regressions.Case, release: str) -> Cell:

@@ -114,6 +114,7 @@ class Session:
         self.unloadable: set[str] = set()  # partitions the last open left out (isolate policy): files not compared
         self.shutdown_dirs: dict[str, bool] = {}  # data dir → whether the last shutdown wrote its marker
         self.report_damage = False  # whether a crash says what its image did to producer-state files
+        self.kafkas_image = False  # whether the last crash image was cut from Kafka's own journal
         if scenario.image is not None and not self.broken:
             self._restore(scenario.image, scenario.clock_start_ms)
         self._apply(sc.Open(), -1)
@@ -249,7 +250,7 @@ class Session:
             index, self._crash_judgement(obs)
         ):
             first = self.verdict.violations[-1]
-            finding = kafka_findings.known(step, results, first, self.model)
+            finding = kafka_findings.known(step, results, first, self.model, self.kafkas_image)
             if finding:  # a Kafka bug already pinned: reported as such, the rest not judged
                 self.verdict.known = f"{finding.name} at step {index}: {first.witness}"
                 self.verdict.violations.pop()
@@ -314,6 +315,8 @@ class Session:
             return
         self.tracker.struck(outcome, self.model)
         if outcome.image is not None:
+            if step.runs_as == "fault":  # a crash: whose write order made the image (a disk step edits it)
+                self.kafkas_image = step.on_kafka_journal
             for t in self.targets:
                 if outcome.stops_broker:
                     t.halt()

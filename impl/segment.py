@@ -186,19 +186,32 @@ class LogSegment:
         lookups, else the shadow entries lookups use instead."""
         if not self.indexes_checked:
             self.indexes_checked = True
-            offsets, times = self._indexes()
-            problem = _unclean(offsets) or _unclean(times)
-            view = self.view()
             self.storage.stats.add(self._read_counter, self._size)
-            problem = problem or soundness_problem(offsets, times, view, inactive=True)
-            if not problem and not times.entries and any(h.max_timestamp > 0 for h in BatchScan(view, check_crc=False)):
-                # sound for lookups, but Kafka's max timestamp (−1) is not the content's, which
-                # timestamp searches go by: the shadow keeps that
-                problem = f"{times.path} is empty, the log has timestamps"
+            problem = self._unsoundness()
             if problem:
                 self.rebuilt_because = problem
-                self._shadow = ShadowIndexes(view, self.base_offset, self.config.index_interval_bytes)
+                self._shadow = ShadowIndexes(self.view(), self.base_offset, self.config.index_interval_bytes)
         return self._shadow
+
+    def _unsoundness(self) -> str | None:
+        """Why Kafka's indexes cannot serve this segment's lookups (one scan of the log), or None."""
+        offsets, times = self._indexes()
+        view = self.view()
+        problem = _unclean(offsets) or _unclean(times) or soundness_problem(offsets, times, view, inactive=True)
+        if not problem and not times.entries and any(h.max_timestamp > 0 for h in BatchScan(view, check_crc=False)):
+            # sound for lookups, but Kafka's max timestamp (−1) is not the content's, which
+            # timestamp searches go by: the shadow keeps that
+            problem = f"{times.path} is empty, the log has timestamps"
+        return problem
+
+    def prospective_lookup_entries(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """The entries lookups use, and for a segment no lookup has used yet those its proof on
+        first use will give, without proving it (nothing counted, nothing changed): after a fault
+        an unused index may hold what no lookup will ever go by (an unsynced resize's zero slot,
+        read as an entry, in a segment a resurrected clean-shutdown marker kept from recovery)."""
+        if self.indexes_checked or not self._unsoundness():
+            return self.lookup_entries()
+        return ShadowIndexes(self.view(), self.base_offset, self.config.index_interval_bytes).entries
 
     def lookup_entries(self) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
         """The (offset, position) and (timestamp, offset) entries lookups go by: the shadow's if the

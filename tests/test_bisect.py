@@ -74,12 +74,14 @@ def test_releases_come_from_maven_metadata_and_are_cached(tmp_path, monkeypatch)
         bs.METADATA[0]: b"<versions><version>2.4.0</version><version>4.4.0</version><version>4.0.0-rc1</version></versions>",
         bs.METADATA[1]: b"<version>1.1.1</version><version>2.4.0</version><version>0.10.2.2</version>",
     }
-    assert bs.published(pages.__getitem__) == ["1.1.1", "2.4.0", "4.4.0"]
+    assert bs.published(pages.__getitem__) == ["0.10.2.2", "1.1.1", "2.4.0", "4.4.0"]
+    # four-part releases are listed; the adapters run 0.11 and later
+    assert not bs.has_adapter("0.10.2.2") and bs.has_adapter("0.11.0.3") and bs.has_adapter("1.0.2")
 
     def offline(url):
         raise OSError("network unreachable")
 
-    assert bs.published(offline) == ["1.1.1", "2.4.0", "4.4.0"]  # from the cache
+    assert bs.published(offline) == ["0.10.2.2", "1.1.1", "2.4.0", "4.4.0"]  # from the cache
     (tmp_path / "releases.json").unlink()
     with pytest.raises(bs.BisectError, match="could not be reached .* no list of releases is cached"):
         bs.published(offline)
@@ -91,11 +93,11 @@ def test_releases_come_from_maven_metadata_and_are_cached(tmp_path, monkeypatch)
         ("2.8", "4.4.0", "not a Kafka release"),
         ("2.8.9", "4.4.0", "not a release on Maven Central"),
         ("4.4.0", "2.8.2", "must be an older release"),
-        ("1.0.2", "2.8.2", "no adapter runs it"),
+        ("0.10.2.2", "2.8.2", "no adapter runs it"),
     ],
 )
 def test_bad_ends_are_refused(first, last, message):
-    releases = ["1.0.2", "1.1.1", "2.8.2", "3.0.0", "4.4.0"]
+    releases = ["0.10.2.2", "1.0.2", "1.1.1", "2.8.2", "3.0.0", "4.4.0"]
     with pytest.raises(bs.BisectError, match=message):
         bs.between(releases, first, last)
 

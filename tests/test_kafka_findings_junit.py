@@ -62,6 +62,13 @@ EXPECTED = {
             "testLoadAfterACompletedTruncateFullyAndStartAt": PASS,
         },
     ),
+    "TruncateInterruptedLeavesAHoleTest": (
+        "truncate-interrupted-leaves-a-hole",
+        {
+            "testLoadAfterAnInterruptedTruncateTo": FAIL,
+            "testLoadAfterACompletedTruncateTo": PASS,
+        },
+    ),
     "TornTransactionIndexTest": (
         "torn-transaction-index-hides-an-aborted-transaction",
         {

@@ -62,25 +62,127 @@ def test_kafka_10101_recovery_point_on_the_releases(release, verdict):
 
 
 def test_a_release_without_an_adapter_is_unsupported_not_a_pass():
-    """Anything before 1.1, a 4.x release not tried (4.4.1) and a later generation have no adapter:
+    """Anything before 0.11, a 4.x release not tried (4.4.1) and a later generation have no adapter:
     unsupported, never a pass."""
-    for release in ("0.11.0", "1.0.2", "4.4.1", "5.0.0", "not-a-release"):
+    for release in ("0.10.2.2", "4.4.1", "5.0.0", "not-a-release"):
         with pytest.raises(Unsupported, match="no adapter|not a Kafka release"):
             KafkaTarget(sc.Scenario(()), release=release)
     verdict = run(sc.Scenario((sc.Create(),)), ("model", "kafka:5.0.0"))
     assert verdict.unsupported and not verdict.ok
 
 
-@pytest.mark.parametrize("release, generation", [("3.0.0", "log"), ("3.1.2", "unified-log"), ("4.0.0", "unified-log")])
+def test_klc_refuses_a_release_before_0_11_in_one_line_saying_why():
+    """0.10.2 reads no v2 batch, has no leader epochs and no log start offset: `--target
+    kafka:0.10.2.2` is refused (exit 2) in one line naming that, before any JVM or build."""
+    out = CliRunner().invoke(main, ["replay", "--target", "kafka:0.10.2.2", KAFKA_3955])
+    assert out.exit_code == 2, out.output
+    (line,) = out.stderr.strip().splitlines()
+    assert "kafka 0.10.2.2: no adapter" in line and "v2 record batch (KIP-98)" in line and "(KIP-107)" in line, line
+
+
+KAFKA_3955 = "corpora/KAFKA-3955/overlapping-follower-batches-recovered.json"
+THREE = [{"timestamp": 1_700_000_000_000 + i, "key": "k", "value": "v" * 20} for i in range(3)]
+
+
+def scenario(steps, data_dirs=1) -> sc.Scenario:
+    return sc.Scenario.from_json(
+        {"format": "klc-scenario", "version": 1, "config": {}, "data_dirs": data_dirs, "steps": steps}
+    )
+
+
+SMALL = scenario(
+    [
+        {"op": "create", "topic": "t"},
+        {"op": "append", "topic": "t", "batches": [{"records": THREE}]},
+        {"op": "append", "topic": "t", "batches": [{"records": THREE[:1]}]},
+        {"op": "shutdown"},
+        {"op": "open"},
+        {"op": "read", "topic": "t", "offset": 1},
+        {"op": "truncate", "topic": "t", "offset": 2},
+        {"op": "crash", "fault": {"family": "process"}},
+        {"op": "open"},
+    ]
+)
+
+
+@pytest.mark.parametrize("release", ["0.11.0.3", "1.0.2"])
+def test_the_releases_before_1_1_run_on_their_own_adapter(release):
+    """0.11 and 1.0 run on kafka-target-scala's src/before-1.1 (their LogManager and Log before
+    1.1's API), on Java 17 with no JVM option beyond the target's own: appends, a clean restart, a
+    read and a truncation agree with the model, files included (one segment: before 2.3 a load
+    opens every segment's indexes, KAFKA-7283, which clean-restart judges). The load after the
+    crash then recovers the active segment twice, once for its index and once as unflushed, as
+    every release before 2.3 does (1.1.1 likewise): the first and only difference."""
+    from conformance.targets import kafka_jvm
+
+    assert "before-1.1" in kafka_jvm._source_sets(release)
+    target = KafkaTarget(SMALL, release=release)
+    try:
+        assert target.version == release and not target.compares_producer_state
+    finally:
+        target.close()
+    v = run(SMALL, ("model", f"kafka:{release}"))
+    assert v.unsupported is None and v.checked["conforms"] >= len(SMALL.steps) - 1
+    assert [str(x) for x in v.violations] == [
+        f"conforms violated at step 8: open: model vs kafka:{release} result /loaded[0]/recovered: [0] != [0, 0]"
+    ]
+
+
+def test_0_11_deletes_a_truncated_segment_on_java_17_without_unmapping_its_indexes():
+    """0.11's AbstractIndex.forceUnmap links against Java 8's DirectBuffer.cleaner() (answering
+    sun.misc.Cleaner): on Java 17 it throws (IllegalAccessError; with --add-exports of sun.nio.ch a
+    NoSuchMethodError), and Kafka swallows it ("Error when freeing index buffer"). So the deleted
+    segment's mappings wait for the garbage collector, which on Linux changes no file and no answer:
+    a truncation's delayed deletion agrees with the model, files included."""
+    steps = [
+        {"op": "create", "topic": "t"},
+        {"op": "append", "topic": "t", "batches": [{"records": THREE[:1]}]},
+        {"op": "roll", "topic": "t"},
+        {"op": "append", "topic": "t", "batches": [{"records": THREE[1:2]}]},
+        {"op": "roll", "topic": "t"},
+        {"op": "truncate", "topic": "t", "offset": 1},
+        {"op": "tick", "ms": 2000},
+        {"op": "shutdown"},
+    ]
+    case = sc.Scenario.from_json(
+        {"format": "klc-scenario", "version": 1, "config": {"file.delete.delay.ms": 1000}, "steps": steps}
+    )
+    v = run(case, ("model", "kafka:0.11.0.3"))
+    assert v.ok, [str(x) for x in v.violations] or v.unsupported
+    assert v.checked["conforms"] == len(steps) + 1
+
+
+def test_0_11_creates_a_log_in_a_chosen_dir_only_where_kafka_would():
+    """0.11's createLog puts a new log in the dir holding the fewest (the first among equals); a
+    preferred dir came with 1.0. A create naming another dir is unsupported there, never a pass;
+    one naming Kafka's pick runs (u-0 goes to d1 once t-0 is in d0), and 1.0.2 runs either."""
+    first = scenario([{"op": "create", "topic": "t", "dir": 1}], data_dirs=2)
+    v = run(first, ("model", "kafka:0.11.0.3"))
+    assert not v.ok and "create in d1: Kafka 0.11.0.3 puts a new log in the dir it picks, here d0" in v.unsupported
+    assert run(first, ("model", "kafka:1.0.2")).ok
+    both = [{"op": "create", "topic": "t", "dir": 0}, {"op": "create", "topic": "u", "dir": 1},
+            {"op": "append", "topic": "u", "batches": [{"records": THREE}]}, {"op": "shutdown"}]  # fmt: skip
+    v = run(scenario(both, data_dirs=2), ("model", "kafka:0.11.0.3"))
+    assert v.ok, [str(x) for x in v.violations] or v.unsupported
+
+
+@pytest.mark.parametrize(
+    "release, generation",
+    [("0.11.0.3", "before-1.1"), ("1.0.2", "before-1.1"), ("1.1.1", "log"), ("3.0.0", "log"), ("3.1.2", "unified-log"),
+     ("4.0.0", "unified-log")],
+)  # fmt: skip
 def test_each_release_is_routed_to_its_generations_sources(release, generation):
     """3.1 renamed kafka.log.Log to UnifiedLog: from 3.1 to 4.0 the Scala adapter compiles
-    src/unified-log (the pom's profile), before it src/log."""
+    src/unified-log (the pom's profile), 1.1 to 3.0 src/log, 0.11 and 1.0 src/before-1.1 (0.11's
+    broker has no Jackson: the protocol classes take 1.0.2's)."""
     from conformance.targets import kafka_jvm
 
     options = kafka_jvm._maven_properties(release)
     assert ("-Dgeneration=unified-log" in options) == (generation == "unified-log"), options
+    assert ("-Dgeneration=before-1.1" in options) == (generation == "before-1.1"), options
+    assert ("-Djackson.version=2.9.6" in options) == (release == "0.11.0.3"), options
     compiled = set(kafka_jvm._source_sets(release))
-    assert generation in compiled and not ({"log", "unified-log"} - {generation}) & compiled, compiled
+    assert generation in compiled and not ({"log", "unified-log", "before-1.1"} - {generation}) & compiled, compiled
 
 
 @pytest.mark.parametrize(
@@ -250,6 +352,7 @@ def test_a_release_build_is_stale_only_for_the_sources_it_compiles(tmp_path):
     mtimes = {"main": shared + 50, "log": shared + 60, "before-2.4": shared + 100, "since-2.4": shared + 300}
     mtimes["unified-log"] = shared + 200
     mtimes["before-4.4"], mtimes["since-4.4"] = shared + 150, shared + 250
+    mtimes["before-1.1"] = shared + 70
     for era, mtime in mtimes.items():
         f = tmp_path / "src" / era / "A.java"
         f.parent.mkdir(parents=True)
@@ -258,6 +361,10 @@ def test_a_release_build_is_stale_only_for_the_sources_it_compiles(tmp_path):
     (tmp_path / "pom.xml").write_text("<project/>")
     os.utime(tmp_path / "pom.xml", (50, 50))
     assert kafka_jvm._newest_source(tmp_path, "2.3.1") == mtimes["before-2.4"]
+    assert kafka_jvm._newest_source(tmp_path, "1.1.1") == mtimes["before-2.4"]
+    mtimes["before-2.4"] = shared + 40
+    os.utime(tmp_path / "src" / "before-2.4" / "A.java", (mtimes["before-2.4"],) * 2)
+    assert kafka_jvm._newest_source(tmp_path, "1.0.2") == mtimes["before-1.1"]  # not src/log's
     assert kafka_jvm._newest_source(tmp_path, "2.8.2") == mtimes["since-2.4"]
     assert kafka_jvm._newest_source(tmp_path, "3.1.2") == mtimes["unified-log"]
     assert kafka_jvm._newest_source(tmp_path, "4.1.1") == mtimes["before-4.4"]
@@ -298,3 +405,14 @@ def test_4_1_1_runs_a_corpus_case_to_its_recorded_verdict():
         target.close()
     v = run(case, ("model", f"kafka:{release}"))
     assert v.ok, [str(x) for x in v.violations]
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
+@pytest.mark.parametrize("release", ["3.2.2", "3.3.2"])
+def test_the_releases_between_3_1_and_3_4_start(release):
+    """3.2 and 3.3's LogManager takes the transaction timeout before maxPidExpirationMs; without
+    that constructor the adapter could not start them, and (before adapter failures were harness
+    errors) every case was judged a conforms failure at the first open on those releases."""
+    v = run(sc.Scenario.load("corpora/log/roll-on-segment-bytes.json"), ("model", f"kafka:{release}"))
+    assert v.ok and v.unsupported is None, [str(x) for x in v.violations]

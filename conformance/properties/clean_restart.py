@@ -66,14 +66,16 @@ def _recovered(target, obs: Observation) -> str | None:
 
 def _first_unstable_segments(obs: Observation) -> set[str]:
     """The offset-index files of the segments holding an open transaction's first offset, by the
-    model's state (Kafka's own ``first-unstable-offset-placed-at-load``); none without the model."""
+    model's state (Kafka's own ``first-unstable-offset-placed-at-load``); none without the model.
+    A first offset below the log start is placed at the log start (maybeIncrementFirstUnstableOffset
+    takes the larger of the two), so the segment read is the log start's."""
     model = next((t for t in obs.targets if t.name == "model"), None)
     if model is None or not model.running or not kafkas_own.applies("first-unstable-offset-placed-at-load"):
         return set()
     out = set()
     for key, p in model.state()["partitions"].items():
         bases = [s[0] for s in p["segments"]]
-        for first in (e[7] for e in p.get("producers", ()) if e[7] >= 0):
+        for first in (max(e[7], p["log_start_offset"]) for e in p.get("producers", ()) if e[7] >= 0):
             holding = max((b for b in bases if b <= first), default=None)
             if holding is not None:
                 out.add(f"{key}/{holding:020d}.index")

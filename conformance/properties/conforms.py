@@ -6,6 +6,7 @@ or resized)."""
 from __future__ import annotations
 
 import functools
+import re
 
 from conformance import kafkas_own, releases
 from conformance.index_files import is_index_file
@@ -41,7 +42,8 @@ def _difference(obs: Observation, a, b, settled: bool) -> str | None:
     step = obs.step
     ra, rb = comparable(obs.results[a.name]), comparable(obs.results[b.name])
     if ra != rb:
-        return f"{describe(step)}: {a.name} vs {b.name} result {first_difference(ra, rb)}"
+        where = first_difference(ra, rb)
+        return f"{describe(step)}: {a.name} vs {b.name} result {where}{_kafkas_load_error(obs, (a, b), where)}"
     sa, sb = a.state(), b.state()
     producers = a.compares_producer_state and b.compares_producer_state
     if not producers and sa.get("partitions") is not None and sb.get("partitions") is not None:
@@ -62,6 +64,24 @@ def _difference(obs: Observation, a, b, settled: bool) -> str | None:
     else:
         detail = f"{len(fa[p])} bytes vs {len(fb[p])} bytes, first difference at byte {_first_byte_diff(fa[p], fb[p])}"
     return f"after {describe(step)}: file {p}: {detail}"
+
+
+LOAD_ERROR = re.compile(r"/loaded\[(\d+)\]/error: ")
+
+
+def _kafkas_load_error(obs: Observation, pair, where: str) -> str:
+    """When the pair differs in whether a partition's load failed, Kafka's own message for it (what
+    the operator saw: it names the file, KAFKA-3955's index), quoted after the witness.  The texts
+    are compared by presence only (:func:`comparable`); a Kafka target's is the fact shown."""
+    m = LOAD_ERROR.match(where)
+    if m is None:
+        return ""
+    for t in pair:
+        loaded = (obs.results[t.name] or {}).get("loaded", ())
+        i = int(m[1])
+        if t.name.startswith("kafka") and i < len(loaded) and loaded[i].get("error"):
+            return f" ({t.name}: {loaded[i]['error']})"
+    return ""
 
 
 def comparable(result: dict) -> dict:

@@ -503,7 +503,7 @@ def _without_snapshot_only_producer_state(partitions: dict) -> dict:
             start = p["log_start_offset"]
             # and the coordinator epoch (field 6), which a marker sets and only a snapshot keeps
             # once the marker's segment is not read again: Kafka 4.4.0 loses it the same way
-            # (docs/untriaged/model--idempotent-recovery-coordinator-epoch.json, on kafka as the reference)
+            # (corpora/crash/coordinator-epoch-forgotten-by-an-interrupted-load.json)
             p = {**p, "producers": [[*e[:6], None, *e[7:]] for e in p["producers"] if e[3] >= start]}
         out[key] = p
     return out

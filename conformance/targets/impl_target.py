@@ -276,9 +276,10 @@ class ImplTarget(TargetBase):
                     # (the files stay Kafka's, compared with the model's by conforms) — after a crash
                     # that lost a .log's size but kept its time index, an inactive segment's entry
                     # lies past the end of its log for Kafka and impl alike
-                    # (corpora/crash/time-entry-past-a-log-a-crash-emptied.json)
+                    # (corpora/crash/time-entry-past-a-log-a-crash-emptied.json); for a segment no
+                    # lookup used yet, those its proof on first use will give
                     out[f"{d}/{topic}-{partition}/{s.base_offset}"] = (
-                        *s.lookup_entries(),
+                        *s.prospective_lookup_entries(),
                         bytes(s.view()),
                         i == len(segments) - 1,
                         segments[i + 1].base_offset if i + 1 < len(segments) else log.log_end_offset,

@@ -214,6 +214,8 @@ class KafkaTarget(TargetBase):
         self.load_stats = {"inactive_indexes_opened": self._inactive(answer.get("indexes_built", {}))}
         for x in answer["loaded"]:  # a work count (benchmarks/vs_kafka.py), not a result the targets share
             x.pop("recovered_bytes", None)
+            if x.get("error"):  # Kafka names the files it failed on by absolute path: relative to the data dirs here
+                x["error"] = x["error"].replace(os.path.join(self.root, ""), "")
         return answer["loaded"]
 
     def _inactive(self, built: dict[str, int]) -> list[str]:

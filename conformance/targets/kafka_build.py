@@ -23,7 +23,7 @@ import attrs
 from conformance.targets.kafka_jvm import KafkaTargetError
 
 VERSION_FILE = "kafka/kafka-version.properties"
-RELEASE_PREFIX = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+RELEASE_PREFIX = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?")  # 0.MAJOR.MINOR.PATCH before 1.0
 # the classes a generation's adapter drives, by the Kafka line that has them (docs/kafka-target.md)
 LOG_MANAGER_SCALA = "kafka/log/LogManager.class"
 LOG_MANAGER_JAVA = "org/apache/kafka/storage/internals/log/LogManager.class"

@@ -42,12 +42,16 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 PROJECT = CHECKOUT / "kafka-target"  # kafka-storage's UnifiedLog: 4.1 on, the pinned release
 SCALA_PROJECT = CHECKOUT / "kafka-target-scala"  # the Scala LogManager: kafka.log.Log of 1.1–3.0, UnifiedLog of 3.1–4.0
 UNIFIED_LOG = "unified-log"  # kafka-target-scala's sources and pom profile for kafka.log.UnifiedLog
+BEFORE_1_1 = "before-1.1"  # kafka-target-scala's sources and pom profile for 0.11 and 1.0's kafka.log.Log
+# 0.11's broker uses no Jackson: the protocol classes compile against 1.0.2's own
+JACKSON_BEFORE_1_0 = "2.9.6"
 # kafka-target's LogManager sources: kafka-storage's Java class from 4.4, the broker's Scala one before
 SINCE_4_4, BEFORE_4_4 = "since-4.4", "before-4.4"
 M2_REPOSITORY = Path(os.environ.get("KLC_M2_REPOSITORY", Path.home() / ".m2" / "repository"))
 SHARED_SOURCES = PROJECT / "src" / "shared"  # the protocol classes both compile
 PINNED = "4.4.0"  # kafka-target/pom.xml's kafka.version (tests/test_kafka_target.py checks)
-RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# MAJOR.MINOR.PATCH; before 1.0 Kafka numbered its releases 0.MAJOR.MINOR.PATCH (0.11.0.3)
+RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:\.(\d+))?")
 HALT_STATUS = 70  # the exit status of a JVM halted by an open's halt_at (LoadCrash.java)
 ANSWER_TIMEOUT_S = float(os.environ.get("KLC_KAFKA_TIMEOUT", "120"))
 STARTUP_TIMEOUT_S = 120  # the first answer, at least: a JVM's start on a busy machine is no hang
@@ -79,15 +83,25 @@ def build_for(version: str | None = None) -> str:
     m = RELEASE.fullmatch(version)
     if m is None:
         raise NoAdapter(f"kafka target: {version!r} is not a Kafka release (MAJOR.MINOR.PATCH, e.g. 2.8.2)")
-    if (1, 1) <= _line(version) <= (4, 0):  # the Scala LogManager: kafka.log.Log to 3.0, UnifiedLog from 3.1
+    if _line(version) < (0, 11):
+        raise NoAdapter(f"kafka {version}: {NO_V2_BATCHES}")
+    if (0, 11) <= _line(version) <= (4, 0):  # the Scala LogManager: kafka.log.Log to 3.0, UnifiedLog from 3.1
         return build(SCALA_PROJECT, version)
     if (4, 1) <= _line(version) <= (4, 3):  # kafka-storage's UnifiedLog under the Scala LogManager
         return build(PROJECT, version)
     generation = {4: "the storage module at a release not tried yet"}
     raise NoAdapter(
         f"kafka {version}: no adapter for {generation.get(int(m[1]), 'this generation')} "
-        f"(adapters: 1.1–4.3 and {PINNED}; docs/kafka-target.md)"
+        f"(adapters: 0.11–4.3 and {PINNED}; docs/kafka-target.md)"
     )
+
+
+# why a release before 0.11 has no adapter: its log reads none of the scenario format's leader appends
+NO_V2_BATCHES = (
+    "no adapter: Kafka before 0.11 reads no v2 record batch (KIP-98), the format of every leader "
+    "append of the scenario format, and has neither leader epochs (KIP-101) nor a log start offset "
+    "(KIP-107), which every state it is compared on holds (docs/kafka-target.md)"
+)
 
 
 # --- a build given by its jars (--kafka-classpath, KLC_KAFKA_CLASSPATH; docs/gate.md) ----------------
@@ -98,7 +112,7 @@ BUILD_VARIABLE = "KLC_KAFKA_CLASSPATH"  # the user's build, as --kafka-classpath
 # the release whose adapter runs a build of an unpublished version (a -SNAPSHOT of its line): the
 # line's last release the adapters were built and run for (docs/kafka-target.md)
 LINE_RELEASES = {
-    (1, 1): "1.1.1", (2, 0): "2.0.1", (2, 1): "2.1.1", (2, 2): "2.2.2", (2, 3): "2.3.1", (2, 4): "2.4.1",
+    (0, 11): "0.11.0.3", (1, 0): "1.0.2", (1, 1): "1.1.1", (2, 0): "2.0.1", (2, 1): "2.1.1", (2, 2): "2.2.2", (2, 3): "2.3.1", (2, 4): "2.4.1",
     (2, 7): "2.7.2", (2, 8): "2.8.2", (3, 0): "3.0.0", (3, 1): "3.1.2", (3, 4): "3.4.1", (3, 6): "3.6.2",
     (3, 7): "3.7.2", (3, 9): "3.9.1", (4, 0): "4.0.0", (4, 1): "4.1.1", (4, 2): "4.2.1", (4, 3): "4.3.1",
 }  # fmt: skip
@@ -213,7 +227,9 @@ def _maven_properties(version: str | None) -> list[str]:
         return [f"-Dkafka.version={version}", f"-Dmanager.sources={_manager_sources(version)}"]
     scala = ["-Dscala.binary.version=2.12"] if _before_2_4(version) else []
     jackson = [f"-Djackson.version={_release_jackson(version)}"] if _line(version) >= (3, 0) else []
+    jackson = [f"-Djackson.version={JACKSON_BEFORE_1_0}"] if _line(version) < (1, 0) else jackson
     generation = [f"-Dgeneration={UNIFIED_LOG}"] if _line(version) >= (3, 1) else []
+    generation = [f"-Dgeneration={BEFORE_1_1}"] if _line(version) < (1, 1) else generation
     return [f"-Dkafka.version={version}", *scala, *jackson, *generation]
 
 
@@ -266,6 +282,8 @@ def _source_sets(version: str) -> tuple[str, ...]:
         return ("main", _manager_sources(version))
     if _line(version) >= (3, 1):
         return ("main", UNIFIED_LOG)
+    if _line(version) < (1, 1):
+        return ("main", BEFORE_1_1, "before-2.4")
     return ("main", "log", "before-2.4" if _before_2_4(version) else "since-2.4")
 
 

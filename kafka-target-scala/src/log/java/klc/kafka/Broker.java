@@ -334,7 +334,7 @@ final class Broker extends ScalaGeneration<Log> {
                 }
             }
         }
-        throw new IllegalStateException(lazy.getClass().getName() + " of Kafka " + Release.version() + " holds no index");
+        throw new AdapterFailure(lazy.getClass().getName() + " of Kafka " + Release.version() + " holds no index");
     }
 
     private static Object[] concat(Object[] head, Object... tail) {

@@ -28,7 +28,7 @@ final class Scala {
                 }
             }
         }
-        throw new IllegalStateException("Kafka " + Release.version() + " has no " + name + " taking any of the known argument lists");
+        throw new AdapterFailure("Kafka " + Release.version() + " has no " + name + " taking any of the known argument lists");
     }
 
     static Object call(Object target, String name, Object... args) {
@@ -45,12 +45,12 @@ final class Scala {
                     } catch (InvocationTargetException e) {
                         throw sneaky(e.getCause());
                     } catch (ReflectiveOperationException e) {
-                        throw new IllegalStateException(e);
+                        throw new AdapterFailure(e);
                     }
                 }
             }
         }
-        throw new IllegalStateException("Kafka " + Release.version() + " has no " + type.getSimpleName() + " constructor taking any of the known argument lists");
+        throw new AdapterFailure("Kafka " + Release.version() + " has no " + type.getSimpleName() + " constructor taking any of the known argument lists");
     }
 
     /** The Scala {@code object} of that name, or null where this release does not have it. */
@@ -101,11 +101,11 @@ final class Scala {
                     f.setAccessible(true);
                     return f.get(target);
                 } catch (IllegalAccessException e) {
-                    throw new IllegalStateException(e);
+                    throw new AdapterFailure(e);
                 }
             }
         }
-        throw new IllegalStateException(declaring.getName() + " of Kafka " + Release.version() + " has no field " + name);
+        throw new AdapterFailure(declaring.getName() + " of Kafka " + Release.version() + " has no field " + name);
     }
 
     /** The first of the classes named that this release has (a class that moved between
@@ -118,7 +118,7 @@ final class Scala {
                 // moved: the next name
             }
         }
-        throw new IllegalStateException("Kafka " + Release.version() + " has none of " + String.join(", ", names));
+        throw new AdapterFailure("Kafka " + Release.version() + " has none of " + String.join(", ", names));
     }
 
     /** Whether this release has a class of that name, without loading it (a class Byte Buddy weaves into
@@ -142,7 +142,7 @@ final class Scala {
             scala = object(type.getPackageName() + "." + scalaName);
         }
         if (scala == null) {
-            throw new IllegalStateException(type.getName() + " of Kafka " + Release.version() + " has no " + javaName);
+            throw new AdapterFailure(type.getName() + " of Kafka " + Release.version() + " has no " + javaName);
         }
         return scala;
     }
@@ -156,7 +156,7 @@ final class Scala {
             try {
                 return target.getClass().getField(name).get(target);
             } catch (ReflectiveOperationException f) {
-                throw new IllegalStateException(target.getClass().getName() + " of Kafka " + Release.version() + " has no " + name, f);
+                throw new AdapterFailure(target.getClass().getName() + " of Kafka " + Release.version() + " has no " + name, f);
             }
         }
     }
@@ -181,7 +181,7 @@ final class Scala {
         if (collection instanceof java.util.OptionalLong o) {
             return o.isEmpty() ? List.of() : List.of(o.getAsLong());
         }
-        throw new IllegalStateException("not a collection: " + collection.getClass().getName());
+        throw new AdapterFailure("not a collection: " + collection.getClass().getName());
     }
 
     /** The items in order; by the collection's iterator, which Scala 2.12 and 2.13 both have
@@ -247,7 +247,7 @@ final class Scala {
             try {
                 all[i] = target.getClass().getMethod(m.getName() + "$default$" + (i + 1)).invoke(target);
             } catch (ReflectiveOperationException e) {
-                throw new IllegalStateException(e);
+                throw new AdapterFailure(e);
             }
         }
         return all;
@@ -259,7 +259,7 @@ final class Scala {
         } catch (InvocationTargetException e) {
             throw sneaky(e.getCause()); // Kafka's own exception, checked or not, as a direct call throws it
         } catch (IllegalAccessException e) {
-            throw new IllegalStateException(e);
+            throw new AdapterFailure(e);
         }
     }
 

@@ -22,9 +22,9 @@ import java.util.Properties;
 import java.util.function.Function;
 
 /**
- * What the Scala generations share (Kafka 1.1 to 4.0): the broker's Scala {@code kafka.log.LogManager},
+ * What the Scala generations share (Kafka 0.11 to 4.0): the broker's Scala {@code kafka.log.LogManager},
  * whose calls the two make alike, and the members of a log or a segment that keep their names
- * from {@code kafka.log.Log} (1.1 to 3.0) to {@code kafka.log.UnifiedLog} (3.1 to 4.0), reached by
+ * from {@code kafka.log.Log} (0.11 to 3.0) to {@code kafka.log.UnifiedLog} (3.1 to 4.0), reached by
  * name ({@link Scala}). What differs between them is each one's {@code Broker}.
  *
  * @param <L> kafka.log.Log or kafka.log.UnifiedLog
@@ -73,15 +73,17 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
 
     // --- the LogManager ---------------------------------------------------------------------
 
+    /** A dir's failure handling (KIP-112) came with 1.0: the LogManager calls of it are made by
+     *  name, so this class compiles against 0.11 too (whose Broker answers for them). */
     @Override
     public boolean online(File dataDir) {
-        return manager.isLogDirOnline(dataDir.getAbsolutePath());
+        return (Boolean) Scala.call(manager, "isLogDirOnline", dataDir.getAbsolutePath());
     }
 
     /** A ZooKeeper broker halts only when no live dir is left. */
     @Override
     protected String haltsOn(File dataDir) {
-        if (manager.liveLogDirs().size() == 1) {
+        if (Scala.items(Scala.call(manager, "liveLogDirs")).size() == 1) {
             return "log dir " + dataDir.getName() + " failed, the last live one: the broker halts";
         }
         return null;
@@ -89,7 +91,7 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
 
     @Override
     protected void handleLogDirFailure(String dataDir) {
-        manager.handleLogDirFailure(dataDir);
+        Scala.call(manager, "handleLogDirFailure", dataDir);
     }
 
     /** LogManager.shutdown: from 3.7 it takes the broker epoch it writes into the marker (KIP-966). */
@@ -119,28 +121,33 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
         return (List<L>) (List<?>) Scala.list(manager.allLogs());
     }
 
+    /** getLog: 1.1 on also takes isFuture (KIP-113's future replica), false here. */
     @Override
     @SuppressWarnings("unchecked")
     protected Optional<L> findLog(TopicPartition tp) {
-        Option<?> log = manager.getLog(tp, false);
+        Option<?> log = (Option<?>) Scala.callFirst(manager, "getLog", new Object[] {tp, false}, new Object[] {tp});
         return log.isEmpty() ? Optional.empty() : Optional.of((L) log.get());
     }
 
+    /** truncateTo: 1.1 on also takes isFuture. */
     @Override
     protected void truncateTo(TopicPartition tp, long offset) {
-        manager.truncateTo(scala.collection.immutable.Map$.MODULE$.<TopicPartition, Object>empty().updated(tp, offset), false);
+        Object offsets = scala.collection.immutable.Map$.MODULE$.<TopicPartition, Object>empty().updated(tp, offset);
+        Scala.callFirst(manager, "truncateTo", new Object[] {offsets, false}, new Object[] {offsets});
     }
 
-    /** truncateFullyAndStartAt(partition, offset, isFuture): 3.6 adds the log start offset to keep (none). */
+    /** truncateFullyAndStartAt(partition, offset): 1.1 on also takes isFuture, 3.6 the log start
+     *  offset to keep (none). */
     @Override
     protected void truncateFullyAndStartAt(TopicPartition tp, long offset) {
-        Scala.call(manager, "truncateFullyAndStartAt", tp, offset, false);
+        Scala.callFirst(manager, "truncateFullyAndStartAt", new Object[] {tp, offset, false}, new Object[] {tp, offset});
     }
 
+    /** checkpointLogRecoveryOffsets was checkpointRecoveryPointOffsets up to 0.11. */
     @Override
     protected void checkpointLogRecoveryAndStartOffsets() {
-        manager.checkpointLogRecoveryOffsets();
-        manager.checkpointLogStartOffsets();
+        Scala.call(manager, Scala.has(manager, "checkpointLogRecoveryOffsets") ? "checkpointLogRecoveryOffsets" : "checkpointRecoveryPointOffsets");
+        Scala.call(manager, "checkpointLogStartOffsets");
     }
 
     // --- a log's and a segment's members, named alike in every Scala generation ---------------
@@ -186,9 +193,10 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
         return (Long) Scala.member(segment, "baseOffset");
     }
 
+    /** A segment's offset index: {@code offsetIndex} from 1.1, {@code index} before. */
     @Override
     protected void indexEntries(Object segment, ArrayNode offsets, ArrayNode times) {
-        Object oi = Scala.member(segment, "offsetIndex");
+        Object oi = Scala.member(segment, Scala.has(segment, "offsetIndex") ? "offsetIndex" : "index");
         for (int k = 0; k < (Integer) Scala.member(oi, "entries"); k++) {
             Object op = Scala.call(oi, "entry", k);
             offsets.addArray().add((Long) Scala.member(op, "offset")).add((Integer) Scala.member(op, "position"));
@@ -222,7 +230,7 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
         } else if (records instanceof MemoryRecords memory) {
             buffer.put(memory.buffer().duplicate());
         } else {
-            throw new IllegalStateException("records of type " + records.getClass().getName());
+            throw new AdapterFailure("records of type " + records.getClass().getName());
         }
         return buffer.array();
     }

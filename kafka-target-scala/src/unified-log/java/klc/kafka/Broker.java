@@ -79,7 +79,7 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
             }
             return names;
         } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
+            throw new AdapterFailure(e);
         }
     }
 
@@ -104,7 +104,7 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
         } catch (NoSuchMethodException before37) {
             return null;
         } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException(e);
+            throw new AdapterFailure(e);
         }
     }
 
@@ -116,7 +116,8 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
     /** LogManager's constructor: 3.9 and 4.0 end with the initial task delay (0 here, as the
      *  4.x adapter has it) and 4.0 drops the inter-broker protocol; 3.6 adds whether remote storage
      *  is enabled (no); 3.4 replaces maxPidExpirationMs with the transaction timeout, the producer
-     *  state config and its check interval (KIP-854); 3.1 takes an ApiVersion, later releases a
+     *  state config and its check interval (KIP-854); 3.2 and 3.3 take the transaction timeout
+     *  before maxPidExpirationMs; 3.1 takes an ApiVersion (as 3.2 does), later releases a
      *  MetadataVersion (the latest production one here). */
     private LogManager newLogManager(Object failures) {
         Object[] head = {Scala.seq(dataDirs), Scala.seq(List.<File>of()), Scala.noProperties("kafka.server.metadata.ConfigRepository"),
@@ -128,8 +129,9 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
         Object[] v39 = flat(head, producers, ibp, tail, false, 0L);
         Object[] v36 = flat(head, producers, ibp, tail, false);
         Object[] v34 = flat(head, producers, ibp, tail);
+        Object[] v32 = flat(head, MAX_TRANSACTION_TIMEOUT_MS, MAX_PID_EXPIRATION_MS, ibp, tail);
         Object[] v31 = flat(head, MAX_PID_EXPIRATION_MS, ibp, tail);
-        return Scala.constructFirst(LogManager.class, v40, v39, v36, v34, v31);
+        return Scala.constructFirst(LogManager.class, v40, v39, v36, v34, v32, v31);
     }
 
     /** No cleaner: kafka-storage's CleanerConfig(enableCleaner) from 3.5, the broker's case class before. */
@@ -157,7 +159,7 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
                 return Scala.constructFirst(type, new Object[0], new Object[] {false}, new Object[] {java.util.Optional.empty()});
             }
         }
-        throw new IllegalStateException("the LogManager of Kafka " + Release.version() + " takes no BrokerTopicStats");
+        throw new AdapterFailure("the LogManager of Kafka " + Release.version() + " takes no BrokerTopicStats");
     }
 
     /** The latest inter-broker protocol a release ships as production-ready. */
@@ -400,7 +402,7 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
                 }
             }
         }
-        throw new IllegalStateException(lazy.getClass().getName() + " of Kafka " + Release.version() + " holds no index wrapper");
+        throw new AdapterFailure(lazy.getClass().getName() + " of Kafka " + Release.version() + " holds no index wrapper");
     }
 
     /** The arguments in order, the items of an Object[] among them spliced in. */

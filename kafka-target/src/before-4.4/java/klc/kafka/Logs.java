@@ -60,12 +60,12 @@ final class Logs {
                     } catch (InvocationTargetException e) {
                         throw Logs.<RuntimeException>sneaky(e.getCause()); // what the constructor threw, as 4.4's would
                     } catch (ReflectiveOperationException e) {
-                        throw new IllegalStateException(e);
+                        throw new AdapterFailure(e);
                     }
                 }
             }
         }
-        throw new IllegalStateException("Kafka " + Release.version() + "'s LogManager has no known constructor");
+        throw new AdapterFailure("Kafka " + Release.version() + "'s LogManager has no known constructor");
     }
 
     @SuppressWarnings("unchecked")

@@ -33,7 +33,7 @@ final class Moved {
                 // the next name
             }
         }
-        throw new IllegalStateException("this Kafka has none of " + String.join(", ", names));
+        throw new AdapterFailure("this Kafka has none of " + String.join(", ", names));
     }
 
     /** {@code MemoryRecords.readableRecords(bytes)}, typed as whatever MemoryRecords the caller's
@@ -51,7 +51,7 @@ final class Moved {
         } else if (MEMORY_RECORDS.isInstance(records)) {
             buffer.put(((ByteBuffer) invoke(records, method(MEMORY_RECORDS, "buffer"))).duplicate());
         } else {
-            throw new IllegalStateException("records of type " + records.getClass().getName());
+            throw new AdapterFailure("records of type " + records.getClass().getName());
         }
         return buffer.array();
     }
@@ -77,7 +77,7 @@ final class Moved {
             try {
                 return target.getClass().getField(name).get(target);
             } catch (ReflectiveOperationException f) {
-                throw new IllegalStateException(target.getClass().getName() + " has no " + name, f);
+                throw new AdapterFailure(target.getClass().getName() + " has no " + name, f);
             }
         }
     }
@@ -92,7 +92,7 @@ final class Moved {
                 }
             }
         }
-        throw new IllegalStateException("Kafka " + version() + " has no " + name + " taking any of the known argument lists");
+        throw new AdapterFailure("Kafka " + version() + " has no " + name + " taking any of the known argument lists");
     }
 
     private static boolean accepts(Class<?>[] types, Object[] args) {
@@ -112,7 +112,7 @@ final class Moved {
         try {
             return type.getMethod(name, parameters);
         } catch (NoSuchMethodException e) {
-            throw new IllegalStateException(type.getName() + " has no " + name, e);
+            throw new AdapterFailure(type.getName() + " has no " + name, e);
         }
     }
 
@@ -122,7 +122,7 @@ final class Moved {
         } catch (InvocationTargetException e) {
             throw sneaky(e.getCause());
         } catch (IllegalAccessException e) {
-            throw new IllegalStateException(e);
+            throw new AdapterFailure(e);
         }
     }
 

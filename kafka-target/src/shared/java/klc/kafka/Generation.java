@@ -127,6 +127,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         try {
             stopManager();
         } catch (Exception e) {
+            AdapterFailure.rethrowIfOurs(e);
             org.slf4j.LoggerFactory.getLogger(getClass()).warn("LogManager.shutdown threw; swallowed as the broker's shutdown does", e);
         }
         scheduler.forget();
@@ -270,7 +271,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
 
     /** One log-cleaner round on the partition (the {@code clean} step, spec §5.9): Kafka's own
      *  cleaner where the generation drives it (4.1 on: {@code CleanerRound}); the Scala
-     *  {@code kafka.log.Cleaner} of 1.1 to 4.0 is not driven, so a round there is not judged. */
+     *  {@code kafka.log.Cleaner} of 0.11 to 4.0 is not driven, so a round there is not judged. */
     ObjectNode clean(L log) throws Exception {
         throw new Unsupported("a log-cleaner round: this adapter of Kafka " + Release.version()
                 + " does not drive its Scala kafka.log.Cleaner (Kafka's own cleaner is driven from 4.1 on)");
@@ -338,6 +339,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         try {
             return parseTopicPartitionName(dir);
         } catch (Exception e) { // Kafka's refusal of the name; up to 4.3 the Java one declares IOException
+            AdapterFailure.rethrowIfOurs(e);
             return null;
         }
     }

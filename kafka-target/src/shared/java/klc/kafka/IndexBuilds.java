@@ -55,7 +55,7 @@ public final class IndexBuilds {
         try {
             return (File) index.getClass().getMethod("file").invoke(index);
         } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("an index of Kafka " + Release.version() + " without file()", e);
+            throw new AdapterFailure("an index of Kafka " + Release.version() + " without file()", e);
         }
     }
 }

@@ -99,6 +99,8 @@ public final class Main {
             answer.put("message", e.getMessage());
         } else if (e instanceof Steps.BadRequest) {
             answer.put("harness", e.getMessage());
+        } else if (e instanceof AdapterFailure) {
+            answer.put("harness", "the kafka target failed: " + trace(e));
         } else if (e instanceof RuntimeException || e instanceof java.io.IOException) {
             Throwable refusal = Release.refusal(e);
             answer.put("refused", refusal.getClass().getSimpleName());
@@ -137,10 +139,10 @@ public final class Main {
             try {
                 return ((Number) o.getClass().getMethod(name).invoke(o)).longValue();
             } catch (ReflectiveOperationException f) {
-                throw new IllegalStateException(o.getClass().getName() + " has no " + name, f);
+                throw new AdapterFailure(o.getClass().getName() + " has no " + name, f);
             }
         } catch (IllegalAccessException e) {
-            throw new IllegalStateException(o.getClass().getName() + "." + name + " is not readable", e);
+            throw new AdapterFailure(o.getClass().getName() + "." + name + " is not readable", e);
         }
     }
 

@@ -46,7 +46,7 @@ final class ProcessMetrics {
                 remove.invoke(registry, name);
             }
         } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("cannot clear Kafka's metrics registry", e);
+            throw new AdapterFailure("cannot clear Kafka's metrics registry", e);
         }
     }
 

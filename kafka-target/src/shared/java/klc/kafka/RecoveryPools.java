@@ -29,7 +29,7 @@ final class RecoveryPools {
             long left = deadline - System.currentTimeMillis();
             t.join(Math.max(1, left));
             if (t.isAlive()) {
-                throw new IllegalStateException("recovery thread " + t.getName() + " still loading after " + TIMEOUT_MS + " ms");
+                throw new AdapterFailure("recovery thread " + t.getName() + " still loading after " + TIMEOUT_MS + " ms");
             }
         }
     }

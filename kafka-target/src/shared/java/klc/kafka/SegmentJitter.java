@@ -61,7 +61,7 @@ public final class SegmentJitter {
             long base = field(segment, "baseOffset").getLong(segment);
             field(segment, "rollJitterMs").setLong(segment, bound == 0 ? 0 : draw(partition, base) % bound);
         } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("cannot set the roll jitter of a segment of " + segment.getClass(), e);
+            throw new AdapterFailure("cannot set the roll jitter of a segment of " + segment.getClass(), e);
         }
     }
 

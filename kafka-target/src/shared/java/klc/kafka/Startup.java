@@ -28,6 +28,7 @@ final class Startup {
             }
             return halted;
         } catch (Exception | Error e) {
+            AdapterFailure.rethrowIfOurs(e); // the adapter's, not the broker's startup
             if (e instanceof Error && !isDataError(e)) {
                 throw (Error) e; // the JVM's or this adapter's: a harness failure, not the broker's
             }

@@ -113,7 +113,7 @@ class StepTasks {
                 thread.join(POLL_MS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new IllegalStateException("interrupted while " + task.name + " ran", e);
+                throw new AdapterFailure("interrupted while " + task.name + " ran", e);
             }
             Thread.State state = thread.getState();
             stalled = state == Thread.State.WAITING || state == Thread.State.BLOCKED ? stalled + 1 : 0;
@@ -128,6 +128,7 @@ class StepTasks {
         try {
             task.run();
         } catch (RuntimeException e) {
+            AdapterFailure.rethrowIfOurs(e);
             org.slf4j.LoggerFactory.getLogger(StepTasks.class).error("Uncaught exception in a scheduled task", e);
         }
     }

@@ -37,7 +37,7 @@ public final class SystemTimeSegments {
             time.set(segment, now);
             field(segment.getClass(), "created").setLong(segment, now.milliseconds());
         } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("cannot move a segment of " + segment.getClass() + " onto the step clock", e);
+            throw new AdapterFailure("cannot move a segment of " + segment.getClass() + " onto the step clock", e);
         }
     }
 

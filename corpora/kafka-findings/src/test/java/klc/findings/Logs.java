@@ -5,6 +5,7 @@ import org.apache.kafka.common.record.internal.MemoryRecords;
 import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.record.internal.SimpleRecord;
 import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.server.util.KafkaScheduler;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
@@ -16,6 +17,7 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -94,5 +96,37 @@ final class Logs {
             }
         }
         return last;
+    }
+
+    /** Every offset fetches from {@code offset} serve, fetch after fetch up to the log end offset
+     *  (the first fetch always runs: it may serve offsets past the end). */
+    static List<Long> offsetsServedFrom(UnifiedLog log, long offset) throws IOException {
+        List<Long> offsets = new ArrayList<>();
+        do {
+            long before = offset;
+            for (RecordBatch batch : log.read(offset, 1 << 20, FetchIsolation.LOG_END, true).records.batches()) {
+                for (long o = batch.baseOffset(); o <= batch.lastOffset(); o++) {
+                    offsets.add(o);
+                }
+                offset = batch.lastOffset() + 1;
+            }
+            if (offset == before) {
+                break;
+            }
+        } while (offset < log.logEndOffset());
+        return offsets;
+    }
+
+    /** Closes each log; one whose dir an interrupted call took offline throws, which is expected. */
+    static void closeAll(UnifiedLog... logs) {
+        for (UnifiedLog log : logs) {
+            if (log != null) {
+                try {
+                    log.close();
+                } catch (RuntimeException alreadyOffline) {
+                    // the interrupted call took the log's dir offline
+                }
+            }
+        }
     }
 }

@@ -1,8 +1,6 @@
 package klc.findings;
 
-import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.utils.Time;
-import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.server.util.KafkaScheduler;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.UnifiedLog;
@@ -15,8 +13,6 @@ import org.junit.jupiter.api.io.TempDir;
 
 import java.io.File;
 import java.nio.file.Files;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
@@ -57,15 +53,7 @@ class TruncateFullyInterruptedTest {
 
     @AfterEach
     void tearDown() throws Exception {
-        for (UnifiedLog l : new UnifiedLog[] {log, abandoned}) {
-            if (l != null) {
-                try {
-                    l.close();
-                } catch (RuntimeException alreadyOffline) {
-                    // the interrupted call took the abandoned log's dir offline
-                }
-            }
-        }
+        Logs.closeAll(log, abandoned);
         scheduler.shutdown();
     }
 
@@ -92,16 +80,6 @@ class TruncateFullyInterruptedTest {
         log = Logs.open(dir, config, 20L, 20L, false, scheduler, Time.SYSTEM);
     }
 
-    private List<Long> offsetsServedFrom(long offset) throws Exception {
-        List<Long> offsets = new ArrayList<>();
-        for (RecordBatch batch : log.read(offset, 1 << 20, FetchIsolation.LOG_END, true).records.batches()) {
-            for (long o = batch.baseOffset(); o <= batch.lastOffset(); o++) {
-                offsets.add(o);
-            }
-        }
-        return offsets;
-    }
-
     @Test
     void testLoadAfterAnInterruptedTruncateFullyAndStartAt() throws Exception {
         truncateFullyTo22(true);
@@ -110,8 +88,8 @@ class TruncateFullyInterruptedTest {
         long end = log.logEndOffset();
         assertTrue(Logs.lastOffsetInFiles(log) < end,
                 "log end " + end + " but segment files hold offsets up to " + Logs.lastOffsetInFiles(log));
-        assertTrue(offsetsServedFrom(log.logStartOffset()).stream().allMatch(o -> o < end),
-                "a fetch serves " + offsetsServedFrom(log.logStartOffset()) + " with the log ending at " + end);
+        assertTrue(Logs.offsetsServedFrom(log, log.logStartOffset()).stream().allMatch(o -> o < end),
+                "a fetch serves " + Logs.offsetsServedFrom(log, log.logStartOffset()) + " with the log ending at " + end);
     }
 
     @Test
