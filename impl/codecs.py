@@ -187,14 +187,21 @@ def _snappy_xerial(data) -> bytes:
     return bytes(out)
 
 
+GZIP_OS, OS_UNKNOWN = 9, 255  # the gzip header's OS byte (RFC 1952), as Java 17 writes it
+
+
 def compress(codec: int, data) -> bytes:
-    """The Kafka-framed compressed stream of ``data`` for codec 1–4 (the settings both sides of the
-    conformance suite fix for the cleaner, so that a rebuilt batch has one exact encoding):
-    gzip level 6 with a gzip header; snappy in xerial framing; lz4 frames of independent 64 KiB
-    blocks without checksums or content size; zstd without content size."""
+    """The Kafka-framed compressed stream of ``data`` for codec 1–4, byte for byte as Kafka's
+    MemoryRecordsBuilder writes it on Java 17 (a cleaner's rebuilt batch): gzip level 6 with a
+    gzip header whose OS byte is 255 (GZIPOutputStream since JDK 16, JDK-8244706); snappy in xerial
+    framing; lz4 frames of independent 64 KiB blocks without checksums or content size; zstd level
+    3 streamed (ZstdOutputStream): no content size, the window descriptor of an unknown size, and
+    the frame closed by an empty last block."""
     if codec == 1:
         c = zlib.compressobj(6, zlib.DEFLATED, 31)
-        return c.compress(data) + c.flush()
+        out = bytearray(c.compress(data) + c.flush())
+        out[GZIP_OS] = OS_UNKNOWN
+        return bytes(out)
     if codec == 2:
         return _snappy_xerial(data)
     if codec == 3:
@@ -206,5 +213,6 @@ def compress(codec: int, data) -> bytes:
             store_size=False,
         )
     if codec == 4:
-        return zstandard.ZstdCompressor(write_content_size=False).compress(bytes(data))
+        stream = zstandard.ZstdCompressor(level=3, write_content_size=False).compressobj()
+        return stream.compress(bytes(data)) + stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) + stream.flush()
     raise CodecError(f"Unknown compression type id: {codec}")

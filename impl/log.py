@@ -714,6 +714,11 @@ class PartitionLog:
         return any(h.magic >= 2 and h.attributes & 0x10 for s in self.segments for h in BatchScan(s.view()))
 
     @storage_errors
+    def holds_legacy_batches(self) -> bool:
+        """Whether an inactive segment (what a cleaning round reads) holds a magic 0/1 batch."""
+        return any(h.magic < 2 for s in self.segments[:-1] for h in BatchScan(s.view()))
+
+    @storage_errors
     def clean(self) -> dict:
         """One round of the log cleaner over the inactive segments (:func:`impl.cleaner.clean`):
         ``{"groups": [[source bases], ...]}``, plus ``"split"`` if an overflowed segment was split."""

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 
 import attrs
 
+from model.compression import broker_compress
 from model.errors import CORRUPT_RECORD, ILLEGAL_ARGUMENT, ILLEGAL_STATE, IndexFailure, LogError, RecordFormatError
 from model.records import (
     CREATE_TIME,
@@ -53,6 +54,7 @@ from model.records import (
     LogicalRecord,
     Record,
     encode_batch_v2,
+    encode_record,
 )
 from model.segment import INT32_MAX, Segment, prefix
 from model.split import SplitError, split
@@ -466,9 +468,11 @@ def _rebuild(batch: Batch, h: Header, kept: list[LogicalRecord], horizon: int) -
     lat = batch.timestamp_type == LOG_APPEND_TIME
     if lat:
         max_ts = h.max_timestamp
+    payload = b"".join(encode_record(r) for r in records)
     raw = encode_batch_v2(
         base_offset=h.offset,
         records=records,
+        payload=broker_compress(batch.codec, payload) if batch.codec else payload,
         codec=batch.codec,
         timestamp_type=LOG_APPEND_TIME if lat else CREATE_TIME,
         transactional=batch.is_transactional,

@@ -157,6 +157,25 @@ def compress(codec: int, data: bytes, magic: int = 2) -> bytes:
     raise UnknownCodec(f"Unknown compression type id: {codec}")
 
 
+GZIP_OS, OS_UNKNOWN = 9, 255  # the gzip header's OS byte (RFC 1952), as Java 17 writes it
+
+
+def broker_compress(codec: int, data: bytes) -> bytes:
+    """``data`` compressed byte for byte as Kafka's broker compresses a batch it builds
+    (MemoryRecordsBuilder, on Java 17: a cleaner's rebuilt batch), where :func:`compress` is a
+    producer's framing: gzip's header has OS byte 255 (GZIPOutputStream since JDK 16,
+    JDK-8244706), zstd is streamed (ZstdOutputStream at level 3: the window descriptor of an
+    unknown size, the frame closed by an empty last block); snappy and lz4 as :func:`compress`."""
+    if codec == GZIP:
+        out = bytearray(zlib_gzip(data))
+        out[GZIP_OS] = OS_UNKNOWN
+        return bytes(out)
+    if codec == ZSTD:
+        stream = zstandard.ZstdCompressor(level=3, write_content_size=False).compressobj()
+        return stream.compress(data) + stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK) + stream.flush()
+    return compress(codec, data)
+
+
 def zlib_gzip(data: bytes) -> bytes:
     c = zlib.compressobj(6, zlib.DEFLATED, 31)
     return c.compress(data) + c.flush()

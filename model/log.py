@@ -616,6 +616,10 @@ class Log:
         """Whether a segment holds a transactional batch (a marker included)."""
         return any(b.is_v2 and b.is_transactional for s in self.segments for b in s.batches())
 
+    def holds_legacy_batches(self) -> bool:
+        """Whether an inactive segment (what a cleaning round reads) holds a magic 0/1 batch."""
+        return any(not b.is_v2 for s in self.segments[:-1] for b in s.batches())
+
     def clean(self) -> dict:
         """One log-cleaner round (:func:`model.cleaner.clean`).  The groups it installed, in order,
         stay in :attr:`installed_groups` when a later group fails the round: those stay cleaned

@@ -30,6 +30,7 @@ from conformance.scenario import Unsupported
 from conformance.targets import TargetBase, partition_state
 from conformance.targets.kafka_jvm import (
     HALT_STATUS,
+    RELEASE,
     Jvm,
     KafkaTargetError,
     NoAdapter,
@@ -43,7 +44,18 @@ from conformance.targets.kafka_jvm import (
 )
 
 NOT_COMPARED = (".lock",)
+CLEANER_FROM = (4, 1)  # the first release whose adapter drives Kafka's own cleaner (CleanerRound.java)
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
+
+
+def runs_cleaning_rounds(target: str) -> bool:
+    """Whether the target named ``target`` (as ``--target`` names it: ``model``, ``impl``, ``kafka``,
+    ``kafka:VERSION``, ``mutant:NAME``) runs a ``clean`` step: every one but the kafka target of a
+    release before 4.1, whose adapter does not drive the Scala ``kafka.log.Cleaner`` (Unsupported)."""
+    if not target.startswith("kafka:"):
+        return True
+    m = RELEASE.fullmatch(target.split(":", 1)[1])
+    return m is None or (int(m[1]), int(m[2])) >= CLEANER_FROM
 
 
 class KafkaRefusal(Exception):
@@ -416,4 +428,4 @@ class KafkaTarget(TargetBase):
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-__all__ = ["KafkaRefusal", "KafkaTarget", "KafkaTargetError", "Unsupported"]
+__all__ = ["KafkaRefusal", "KafkaTarget", "KafkaTargetError", "Unsupported", "runs_cleaning_rounds"]

@@ -133,6 +133,26 @@ INDEX_MUTANTS = (
 
 LOG_MUTANTS = (
     Mutant(
+        name="rebuilt-gzip-keeps-zlibs-os-byte",
+        module="impl.codecs",
+        old="        out[GZIP_OS] = OS_UNKNOWN\n",
+        new="        pass\n",
+        description="a batch the cleaner rebuilds is gzipped with zlib's header (OS byte 3), where Kafka on Java 17 "
+        "writes GZIPOutputStream's (OS 255, JDK-8244706): the cleaned segment differs by a byte (pinned by "
+        "corpora/log/cleaning-rebuilds-compressed-batches-as-kafka-writes-them.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="tombstone-kept-past-its-horizon",
+        module="impl.cleaner",
+        old="retain_deletes = (horizon is None or f.now < horizon) if v2 else f.retain_legacy_deletes",
+        new="retain_deletes = True if v2 else f.retain_legacy_deletes",
+        description="a cleaning round keeps a v2 tombstone whose delete horizon the clock has passed, where Kafka's "
+        "Cleaner.shouldRetainRecord drops it (§5.9, KIP-534; pinned by "
+        "corpora/log/compaction-rounds-on-kafkas-own-cleaner.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="log-append-time-not-stamped",
         module="impl.log",
         old='                if self.config.message_timestamp_type == "LogAppendTime":\n',

@@ -224,6 +224,12 @@ final class Broker extends Generation<Logs, UnifiedLog> {
         return JSON.createObjectNode().put("base", log.roll().baseOffset());
     }
 
+    /** Kafka's own cleaner, one round ({@link CleanerRound}). */
+    @Override
+    ObjectNode clean(UnifiedLog log) throws Exception {
+        return CleanerRound.clean(log, clock);
+    }
+
     @Override
     ObjectNode read(UnifiedLog log, long offset, int maxBytes, Long maxOffset, boolean minOne) throws IOException {
         FetchIsolation isolation = FetchIsolation.LOG_END;

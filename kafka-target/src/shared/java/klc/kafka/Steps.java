@@ -41,7 +41,6 @@ final class Steps {
             case "checkpoint": return broker.checkpoint();
             case "alter_config": return broker.alterConfig(text(r, "topic"), object(r, "config"));
             case "previous_broker_epoch": return broker.previousBrokerEpochAnswer();
-            case "clean": throw new Unsupported("a log-cleaner round: this target does not run Kafka's LogCleaner yet");
             default: break;
         }
         L log = broker.log(text(r, "topic"), (int) number(r, "partition"));
@@ -50,6 +49,7 @@ final class Steps {
                 return broker.append(log, HexFormat.of().parseHex(text(r, "data")), r.path("leader").asBoolean(true),
                         (int) number(r, "leader_epoch"));
             case "roll": return broker.roll(log);
+            case "clean": return broker.clean(log);
             case "read":
                 if (r.path("isolation").asText("read_uncommitted").equals("read_committed")) {
                     return broker.readCommitted(log, number(r, "offset"), (int) number(r, "max_bytes"),

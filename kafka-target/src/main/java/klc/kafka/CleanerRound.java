@@ -1,0 +1,172 @@
+package klc.kafka;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.kafka.common.errors.CorruptRecordException;
+import org.apache.kafka.common.utils.Time;
+import org.apache.kafka.storage.internals.log.Cleaner;
+import org.apache.kafka.storage.internals.log.LogCleaningAbortedException;
+import org.apache.kafka.storage.internals.log.LogSegment;
+import org.apache.kafka.storage.internals.log.LogToClean;
+import org.apache.kafka.storage.internals.log.SkimpyOffsetMap;
+import org.apache.kafka.storage.internals.log.UnifiedLog;
+import org.apache.kafka.storage.internals.utils.Throttler;
+
+import java.security.NoSuchAlgorithmException;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One round of Kafka's own log cleaner on a partition, as the {@code clean} step defines it (spec
+ * §5.9, §7.9; docs/scenario-format.md): kafka-storage's {@link Cleaner} ({@code doClean}) with the
+ * dirty section the whole inactive log — no cleaner-offset checkpoint, so the first dirty offset is
+ * the log start offset; the first uncleanable offset is the active segment's base (the high
+ * watermark is the log end offset, {@code min.compaction.lag.ms} 0, no unstable offset) — grouped
+ * and cleaned by Kafka's own {@code groupSegmentsBySize} (KAFKA-5413) and {@code cleanSegments}.
+ * What LogCleanerManager decides before a round (which log; compacted ones only) is the step's.
+ *
+ * <p>The answer is the model's: {@code {"groups": [[source bases], …]}}, the groups installed in
+ * order, plus {@code "split": base} when a cleaned segment overflowed and Kafka split the source
+ * ({@code splitOverflowedSegment}) and aborted the round. Both are read off the log's segment list
+ * as the round left it, compared by identity with the list before it: replaceSegments swaps each
+ * group for one new segment at the group's first base (its sources are the removed ones up to the
+ * next segment), a split swaps one source for its pieces, each at or past the source's base, and
+ * the split source is the last source the round removed (the round ends with it).
+ */
+final class CleanerRound {
+    /** LogCleaner: {@code log.cleaner.io.buffer.size} (524288) / {@code log.cleaner.threads} (1) / 2. */
+    private static final int IO_BUFFER_SIZE = 524288 / 1 / 2;
+    /** {@code log.cleaner.dedupe.buffer.size} (128 MiB) / 1 thread: Kafka's default offset map. */
+    private static final int DEDUPE_BUFFER_SIZE = 128 * 1024 * 1024;
+    /** {@code log.cleaner.io.buffer.load.factor}. */
+    private static final double DEDUPE_LOAD_FACTOR = 0.9;
+    /** One offset map for the JVM: buildOffsetMap clears it first, and no two rounds run at once. */
+    private static SkimpyOffsetMap offsetMap;
+
+    /** LogCleanerManager cleans only a log whose cleanup.policy holds compact: the step's refusal
+     *  otherwise, named as the model names it. */
+    static final class NotCompacted extends RuntimeException {
+        NotCompacted(String message) {
+            super(message);
+        }
+    }
+
+    private CleanerRound() { }
+
+    static ObjectNode clean(UnifiedLog log, Time time) throws Exception {
+        if (holdsTransactions(log)) {
+            // aborted data, the last stable offset's bound and markers' retention are not modelled
+            throw new Unsupported("a log-cleaner round on a log with transactional batches");
+        }
+        if (holdsLegacyBatches(log)) {
+            // filterTo rebuilds every legacy batch it keeps as v2 (KIP-724): not modelled
+            throw new Unsupported("a log-cleaner round over a legacy (magic 0/1) batch: Kafka 4.x rebuilds every one it keeps as v2");
+        }
+        if (!log.config().compact) {
+            throw new NotCompacted(log.name() + " has cleanup.policy=" + log.config().getList("cleanup.policy"));
+        }
+        long firstDirty = log.logStartOffset();
+        long firstUncleanable = Math.max(firstDirty, Math.min(log.logEndOffset(), log.activeSegment().baseOffset()));
+        ObjectNode out = Generation.JSON.createObjectNode();
+        if (firstDirty >= firstUncleanable) {
+            out.putArray("groups"); // LogCleanerManager never picks a log with nothing cleanable
+            return out;
+        }
+        List<LogSegment> before = log.logSegments();
+        boolean aborted = false;
+        try {
+            cleaner(log, time).doClean(new LogToClean(log, firstDirty, firstUncleanable, false), time.milliseconds());
+        } catch (LogCleaningAbortedException e) {
+            aborted = true; // only splitOverflowedSegment aborts: checkDone never does here
+        }
+        answer(out, before, log.logSegments(), aborted);
+        return out;
+    }
+
+    /** Kafka's cleaner as LogCleaner builds its thread's, over the one map; the buffers grow to the
+     *  topic's max.message.bytes, which stands for the broker's message.max.bytes too (the model's). */
+    private static Cleaner cleaner(UnifiedLog log, Time time) throws NoSuchAlgorithmException {
+        if (offsetMap == null) {
+            offsetMap = new SkimpyOffsetMap(DEDUPE_BUFFER_SIZE, "MD5");
+        }
+        Throttler unthrottled = new Throttler(Double.MAX_VALUE, 300, "cleaner-io", "bytes", time);
+        return new Cleaner(0, offsetMap, IO_BUFFER_SIZE, log.config().maxMessageSize(), DEDUPE_LOAD_FACTOR,
+                unthrottled, time, tp -> { });
+    }
+
+    /** The groups installed and the split source, from the segment lists before and after the round. */
+    private static void answer(ObjectNode out, List<LogSegment> before, List<LogSegment> after, boolean aborted) {
+        Map<LogSegment, Boolean> kept = new IdentityHashMap<>();
+        after.forEach(s -> kept.put(s, true));
+        Map<LogSegment, Boolean> old = new IdentityHashMap<>();
+        before.forEach(s -> old.put(s, true));
+        List<LogSegment> removed = new ArrayList<>();
+        for (LogSegment s : before) {
+            if (!kept.containsKey(s)) {
+                removed.add(s);
+            }
+        }
+        LogSegment split = aborted && !removed.isEmpty() ? removed.remove(removed.size() - 1) : null;
+        ArrayNode groups = out.putArray("groups");
+        for (int i = 0; i < after.size(); i++) {
+            LogSegment s = after.get(i);
+            if (old.containsKey(s) || (split != null && s.baseOffset() >= split.baseOffset())) {
+                continue; // a segment the round left, or a piece of the split source (it starts at or past its base)
+            }
+            long end = i + 1 < after.size() ? after.get(i + 1).baseOffset() : Long.MAX_VALUE;
+            ArrayNode group = groups.addArray();
+            for (LogSegment r : removed) {
+                if (r.baseOffset() >= s.baseOffset() && r.baseOffset() < end) {
+                    group.add(r.baseOffset());
+                }
+            }
+        }
+        if (split != null) {
+            out.put("split", split.baseOffset());
+        }
+    }
+
+    /** Whether an inactive segment holds a magic 0/1 batch among the batches before its first
+     *  damaged one: what the model's and impl's {@code holds_legacy_batches} ask. */
+    private static boolean holdsLegacyBatches(UnifiedLog log) {
+        List<LogSegment> segments = log.logSegments();
+        for (LogSegment s : segments.subList(0, segments.size() - 1)) {
+            try {
+                for (var batch : s.log().batches()) {
+                    if (!batch.isValid()) {
+                        break;
+                    }
+                    if (batch.magic() < 2) {
+                        return true;
+                    }
+                }
+            } catch (CorruptRecordException e) {
+                // the valid batches end here
+            }
+        }
+        return false;
+    }
+
+    /** Whether a segment holds a v2 transactional batch (a marker included) among the batches
+     *  before its first damaged one: what the model's and impl's {@code holds_transactions} ask. */
+    private static boolean holdsTransactions(UnifiedLog log) {
+        for (LogSegment s : log.logSegments()) {
+            try {
+                for (var batch : s.log().batches()) {
+                    if (!batch.isValid()) {
+                        break;
+                    }
+                    if (batch.magic() >= 2 && batch.isTransactional()) {
+                        return true;
+                    }
+                }
+            } catch (CorruptRecordException e) {
+                // the valid batches end here
+            }
+        }
+        return false;
+    }
+}
