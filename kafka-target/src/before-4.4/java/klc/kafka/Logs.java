@@ -75,7 +75,7 @@ final class Logs {
 
     private static Function5<Object, Object, Object, Object, Object, Object> noCleaner() {
         return (cleanerConfig, logDirs, logs, channel, clock) -> {
-            throw new IllegalStateException("the log cleaner is not started by this target");
+            throw new AdapterFailure("the log cleaner is not started by this target");
         };
     }
 

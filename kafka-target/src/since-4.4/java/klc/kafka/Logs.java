@@ -39,7 +39,7 @@ final class Logs {
                 new ProducerStateManagerConfig(86_400_000, false), 600_000,
                 scheduler, new BrokerTopicStats(), failures, time, false, 0L,
                 (cleanerConfig, logDirs, logs, channel, clock) -> {
-                    throw new IllegalStateException("the log cleaner is not started by this target");
+                    throw new AdapterFailure("the log cleaner is not started by this target");
                 });
     }
 
