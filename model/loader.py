@@ -104,6 +104,12 @@ class PartitionFiles:
     data_dir: str
     other: dict[str, bytes] = attrs.Factory(dict)  # name → bytes (snapshots, partition.metadata, …)
     epoch_text: bytes = b""  # leader-epoch-checkpoint as last written
+    # the directory's name when it is not the log's own (a ``-delete`` dir, §2.3 rule 2)
+    dir_name: str = ""
+
+    @property
+    def path(self) -> str:
+        return f"{self.data_dir}/{self.dir_name or self.log.name}"
 
 
 @attrs.define
@@ -114,6 +120,7 @@ class LoadOutcome:
     partition: int | None
     error: str | None
     fatal: bool = True  # an error Kafka's startup rethrows (not an I/O error, which offlines the dir)
+    kind: str = ""  # the directory's suffix (§2.3): "" a partition's, "delete", "future" or "stray"
     recovered: list[int] = attrs.Factory(list)
     truncated_bytes: int = 0
     branches: list[str] = attrs.Factory(list)  # the loader rules this load went through (§5, §6.2)

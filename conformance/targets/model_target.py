@@ -36,9 +36,11 @@ class ModelTarget(TargetBase):
             self.directories,
             mtimes=self.mtimes,
             failure_policy=self.scenario.failure_policy,
+            unique_ids=self.unique_ids,
         )
         return [
             {"dir": o.data_dir, "partition": o.name, "error": o.error, "recovered": o.recovered}
+            | ({"kind": o.kind} if o.kind else {})
             for o in self.manager.outcomes
         ]
 
