@@ -243,9 +243,17 @@ class LogLoader:
         self.pf.other = self.other
         self.log.segments = [segments[b] for b in sorted(segments)]
         self.outcome.log_now = self.pf
-        recovery_point, leo = self.retry_on_offset_overflow(self.recover_log, self._install_in_log)
-        self.log.segments[-1].offset_index.resize(self.config.segment_index_bytes)
-        self.log.segments[-1].time_index.resize(self.config.segment_index_bytes)
+        if self.path.endswith("-delete"):
+            # Kafka 4.4.0's LogLoader.load: a log queued for deletion is not recovered and its
+            # active indexes keep their size; with no segment an empty one is made at 0; its
+            # recovery point and log end are 0, so its epoch cache and snapshots are cut to 0
+            if not self.log.segments:
+                self.log.segments = [self.log.new_segment(0)]
+            recovery_point, leo = 0, 0
+        else:
+            recovery_point, leo = self.retry_on_offset_overflow(self.recover_log, self._install_in_log)
+            self.log.segments[-1].offset_index.resize(self.config.segment_index_bytes)
+            self.log.segments[-1].time_index.resize(self.config.segment_index_bytes)
         self._truncate_epochs(leo)
         log = self.log
         log.log_start_offset = max(self.ls_checkpoint, log.segments[0].base_offset)
