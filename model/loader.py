@@ -249,6 +249,7 @@ class LogLoader:
             # recovery point and log end are 0, so its epoch cache and snapshots are cut to 0
             if not self.log.segments:
                 self.log.segments = [self.log.new_segment(0)]
+                self.log.segments[0].indexes_unmade = True
             recovery_point, leo = 0, 0
         else:
             recovery_point, leo = self.retry_on_offset_overflow(self.recover_log, self._install_in_log)

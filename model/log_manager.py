@@ -578,7 +578,7 @@ def segment_files(log: Log, indexes: bool = True) -> dict[str, bytes]:
     out = {}
     for s in list(log.strays.values()) + log.segments + list(log.deleted.values()):
         out[f"{prefix(s.base_offset)}.log{'.deleted' if s.deleted else ''}"] = bytes(s.log)
-        if indexes and not s.deleted:
+        if indexes and not s.deleted and not s.indexes_unmade:
             out[f"{prefix(s.base_offset)}.index"] = s.offset_index.file_bytes()
             out[f"{prefix(s.base_offset)}.timeindex"] = s.time_index.file_bytes()
         if s.txn_index.exists and not s.deleted:  # a file once its first entry is written (§3.7)

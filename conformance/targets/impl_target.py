@@ -144,6 +144,8 @@ class ImplTarget(TargetBase):
             }
             | ({"kind": load.kind} if load.kind else {})
             for load in loads
+            # the directories the load left (a -delete dir may be gone already: ModelTarget._open)
+            if load.kind != "delete" or self.storage.is_dir(f"{load.data_dir}/{load.name}")
         ]
 
     def _started(self) -> bool:
