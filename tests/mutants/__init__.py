@@ -916,6 +916,26 @@ HISTORICAL_MUTANTS = (
     ),
 )
 
+DIR_MUTANTS = (
+    Mutant(
+        name="delete-dir-served-at-load",
+        module="impl.log_manager",
+        old='        if kinds[name] == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)\n',
+        new='        if False:  # a -delete dir loaded as its partition, served\n',
+        description="the load serves a partition directory renamed -delete (asyncDelete's rename survived a crash) as the partition's log instead of queuing it for deletion, so a deleted partition comes back (LogManager.loadLog, §2.3 rule 2)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="delete-dir-recovered-at-load",
+        module="impl.loader",
+        old='        if self.dir.endswith("-delete"):\n',
+        new='        if False:\n',
+        description="the loader recovers a -delete dir's log and resizes its active indexes as a served log's, where Kafka 4.4.0's LogLoader.load skips both and loads it at log end 0, cutting its leader-epoch cache and producer snapshots to 0",
+        caught_by=("regression-corpus",),
+    ),
+)
+
 ALL_MUTANTS = {
-    m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS + CRASH_MUTANTS + SWAP_MUTANTS + HISTORICAL_MUTANTS
+    m.name: m
+    for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS + CRASH_MUTANTS + SWAP_MUTANTS + HISTORICAL_MUTANTS + DIR_MUTANTS
 }
