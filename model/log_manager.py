@@ -516,7 +516,7 @@ def _load_subdir(manager: LogManager, image, dirs: set[str], d: str, name: str, 
 def _load_log(manager: LogManager, image, d: str, topic: str, partition: int, found: _DirFound, outcome) -> None:
     """LogManager.loadLog: the partition's directory loaded (:mod:`model.loader`) into the manager."""
     path = f"{d}/{outcome.name}"
-    if (topic, partition) in manager.partitions and not outcome.kind:
+    if (topic, partition) in manager.partitions and outcome.kind != "delete":
         raise PartitionLoadError(path, f"Duplicate log directories for {topic}-{partition}")
     pf = load_partition(
         _children(image, path), path, topic, partition, manager.config, manager.clock, manager.jitter,
