@@ -466,6 +466,10 @@ class LogManager:
         bound = config.jitter_bound()
         jitter = self.jitter(f"{topic}-{partition}", 0) % bound if bound else 0
         segment = LogSegment(self.storage, path, 0, config, self.clock(), jitter, preallocate=config.preallocate)
+        # getOrCreateLog runs LogLoader.load on the new directory, which ends by resizing the active
+        # segment's indexes (§5.7): both are built, their files made — visible once the log is
+        # deleted, as its -delete dir is never closed (corpora/crash/delete-dir-of-a-new-log.json)
+        segment.resize_indexes(config.segment_index_bytes)
         log = PartitionLog(
             self.storage,
             path,
