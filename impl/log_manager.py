@@ -468,7 +468,7 @@ class LogManager:
         segment = LogSegment(self.storage, path, 0, config, self.clock(), jitter, preallocate=config.preallocate)
         # getOrCreateLog runs LogLoader.load on the new directory, which ends by resizing the active
         # segment's indexes (§5.7): both are built, their files made — visible once the log is
-        # deleted, as its -delete dir is never closed (corpora/crash/delete-dir-of-a-new-log.json)
+        # deleted, as its -delete dir is never closed (corpora/log/delete-dir-of-a-new-log.json)
         segment.resize_indexes(config.segment_index_bytes)
         log = PartitionLog(
             self.storage,

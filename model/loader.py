@@ -266,6 +266,7 @@ class LogLoader:
         self.outcome.producer_state_bytes_read += self._rebuild(
             log.producer_state, log.segments, log.log_start_offset, leo, self.clean
         )
+        log.fresh_segments = False  # the active segment's indexes are built by the resize above
 
     def _truncate_epochs(self, leo: int) -> None:
         """§5.7: the epoch cache's entries at or past the log end removed."""

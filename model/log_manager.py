@@ -199,6 +199,7 @@ class LogManager:
         parse_topic_partition(f"{topic}-{partition}")
         log = Log(topic, partition, self.config, self.clock, self.jitter, [])
         log.segments.append(log.new_segment(0))
+        log.fresh_segments = False  # getOrCreateLog's load builds its active indexes (§5.7)
         self.partitions[(topic, partition)] = PartitionFiles(log, data_dir or self.data_dirs[0])
         return log
 

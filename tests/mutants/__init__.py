@@ -933,6 +933,14 @@ DIR_MUTANTS = (
         description="the loader recovers a -delete dir's log and resizes its active indexes as a served log's, where Kafka 4.4.0's LogLoader.load skips both and loads it at log end 0, cutting its leader-epoch cache and producer snapshots to 0",
         caught_by=("regression-corpus",),
     ),
+    Mutant(
+        name="new-log-indexes-left-unbuilt",
+        module="impl.log_manager",
+        old="        segment.resize_indexes(config.segment_index_bytes)\n",
+        new="",
+        description="a created log's active indexes stay lazy, where getOrCreateLog's load resizes (builds) them: a log deleted at once leaves a -delete dir without index files, which the next load recovers (§5.7, §2.3)",
+        caught_by=("regression-corpus",),
+    ),
 )
 
 ALL_MUTANTS = {
