@@ -19,7 +19,7 @@ from conformance import scenario as sc
 from conformance.properties import PropertyViolation
 from conformance.runner import Session
 from conformance.targets.kafka import runs_cleaning_rounds
-from conformance.weights import choices, weighted
+from conformance.weights import chance, choices, weighted
 from model.file_records import iterate_file
 
 TOPICS = ("t", "orders")
@@ -426,6 +426,35 @@ class LogMachine(RuleBasedStateMachine):
             self._score("segments in one cleaned group", float(max(len(g) for g in groups)))
             self._score("groups in one cleaning round", float(len(groups)))
             event(f"clean: {len(groups) if len(groups) < 3 else '3+'} groups")
+
+    @precondition(lambda self: self._up() and len(self.created) > 1)  # a partition stays to crash inside
+    @rule(tp=partitions, data=st.data())
+    def delete_partition(self, tp, data):
+        """LogManager.asyncDelete (§2.3 rule 2), with the table's chance each time the rule is picked
+        ("delete partition"): the partition is no longer served and may be created anew.  Kafka
+        releases other than the pinned one do not run it (unsupported there), so not drawn for them."""
+        if any(t.startswith("kafka:") for t in self.targets) or not chance(data.draw, "delete partition", "delete"):
+            return
+        model = self.session.targets[0]
+        if model.running and tp in model.manager.partitions and model.manager.partitions[tp].log.fresh_segments:
+            # a segment made since the load is indexed lazily: whether its index files exist when the
+            # log is renamed (and never closed) is Kafka's and impl's to know, not the model's
+            event("delete_partition: not drawn over a lazily indexed segment")
+            return
+        if self._do(sc.DeletePartition(tp[0], tp[1])).get("renamed"):
+            self._forget(tp)
+            event("delete_partition: renamed")
+
+    def _forget(self, tp) -> None:
+        """A deleted partition: what the machine tracked of it goes; a create makes a new log at 0."""
+        self.created.discard(tp)
+        self.leo.pop(tp, None)
+        self.epochs.pop(tp, None)
+        for key in [k for k in self.producers if k[0] == tp]:
+            del self.producers[key]
+        self.open_txns = {k for k in self.open_txns if k[0] != tp}
+        self.coordinators = {k: v for k, v in self.coordinators.items() if k[0] != tp}
+        self.transactional.discard(tp)
 
     @precondition(lambda self: self._up())
     @rule()

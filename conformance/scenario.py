@@ -401,6 +401,24 @@ class Flush(Step):
 
 
 @attrs.frozen
+class DeletePartition(Step):
+    """A partition deleted while the broker runs (LogManager.asyncDelete, spec §2.3 rule 2): no
+    longer served, its directory renamed ``<topic>-<partition>.<unique id>-delete`` (directory
+    fsynced), its data dir's recovery-point and log-start checkpoints written without it, and the
+    directory deleted ``file.delete.delay.ms`` later by the ``kafka-delete-logs`` task, at a
+    ``tick``.  The unique id is the scenario's (conformance.targets.unique_id_source), so every
+    target names the directory alike."""
+
+    op = "delete_partition"
+    interruptible = True
+    topic: str = "t"
+    partition: int = 0
+
+    def call(self, manager, dirs):
+        return {"renamed": manager.async_delete(self.topic, self.partition)}
+
+
+@attrs.frozen
 class Retention(Step):
     op = "retention"
     interruptible = True

@@ -13,6 +13,7 @@ pending writes along.  Every pending operation is also entered, in order, in the
 
 from __future__ import annotations
 
+import errno
 import functools
 import itertools
 import os
@@ -310,6 +311,20 @@ class SimStorage:
             raise FileNotFoundError(path)
         if isinstance(parent.entries[name], Dir):
             raise IsADirectoryError(path)
+        self._check_writable(path)
+        del parent.entries[name]
+        self._note(parent, Unlink(name))
+
+    def remove_dir(self, path: str) -> None:
+        """rmdir: an empty directory goes (OSError ENOTEMPTY otherwise)."""
+        parent, name = self._walk(path)
+        node = parent.entries.get(name)
+        if node is None:
+            raise FileNotFoundError(path)
+        if not isinstance(node, Dir):
+            raise NotADirectoryError(path)
+        if node.entries:
+            raise OSError(errno.ENOTEMPTY, "Directory not empty", path)
         self._check_writable(path)
         del parent.entries[name]
         self._note(parent, Unlink(name))

@@ -110,6 +110,10 @@ class TracingStorage:
         self._record(Op("unlink", path))
         return self._inner.unlink(path)
 
+    def remove_dir(self, path):
+        self._record(Op("remove_dir", path))
+        return self._inner.remove_dir(path)
+
     def fsync_dir(self, path):
         self._record(Op("fsync_dir", path))
         return self._inner.fsync_dir(path)

@@ -110,6 +110,9 @@ TABLE = (
            "the window where its renames and its cut are pending: Kafka fsyncs neither (§4.7)"),
     Weight("truncation: power loss after its catch-up", Fraction(1, 2),
            "the cut pending under the new leader's batches (§4.7, §4.10); always while it is still pending"),
+    Weight("delete partition", Fraction(1, 4),
+           "LogManager.asyncDelete (§2.3 rule 2): a -delete dir's rename and checkpoints, its deletion at a tick past"
+           " file.delete.delay.ms, a crash inside either, and the load that finds one (loaded unrecovered, queued)"),
     Weight("cleaning round: power loss inside it", Fraction(1, 3),
            ".cleaned to .swap, originals to .deleted, .swap to final: crash states (§5.9, KAFKA-12520)"),
     Weight("after open", {"nothing": 1, "follower truncation": 1, "follower catch-up": 1},

@@ -492,9 +492,17 @@ class PartitionLoader:
             raise LoadError(e.path, "NumberFormatException: the name before the first dot is no offset") from None
         self.complete_swaps(self.remove_temp_files_and_collect_swaps())
         self.load_segment_files(epoch_cache)
-        recovery_point, next_offset = self.recover_log(epoch_cache)
-        active = self.segments[max(self.segments)]
-        active.resize_indexes(self.config.segment_index_bytes)
+        if self.dir.endswith("-delete"):
+            # a log queued for deletion (Kafka 4.4.0's LogLoader.load): no recovery, its active
+            # indexes not resized, an empty segment at 0 if none, recovery point and log end 0
+            if not self.segments:
+                self.segments[0] = LogSegment(
+                    self.storage, self.dir, 0, self.config, self.clock(), self._jitter(0), preallocate=False
+                )
+            recovery_point, next_offset = 0, 0
+        else:
+            recovery_point, next_offset = self.recover_log(epoch_cache)
+            self.segments[max(self.segments)].resize_indexes(self.config.segment_index_bytes)
         epoch_cache.truncate_from_end(next_offset)
         log_start = max(self.log_start_checkpoint, min(self.segments))
         epoch_cache.truncate_from_start(self.log_start_checkpoint)

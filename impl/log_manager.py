@@ -30,6 +30,7 @@ then the marker — only if the dir had one at startup or finished loading (KAFK
 from __future__ import annotations
 
 import random
+import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -43,7 +44,7 @@ from impl.index import TimeIndex
 from impl.leader_epoch import LeaderEpochCache
 from impl.loader import LoadError, LoadReport, PartitionLoader
 from impl.log import STORAGE_ERROR, PartitionLog, Scheduler, storage_errors
-from impl.names import parse_topic_partition
+from impl.names import log_delete_dir_name, parse_topic_partition
 from impl.segment import LogSegment, filename_prefix
 from impl.storage import Storage
 
@@ -67,6 +68,18 @@ class PartitionLoad:
     report: LoadReport | None = None
     # the error is one Kafka rethrows out of its startup (not an I/O error, which offlines the dir)
     fatal: bool = False
+    kind: str = ""  # the directory's suffix (§2.3): "", "delete", "future" or "stray"
+
+
+@attrs.define
+class Deleting:
+    """A log held for deletion (LogManager's ``logsToBeDeleted``): its ``-delete`` directory goes
+    ``file.delete.delay.ms`` after ``queued_ms``."""
+
+    log: PartitionLog
+    data_dir: str
+    path: str
+    queued_ms: int
 
 
 @attrs.define
@@ -117,6 +130,10 @@ def _random_jitter(_partition: str, _base: int) -> int:
     return random.getrandbits(31)
 
 
+def _random_unique_id(_topic: str, _partition: int, _taken) -> str:
+    return uuid.uuid4().hex  # Kafka's: a random UUID, dashes removed (§2.3)
+
+
 class LogManager:
     def __init__(
         self,
@@ -128,8 +145,12 @@ class LogManager:
         topic_configs: dict[str, LogConfig] | None = None,
         broker_epoch: int = -1,
         failure_policy: str = "kafka",
+        unique_ids: Callable[[str, int, Callable[[str], bool]], str] = _random_unique_id,
     ):
         self.storage = storage
+        self.unique_ids = unique_ids  # (topic, partition, taken: dir name → bool) → a renamed dir's id
+        self.deleting: list[Deleting] = []  # logsToBeDeleted, oldest first
+        self.delete_logs_due: int | None = None  # the next run of the kafka-delete-logs task
         self.data_dirs = list(data_dirs)
         self.config = config
         self.topic_configs = topic_configs or {}
@@ -196,7 +217,9 @@ class LogManager:
         self.loads = loads
         if self.failure_policy == "kafka":
             self.startup_error = next((load.error for load in loads if load.fatal), None)
-            if self.startup_error is None:
+        if self.startup_error is None:  # LogManager.startup runs kafka-delete-logs at once (no initial delay)
+            self.delete_logs()
+            if self.failure_policy == "kafka":
                 self._take_offline(loads)
         return loads
 
@@ -285,18 +308,20 @@ class LogManager:
         recovery_points = self._read_checkpoint(state, RECOVERY_POINT_CHECKPOINT)
         log_starts = self._read_checkpoint(state, LOG_START_OFFSET_CHECKPOINT)
         entries: list[PartitionLoad | tuple[str, str, int]] = []  # in directory order
+        kinds: dict[str, str] = {}  # name → its suffix (§2.3)
         names, dirs = self.storage.scan_dir(state.path)  # one read of the dir, no stat each
         for name in names:
             path = f"{state.path}/{name}"
             if name not in dirs or name in IGNORED_DIRS:
                 continue
             try:
-                topic, partition, _kind = parse_topic_partition(name)
+                topic, partition, kind = parse_topic_partition(name)
             except Exception as e:  # Kafka: a KafkaException out of loadLogs (fatal, §2.3)
                 entries.append(PartitionLoad(state.path, name, None, None, None, f"{path}: {e}", fatal=True))
                 continue
             if topic == METADATA_TOPIC:
                 continue
+            kinds[name] = kind
             entries.append((name, topic, partition))
         bad = next((e for e in entries if isinstance(e, PartitionLoad)), None)
         if bad is not None and self.failure_policy == "kafka":
@@ -312,7 +337,7 @@ class LogManager:
         loaded = self._parallel(load, jobs, threads) if threads > 1 else (load(job) for job in jobs)
         loads = []
         for entry in entries:
-            loads.append(entry if isinstance(entry, PartitionLoad) else self._register(state, next(loaded)))
+            loads.append(entry if isinstance(entry, PartitionLoad) else self._register(state, next(loaded), kinds))
         state.load_completed = all(load.error is None for load in loads)
         io_failed = next((load for load in loads if load.error and not load.fatal), None)
         if io_failed is not None:  # §6.6 item 3: the dir is queued offline once its loads are done
@@ -360,7 +385,7 @@ class LogManager:
             if self.close_after_load:
                 loader.close_handlers()
 
-    def _register(self, state: DataDirState, loaded: _Loaded) -> PartitionLoad:
+    def _register(self, state: DataDirState, loaded: _Loaded, kinds: dict[str, str]) -> PartitionLoad:
         """On the calling thread, in directory order: the load's delayed deletions queued, the log
         registered — or refused as a duplicate, or the partition remembered as failed."""
         name, topic, partition, loader, log = loaded.name, loaded.topic, loaded.partition, loaded.loader, loaded.log
@@ -379,8 +404,12 @@ class LogManager:
             if tp not in self.logs:
                 self.failed[tp] = loaded.error
             return PartitionLoad(
-                state.path, name, topic, partition, None, loaded.error, loader.report, fatal=not loaded.io_error
-            )
+                state.path, name, topic, partition, None, loaded.error, loader.report, fatal=not loaded.io_error,
+                kind=kinds[name],
+            )  # fmt: skip
+        if kinds[name] == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)
+            self.deleting.append(Deleting(log, state.path, path, self.clock()))
+            return PartitionLoad(state.path, name, topic, partition, None, None, loader.report, kind="delete")
         if tp in self.logs:
             log.close_handlers()
             other = self._dir_of[tp]
@@ -437,6 +466,10 @@ class LogManager:
         bound = config.jitter_bound()
         jitter = self.jitter(f"{topic}-{partition}", 0) % bound if bound else 0
         segment = LogSegment(self.storage, path, 0, config, self.clock(), jitter, preallocate=config.preallocate)
+        # getOrCreateLog runs LogLoader.load on the new directory, which ends by resizing the active
+        # segment's indexes (§5.7): both are built, their files made — visible once the log is
+        # deleted, as its -delete dir is never closed (corpora/log/delete-dir-of-a-new-log.json)
+        segment.resize_indexes(config.segment_index_bytes)
         log = PartitionLog(
             self.storage,
             path,
@@ -467,8 +500,64 @@ class LogManager:
 
     @storage_errors
     def tick(self) -> int:
-        """Run the delayed tasks (file deletions) whose time has come."""
-        return self.scheduler.run_due(self.clock())
+        """Run the delayed tasks (file deletions) whose time has come, then kafka-delete-logs if due."""
+        ran = self.scheduler.run_due(self.clock())
+        if self.delete_logs_due is not None and self.delete_logs_due <= self.clock():
+            self.delete_logs()
+        return ran
+
+    @storage_errors
+    def async_delete(self, topic: str, partition: int) -> str | None:
+        """LogManager.asyncDelete (§2.3 rule 2): the log leaves the served logs, its directory is
+        renamed ``<topic>-<partition>.<unique id>-delete`` (atomicMoveWithFallback: the data dir
+        fsynced), then its data dir's recovery-point and log-start checkpoints are written without it
+        (§6.5) and it is queued for deletion.  The new name; None when there is no such log (an error
+        while a dir is offline, which may hold it).  The log stays open until it is deleted; its
+        pending file deletions name its old directory and delete nothing (deleteIfExists)."""
+        tp = (topic, partition)
+        log = self.logs.get(tp)
+        if log is None:
+            offline = sorted(d for d, state in self.dirs.items() if state.offline)
+            if offline:
+                raise LogError(
+                    "KafkaStorageException",
+                    f"Failed to delete log for {topic}-{partition} because it may be in one of the offline "
+                    f"directories {','.join(offline)}",
+                )
+            return None
+        data_dir = self._dir_of[tp]
+
+        def taken(name: str) -> bool:
+            return any(self.storage.exists(f"{d}/{name}") for d in self.data_dirs)
+
+        name = log_delete_dir_name(topic, partition, self.unique_ids(topic, partition, taken))
+        del self.logs[tp], self._dir_of[tp]
+        path = f"{data_dir}/{name}"
+        self.storage.rename(log.dir, path)
+        self.storage.fsync_dir(data_dir)
+        self.deleting.append(Deleting(log, data_dir, path, self.clock()))
+        self.checkpoint_recovery_points(data_dir)
+        self.checkpoint_log_start_offsets(data_dir)
+        return name
+
+    def delete_logs(self) -> None:
+        """The ``kafka-delete-logs`` task (LogManager.deleteLogs): each queued log whose
+        ``file.delete.delay.ms`` (the broker's) has passed is deleted, oldest first — its files, then
+        its directory (UnifiedLog.delete; a log in a dir gone offline is refused and kept) — and the
+        task runs again when the next is due, or after the delay (at least 1 ms) when none is queued."""
+        now, delay = self.clock(), self.config.file_delete_delay_ms
+        while self.deleting and self.deleting[0].queued_ms + delay <= now:
+            gone = self.deleting.pop(0)
+            if not self.dirs[gone.data_dir].offline:
+                self._delete_dir(gone)
+        self.delete_logs_due = now + (self.deleting[0].queued_ms + delay - now if self.deleting else max(delay, 1))
+
+    def _delete_dir(self, gone: Deleting) -> None:
+        """UnifiedLog.delete: the log's files closed and deleted, then its (now empty) directory."""
+        gone.log.close_handlers()
+        for name in self.storage.list_dir(gone.path):
+            self.storage.unlink(f"{gone.path}/{name}")
+        self.storage.remove_dir(gone.path)
 
     @storage_errors
     def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
@@ -527,6 +616,7 @@ class LogManager:
         """Returns, per data dir, None if it shut down cleanly (marker written) or why not."""
         outcome = {}
         self.scheduler.drop_all()
+        self.delete_logs_due = None  # kafka-delete-logs too: a queued log's directory stays for the next load
         for d in self.data_dirs:
             state = self.dirs[d]
             if state.offline:

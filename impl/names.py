@@ -93,3 +93,11 @@ def _suffixed(core: str) -> bool:
     dash = core.find("-", 1)
     dot = core.rfind(".", 0, len(core) - 1)
     return dash > 0 and dot >= dash + 2
+
+
+def log_delete_dir_name(topic: str, partition: int, unique_id: str) -> str:
+    """§2.3 rule 2 (LocalLog.logDeleteDirName): ``<topic>-<partition>.<unique id>-delete``, the
+    topic cut so the name stays within a file name's 255 characters."""
+    suffix = f"-{partition}.{unique_id}-delete"
+    keep = max(0, min(len(topic), 255 - len(suffix)))
+    return topic[:keep] + suffix

@@ -104,6 +104,12 @@ class PartitionFiles:
     data_dir: str
     other: dict[str, bytes] = attrs.Factory(dict)  # name → bytes (snapshots, partition.metadata, …)
     epoch_text: bytes = b""  # leader-epoch-checkpoint as last written
+    # the directory's name when it is not the log's own (a ``-delete`` dir, §2.3 rule 2)
+    dir_name: str = ""
+
+    @property
+    def path(self) -> str:
+        return f"{self.data_dir}/{self.dir_name or self.log.name}"
 
 
 @attrs.define
@@ -114,6 +120,7 @@ class LoadOutcome:
     partition: int | None
     error: str | None
     fatal: bool = True  # an error Kafka's startup rethrows (not an I/O error, which offlines the dir)
+    kind: str = ""  # the directory's suffix (§2.3): "" a partition's, "delete", "future" or "stray"
     recovered: list[int] = attrs.Factory(list)
     truncated_bytes: int = 0
     branches: list[str] = attrs.Factory(list)  # the loader rules this load went through (§5, §6.2)
@@ -236,9 +243,18 @@ class LogLoader:
         self.pf.other = self.other
         self.log.segments = [segments[b] for b in sorted(segments)]
         self.outcome.log_now = self.pf
-        recovery_point, leo = self.retry_on_offset_overflow(self.recover_log, self._install_in_log)
-        self.log.segments[-1].offset_index.resize(self.config.segment_index_bytes)
-        self.log.segments[-1].time_index.resize(self.config.segment_index_bytes)
+        if self.path.endswith("-delete"):
+            # Kafka 4.4.0's LogLoader.load: a log queued for deletion is not recovered and its
+            # active indexes keep their size; with no segment an empty one is made at 0; its
+            # recovery point and log end are 0, so its epoch cache and snapshots are cut to 0
+            if not self.log.segments:
+                self.log.segments = [self.log.new_segment(0)]
+                self.log.segments[0].indexes_unmade = True
+            recovery_point, leo = 0, 0
+        else:
+            recovery_point, leo = self.retry_on_offset_overflow(self.recover_log, self._install_in_log)
+            self.log.segments[-1].offset_index.resize(self.config.segment_index_bytes)
+            self.log.segments[-1].time_index.resize(self.config.segment_index_bytes)
         self._truncate_epochs(leo)
         log = self.log
         log.log_start_offset = max(self.ls_checkpoint, log.segments[0].base_offset)
@@ -250,6 +266,7 @@ class LogLoader:
         self.outcome.producer_state_bytes_read += self._rebuild(
             log.producer_state, log.segments, log.log_start_offset, leo, self.clean
         )
+        log.fresh_segments = False  # the active segment's indexes are built by the resize above
 
     def _truncate_epochs(self, leo: int) -> None:
         """§5.7: the epoch cache's entries at or past the log end removed."""

@@ -82,6 +82,9 @@ class Log:
     snapshot_delete_tasks: list[tuple[int, str]] = attrs.Factory(list)  # (due ms, <offset>.snapshot.deleted)
     kafkas_deleted: int | None = None  # the last retention's count as Kafka's gives it, if not the same
     installed_groups: list[list[int]] = attrs.Factory(list)  # the last cleaning round's, see clean()
+    # a segment was made since the log was loaded or created: Kafka builds its indexes lazily, and
+    # the model does not follow which it built (the files of a log never closed depend on it)
+    fresh_segments: bool = False
 
     @property
     def name(self) -> str:
@@ -95,6 +98,7 @@ class Log:
         bound = self.config.jitter_bound()
         jitter = self.jitter(self.name, base) % bound if bound else 0
         now = self.clock()
+        self.fresh_segments = True
         return Segment(base, self.config, now, jitter, mtime_ms=now)
 
     def floor(self, offset: int) -> Segment | None:

@@ -19,6 +19,7 @@ reported and left out, the others start, and its data dir gets no marker at shut
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 import attrs
@@ -43,7 +44,7 @@ from model.loader import (
     PartitionLoadError,
     load_partition,
 )
-from model.names import parse_topic_partition
+from model.names import log_delete_dir_name, parse_topic_partition
 from model.producer_state import SUFFIX as SNAPSHOT
 from model.segment import prefix
 
@@ -88,9 +89,24 @@ def _partition_files(p: PartitionFiles, indexes: bool = True) -> dict[str, bytes
 
 
 def _partition_mtimes(p: PartitionFiles) -> dict[str, int]:
-    path = f"{p.data_dir}/{p.log.name}"
+    path = p.path
     segments = list(p.log.strays.values()) + p.log.segments + list(p.log.deleted.values())
     return {f"{path}/{prefix(s.base_offset)}.log{'.deleted' if s.deleted else ''}": s.mtime_ms for s in segments}
+
+
+def random_unique_id(topic: str, partition: int, taken) -> str:
+    """Kafka's unique id of a renamed partition directory: a random UUID, dashes removed (§2.3)."""
+    return uuid.uuid4().hex
+
+
+@attrs.define
+class Deleting:
+    """A log LogManager holds for deletion (``logsToBeDeleted``): renamed ``-delete`` by
+    asyncDelete, or found so named by the load (§2.3 rule 2); deleted, files and directory,
+    ``file.delete.delay.ms`` after ``queued_ms`` by the ``kafka-delete-logs`` task."""
+
+    files: PartitionFiles
+    queued_ms: int
 
 
 def _children(image: dict[str, bytes], directory: str) -> dict[str, bytes]:
@@ -107,8 +123,14 @@ def _subdirs(image: dict[str, bytes], directory: str, dirs: set[str]) -> list[st
 
 
 class LogManager:
-    def __init__(self, data_dirs, config: Config, clock: Callable[[], int], jitter, broker_epoch: int = -1):
+    def __init__(
+        self, data_dirs, config: Config, clock: Callable[[], int], jitter, broker_epoch: int = -1, unique_ids=None
+    ):
         self.data_dirs = list(data_dirs)
+        # (topic, partition, taken: dir name → bool) → the unique id of a renamed dir (§2.3)
+        self.unique_ids = unique_ids or random_unique_id
+        self.deleting: list[Deleting] = []  # logsToBeDeleted, in the order queued
+        self.delete_logs_due: int | None = None  # when the kafka-delete-logs task runs next
         self.config = config
         self.clock = clock
         self.jitter = jitter
@@ -136,21 +158,25 @@ class LogManager:
         out = dict(self.extra_files)
         for d, files in self.dir_files.items():
             out.update({f"{d}/{n}": b for n, b in files.items()})
-        for p in self.partitions.values():
-            path = f"{p.data_dir}/{p.log.name}"
-            out.update({f"{path}/{n}": b for n, b in _partition_files(p, indexes).items()})
+        for p in self.logs_on_disk():
+            out.update({f"{p.path}/{n}": b for n, b in _partition_files(p, indexes).items()})
         return out
 
     def mtimes(self) -> dict[str, int]:
         """Modification times of the ``.log`` files (time retention falls back to them, §4.8),
         also of those kept as found or as a failed load left them: the next start loads them."""
         out = {p: t for p, t in self.extra_mtimes.items() if p in self.extra_files}
-        for p in self.partitions.values():
+        for p in self.logs_on_disk():
             out.update(_partition_mtimes(p))
         return out
 
     def directories(self) -> set[str]:
-        return set(self.data_dirs) | {f"{p.data_dir}/{p.log.name}" for p in self.partitions.values()} | self.extra_dirs
+        return set(self.data_dirs) | {p.path for p in self.logs_on_disk()} | self.extra_dirs
+
+    def logs_on_disk(self) -> list[PartitionFiles]:
+        """The logs whose files the broker holds: those it serves and those it loaded but does not
+        serve (a ``-delete`` dir waiting for its deletion, §2.3)."""
+        return list(self.partitions.values()) + [h.files for h in self.deleting]
 
     # --- logs -------------------------------------------------------------------------------------
 
@@ -173,6 +199,7 @@ class LogManager:
         parse_topic_partition(f"{topic}-{partition}")
         log = Log(topic, partition, self.config, self.clock, self.jitter, [])
         log.segments.append(log.new_segment(0))
+        log.fresh_segments = False  # getOrCreateLog's load builds its active indexes (§5.7)
         self.partitions[(topic, partition)] = PartitionFiles(log, data_dir or self.data_dirs[0])
         return log
 
@@ -184,8 +211,50 @@ class LogManager:
 
     def tick(self) -> None:
         now = self.clock()
-        for p in self.partitions.values():
+        for p in self.logs_on_disk():
             p.log.run_due_deletions(now)
+        if self.delete_logs_due is not None and self.delete_logs_due <= now:
+            self.delete_logs(now)
+
+    def async_delete(self, topic: str, partition: int) -> str | None:
+        """LogManager.asyncDelete: the log is no longer served, its directory renamed
+        ``<topic>-<partition>.<unique id>-delete`` (§2.3 rule 2) and queued for deletion, then the
+        recovery-point and log-start checkpoints of its data dir written without it (§6.5).  The
+        new name, or None when there is no such log (an error while any dir is offline, as the log
+        may be there).  The log's pending file deletions name its old directory: they delete
+        nothing (LogSegment.deleteIfExists), the directory's deletion takes their files."""
+        pf = self.partitions.pop((topic, partition), None)
+        if pf is None:
+            if self.offline:
+                dirs = ",".join(sorted(self.offline))
+                raise LogError(
+                    "KafkaStorageException",
+                    f"Failed to delete log for {topic}-{partition} because it may be in one of the offline directories {dirs}",
+                )
+            return None
+        on_disk = self.directories()
+        taken = lambda name: any(f"{d}/{name}" in on_disk for d in self.data_dirs)  # noqa: E731
+        pf.dir_name = log_delete_dir_name(topic, partition, self.unique_ids(topic, partition, taken))
+        pf.log.delete_tasks, pf.log.snapshot_delete_tasks = [], []
+        self.deleting.append(Deleting(pf, self.clock()))
+        self.checkpoint_recovery_points(pf.data_dir)
+        self.checkpoint_log_start_offsets(pf.data_dir)
+        return pf.dir_name
+
+    def delete_logs(self, now: int) -> None:
+        """The ``kafka-delete-logs`` task (LogManager.deleteLogs): every queued log whose
+        ``file.delete.delay.ms`` (the broker's) has passed is deleted, directory and all, oldest
+        first; then it runs again when the next is due, or after the delay (at least 1 ms) when
+        none is queued.  A log whose data dir went offline is not deleted (UnifiedLog.delete
+        refuses; the task logs it): its files stay."""
+        delay = self.config.file_delete_delay_ms
+        while self.deleting and self.deleting[0].queued_ms + delay <= now:
+            gone = self.deleting.pop(0).files
+            if gone.data_dir in self.offline:
+                self.extra_dirs.add(gone.path)
+                self.extra_files.update({f"{gone.path}/{n}": b for n, b in _partition_files(gone).items()})
+                self.extra_mtimes.update(_partition_mtimes(gone))
+        self.delete_logs_due = now + (self.deleting[0].queued_ms + delay - now if self.deleting else max(delay, 1))
 
     def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
         """LogManager.truncateTo: truncate the partition's log (§4.7); whether it truncated.  A
@@ -241,6 +310,7 @@ class LogManager:
 
     def shutdown(self) -> dict[str, str | None]:
         outcome = {}
+        self.delete_logs_due = None  # so is kafka-delete-logs: a queued log's dir stays for the next load
         for p in self.partitions.values():  # delayed deletions are dropped; their files stay
             p.log.delete_tasks = []
             p.log.snapshot_delete_tasks = []
@@ -281,14 +351,19 @@ def load(
     broker_epoch=-1,
     mtimes=None,
     failure_policy: str = "kafka",
+    unique_ids=None,
 ) -> LogManager:
     """The broker's startup on ``image`` (``mtimes``: modification times of its files, 0 where not
     given): a new LogManager holding every loadable partition.  Under Kafka's failure policy a
-    partition that failed to load sets ``startup_error``: the startup failed, the broker is down."""
+    partition that failed to load sets ``startup_error``: the startup failed, the broker is down.
+    ``unique_ids``: where the unique ids of renamed directories come from (§2.3; random as Kafka's)."""
     manager = _load(image, data_dirs, config, clock, jitter, directories, broker_epoch, mtimes, failure_policy)
+    manager.unique_ids = unique_ids or random_unique_id
     if failure_policy == "kafka":
         manager.startup_error = next((o.error for o in manager.outcomes if o.error and o.fatal), None)
-        if manager.startup_error is None:
+    if manager.startup_error is None:  # LogManager.startup schedules kafka-delete-logs with no delay
+        manager.delete_logs(clock())
+        if failure_policy == "kafka":
             _take_offline(manager)
     return manager
 
@@ -350,6 +425,11 @@ def _take_offline(manager: LogManager) -> None:
             manager.extra_dirs.add(path)
             manager.extra_files.update({f"{path}/{n}": b for n, b in _partition_files(pf).items()})
             manager.extra_mtimes.update({p: t for p, t in _partition_mtimes(pf).items()})
+        for gone in [h for h in manager.deleting if h.files.data_dir == d]:  # closed, not deleted
+            manager.deleting.remove(gone)
+            manager.extra_dirs.add(gone.files.path)
+            manager.extra_files.update({f"{gone.files.path}/{n}": b for n, b in _partition_files(gone.files).items()})
+            manager.extra_mtimes.update(_partition_mtimes(gone.files))
         for o in manager.outcomes:
             if o.data_dir == d and not o.error:
                 o.error = f"{d}/{o.name}: log dir {d} offline ({why})"
@@ -412,7 +492,7 @@ def _load_subdir(manager: LogManager, image, dirs: set[str], d: str, name: str, 
         _keep(manager, image, path, dirs)
         return True
     try:
-        topic, partition, _ = parse_topic_partition(name)
+        topic, partition, kind = parse_topic_partition(name)
     except Exception as e:
         manager.outcomes.append(LoadOutcome(d, name, None, None, f"{path}: {e}"))
         _keep(manager, image, path, dirs)
@@ -420,7 +500,7 @@ def _load_subdir(manager: LogManager, image, dirs: set[str], d: str, name: str, 
     if topic == "__cluster_metadata":
         _keep(manager, image, path, dirs)
         return True
-    outcome = LoadOutcome(d, name, topic, partition, None)
+    outcome = LoadOutcome(d, name, topic, partition, None, kind=kind)
     outcome.took(CLEAN_LOAD if found.had_marker else "6.2 no marker: unclean load")
     if found.bad_checkpoints:
         outcome.took("6.2.3 checkpoint unreadable: empty map")
@@ -437,7 +517,7 @@ def _load_subdir(manager: LogManager, image, dirs: set[str], d: str, name: str, 
 def _load_log(manager: LogManager, image, d: str, topic: str, partition: int, found: _DirFound, outcome) -> None:
     """LogManager.loadLog: the partition's directory loaded (:mod:`model.loader`) into the manager."""
     path = f"{d}/{outcome.name}"
-    if (topic, partition) in manager.partitions:
+    if (topic, partition) in manager.partitions and outcome.kind != "delete":
         raise PartitionLoadError(path, f"Duplicate log directories for {topic}-{partition}")
     pf = load_partition(
         _children(image, path), path, topic, partition, manager.config, manager.clock, manager.jitter,
@@ -452,7 +532,11 @@ def _load_log(manager: LogManager, image, d: str, topic: str, partition: int, fo
             f"KafkaStorageException: The log dir {d} is already offline due to a previous IO exception",
         )
     pf.data_dir = d
-    manager.partitions[(topic, partition)] = pf
+    if outcome.kind == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)
+        pf.dir_name = outcome.name
+        manager.deleting.append(Deleting(pf, manager.clock()))
+    else:
+        manager.partitions[(topic, partition)] = pf
     outcome.written, outcome.files_now, outcome.log_now = {}, None, None  # only a failure needs them
 
 
@@ -495,7 +579,7 @@ def segment_files(log: Log, indexes: bool = True) -> dict[str, bytes]:
     out = {}
     for s in list(log.strays.values()) + log.segments + list(log.deleted.values()):
         out[f"{prefix(s.base_offset)}.log{'.deleted' if s.deleted else ''}"] = bytes(s.log)
-        if indexes and not s.deleted:
+        if indexes and not s.deleted and not s.indexes_unmade:
             out[f"{prefix(s.base_offset)}.index"] = s.offset_index.file_bytes()
             out[f"{prefix(s.base_offset)}.timeindex"] = s.time_index.file_bytes()
         if s.txn_index.exists and not s.deleted:  # a file once its first entry is written (§3.7)

@@ -93,3 +93,10 @@ def parse_topic_partition(dir_name: str, path: str | None = None) -> tuple[str, 
     if not topic or number is None:
         raise failure
     return topic, number, kind
+
+
+def log_delete_dir_name(topic: str, partition: int, unique_id: str) -> str:
+    """§2.3 rule 2 (LocalLog.logDeleteDirName): ``<topic>-<partition>.<unique id>-delete``, the
+    topic cut so the whole name is at most 255 characters (a file name's limit)."""
+    suffix = f"-{partition}.{unique_id}-delete"
+    return topic[: max(0, min(len(topic), 255 - len(suffix)))] + suffix

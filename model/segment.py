@@ -91,6 +91,8 @@ class Segment:
     deleted: bool = False  # files renamed with the .deleted suffix
     lazy_entry: tuple[int, int] | None = None  # the max timestamp as loaded from the time index
     txn_index: TransactionIndex = None  # the .txnindex: a file once it exists (§3.7)
+    # its lazy indexes were never built, so no index file exists (a -delete log's new segment, §3.6)
+    indexes_unmade: bool = False
 
     def __attrs_post_init__(self):
         if self.txn_index is None:

@@ -15,6 +15,7 @@ from conformance.targets.kafka_jvm import KafkaTargetError
 from impl.config import LogConfig
 from impl.file_records import BatchScan
 from impl.log_manager import LogManager
+from impl.names import parse_topic_partition
 from impl.storage import OsStorage
 from operator_tools import files, preflight
 from operator_tools.private_copy import private_copy
@@ -159,9 +160,11 @@ def load_dirs_on_kafka(dirs: list[str], config: dict, jvm, count_batches: bool =
         partitions = []
         for x in loaded:
             d = names[x["dir"]]
-            topic, _, partition = x["partition"].rpartition("-")
+            topic, partition, _kind = parse_topic_partition(x["partition"])  # Kafka's loaded list parsed it
             error = _in_dirs(x["error"], {f"{work}/{copy}": name for copy, name in names.items()})
-            entry = {"dir": d, "name": x["partition"], "topic": topic, "partition": int(partition), "error": error}
+            entry = {"dir": d, "name": x["partition"], "topic": topic, "partition": partition, "error": error}
+            if x.get("kind"):
+                entry["kind"] = x["kind"]
             entry["not_copied"] = _not_copied(problems, d).get(x["partition"], [])
             p = state.get(f"{x['dir']}/{x['partition']}")
             if p is not None and not error:
@@ -245,6 +248,8 @@ def load_dirs(dirs: list[str], config: LogConfig, count_batches: bool = False) -
                 "error": _in_dirs(load.error, names),
                 "not_copied": missing.get((names[load.data_dir], load.name), []),
             }
+            if load.kind:
+                entry["kind"] = load.kind
             if load.log is not None:
                 log = load.log
                 entry |= {
@@ -326,6 +331,12 @@ def format_text(report: dict) -> list[str]:
     for p in report["partitions"]:
         if p["error"]:
             lines.append(f"{p['name']}: NOT LOADED: {p['error']}")
+            continue
+        if p.get("kind") == "delete":  # §2.3 rule 2, §6.2 step 6
+            lines.append(
+                f"{p['name']}: a deleted partition's directory ({p['topic']}-{p['partition']}): loaded without "
+                "recovery and queued for deletion, never served; deleted file.delete.delay.ms after the start"
+            )
             continue
         if "segments" not in p:  # loaded, then the startup failed: Kafka shows no state of it
             lines.append(f"{p['name']}: loaded, not served (the startup failed)")

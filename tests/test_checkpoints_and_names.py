@@ -530,3 +530,23 @@ def test_huge_numbers_overflow_and_are_quoted_short():
             reader(text, "d0/recovery-point-offset-checkpoint")
         message = str(info.value)
         assert "NumberFormatException" in message and "(5000 characters)" in message and len(message) < 300
+
+
+def test_delete_dir_names_and_their_ids():
+    """§2.3 rule 2: <topic>-<partition>.<id>-delete, the topic cut so the name fits 255 characters
+    (model and impl alike); the scenario's id skips one whose directory is on disk."""
+    from conformance.targets import unique_id_source
+    from impl.names import log_delete_dir_name as impl_name
+    from model.names import log_delete_dir_name as model_name
+
+    uid = "0" * 32
+    for topic in ("t", "x" * 249, "y" * 300):
+        name = model_name(topic, 7, uid)
+        assert name == impl_name(topic, 7, uid) and name.endswith(f"-7.{uid}-delete")
+        assert len(name) == min(255, len(topic) + len(f"-7.{uid}-delete"))
+        assert MN.parse_topic_partition(name)[1:] == (7, "delete")
+    draw = unique_id_source(0)
+    first = draw("t", 0, lambda name: False)
+    second = draw("t", 0, lambda name: name == model_name("t", 0, first))
+    assert len(first) == len(second) == 32 and first != second and int(first, 16) >= 0
+    assert draw("t", 0, lambda name: False) == first and unique_id_source(1)("t", 0, lambda n: False) != first

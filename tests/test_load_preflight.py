@@ -203,3 +203,38 @@ def test_a_fifo_named_like_a_segment_is_never_opened(tmp_path):
     done = subprocess.run([KLC, "load", "--json", str(tmp_path / "d")], capture_output=True, text=True, timeout=120)
     assert done.returncode == preflight.INCOMPLETE, done.stderr
     assert json.loads(done.stdout)["partitions"][0]["discarded"]["deleted_segments"] == []
+
+
+def _dir_with_a_deleted_partition(root: Path) -> str:
+    """A data dir whose t-0 was deleted (asyncDelete: renamed -delete) and which the broker left
+    before the deletion, with a `.lock` as a broker leaves it; t-1 stays."""
+    from conformance import scenario as sc
+    from conformance.targets.impl_target import ImplTarget
+
+    steps = [
+        {"op": "create"}, {"op": "create", "partition": 1},
+        {"op": "append", "batches": [{"records": [{"timestamp": 1700000000000, "value": "v"}]}] * 2},
+        {"op": "append", "partition": 1, "batches": [{"records": [{"timestamp": 1700000000000, "value": "v"}]}]},
+        {"op": "delete_partition"},
+    ]  # fmt: skip
+    scenario = sc.Scenario.from_json({"format": "klc-scenario", "version": 1, "config": {}, "steps": steps})
+    target = ImplTarget(scenario, backend="os", root=str(root))
+    target.open()
+    renamed = [target.apply(s) for s in scenario.steps][-1]["renamed"]
+    target.halt()
+    (root / "d0" / ".lock").write_bytes(b"")
+    return renamed
+
+
+def test_a_deleted_partitions_dir_is_reported_queued_not_served(tmp_path):
+    """§2.3 rule 2, §6.2 step 6: the load finds t-0.<id>-delete, loads it without recovery and
+    queues it for deletion; the report names it so and serves only t-1; the `.lock` is no partition."""
+    renamed = _dir_with_a_deleted_partition(tmp_path)
+    report = _load(tmp_path / "d0", status=0)
+    deleted = _partition(report, renamed)
+    assert (deleted["kind"], deleted["error"], deleted["topic"], deleted["partition"]) == ("delete", None, "t", 0)
+    assert deleted["recovered_segments"] == [] and "segments" not in deleted  # never recovered, not served
+    assert _partition(report, "t-1")["recovered_segments"] == [0]
+    assert [p["name"] for p in report["partitions"]] == [renamed, "t-1"]
+    text = CliRunner().invoke(main, ["load", str(tmp_path / "d0")]).output
+    assert f"{renamed}: a deleted partition's directory (t-0): loaded without recovery and queued" in text

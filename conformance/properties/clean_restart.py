@@ -10,6 +10,10 @@ from conformance.properties import CLEAN_RESTART, Observation, tainted
 from model.indexes import file_entries
 
 
+# a log queued for deletion or set aside as a stray is held, not closed, by a shutdown (§2.3)
+NOT_CLOSED = ("-delete", "-stray")
+
+
 def judge(obs: Observation):
     if obs.step.shuts_down:
         for t in obs.targets:
@@ -23,7 +27,10 @@ def judge(obs: Observation):
 def _untrimmed(target, obs: Observation) -> str | None:
     zero_slots = not (obs.faulted and kafkas_own.applies("unsynced-roll-entry"))
     for path, data in sorted(target.files().items()):
-        if path.endswith(INDEX_SUFFIXES) and not tainted(path.rsplit("/", 1)[0], obs.corrupted):
+        directory = path.rsplit("/", 1)[0]
+        if directory.endswith(NOT_CLOSED):  # LogManager.shutdown closes only the logs it serves (§6.3)
+            continue
+        if path.endswith(INDEX_SUFFIXES) and not tainted(directory, obs.corrupted):
             problem = trimmed_index_problem(path, data, zero_slots)
             if problem:
                 return f"{target.name} after shutdown: {problem}"

@@ -106,7 +106,13 @@ def comparable_files(
         files = {p: _without_zero_slots(p, d) if is_index_file(p) else d for p, d in files.items()}
     files = {p: in_sorted_order(d) if p.rsplit("/", 1)[-1] in OFFSET_CHECKPOINTS else d for p, d in files.items()}
     if settled:
-        return {p: d for p, d in files.items() if not (is_index_file(p) and p.endswith(".deleted"))}
+        # a log queued for deletion (a -delete dir) is never settled: no shutdown closes it and no
+        # load resizes its indexes, so they exist only once materialised, as a live log's in between
+        return {
+            p: d
+            for p, d in files.items()
+            if not (is_index_file(p) and (p.endswith(".deleted") or p.rsplit("/", 1)[0].endswith("-delete")))
+        }
     return {p: d for p, d in files.items() if not is_index_file(p)}
 
 

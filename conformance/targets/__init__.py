@@ -16,11 +16,13 @@ the active one, and its end offset), ``batches()`` every valid batch.  Each targ
 from __future__ import annotations
 
 import hashlib
+import itertools
 import zlib
 from typing import Protocol
 
 from conformance import scenario as sc
 from model.file_records import iterate_file
+from model.names import log_delete_dir_name
 
 
 class HarnessError(RuntimeError):
@@ -85,6 +87,24 @@ def jitter_source(seed: int):
     return draw
 
 
+def unique_id_source(seed: int):
+    """A deterministic stand-in for the random UUID Kafka gives a renamed partition directory
+    (``<topic>-<partition>.<uuid>-delete``, spec §2.3): the first of SHA-256("seed:topic-partition:n")
+    in hex, cut to 32 digits, for n = 0, 1, …, whose directory name ``taken`` does not say is on
+    disk.  It depends on the files alone, not on which target ran which step, so a target given a
+    crash image names the next directory as the image source would; the kafka target's JVM draws
+    the same (``DeleteDirNames.java``, woven into Kafka's ``LocalLog.logDeleteDirName``)."""
+
+    def draw(topic: str, partition: int, taken) -> str:
+        for n in itertools.count():
+            unique = hashlib.sha256(f"{seed}:{topic}-{partition}:{n}".encode()).hexdigest()[:32]
+            if not taken(log_delete_dir_name(topic, partition, unique)):
+                return unique
+        raise AssertionError("unreachable")
+
+    return draw
+
+
 def digest(data: bytes) -> str:
     return hashlib.sha1(data).hexdigest()[:16]
 
@@ -125,6 +145,7 @@ class TargetBase:
         self.scenario = scenario
         self.clock = Clock(scenario.clock_start_ms)
         self.jitter = jitter_source(scenario.jitter_seed)
+        self.unique_ids = unique_id_source(scenario.jitter_seed)
         self.dir_names = [f"d{i}" for i in range(scenario.data_dirs)]
         self.running = False
         self.last_load: list[dict] = []

@@ -114,7 +114,7 @@ class ImplTarget(TargetBase):
     def _open(self) -> list[dict]:
         self.manager = impl.log_manager.LogManager(
             self.storage, self._dirs(), self.config, self.clock, self.jitter,
-            failure_policy=self.scenario.failure_policy,
+            failure_policy=self.scenario.failure_policy, unique_ids=self.unique_ids,
         )  # fmt: skip
         tail = self.tail_bytes()
         before = self.storage.stats.snapshot()
@@ -142,7 +142,10 @@ class ImplTarget(TargetBase):
                 "error": load.error and load.error.replace(self.root + "/", ""),
                 "recovered": load.report.recovered_segments if load.report else [],
             }
+            | ({"kind": load.kind} if load.kind else {})
             for load in loads
+            # the directories the load left (a -delete dir may be gone already: ModelTarget._open)
+            if load.kind != "delete" or self.storage.is_dir(f"{load.data_dir}/{load.name}")
         ]
 
     def _started(self) -> bool:
@@ -167,7 +170,7 @@ class ImplTarget(TargetBase):
 
     def _close_handles(self) -> None:
         if self.backend == "os":
-            for log in self.manager.logs.values():
+            for log in [*self.manager.logs.values(), *(d.log for d in self.manager.deleting)]:
                 log.close_handlers()
             self.raw_storage.close_all()
 

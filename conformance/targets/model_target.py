@@ -36,10 +36,16 @@ class ModelTarget(TargetBase):
             self.directories,
             mtimes=self.mtimes,
             failure_policy=self.scenario.failure_policy,
+            unique_ids=self.unique_ids,
         )
+        on_disk = self.manager.directories()
         return [
             {"dir": o.data_dir, "partition": o.name, "error": o.error, "recovered": o.recovered}
+            | ({"kind": o.kind} if o.kind else {})
             for o in self.manager.outcomes
+            # the list is of the directories the load left: a -delete dir the startup's
+            # kafka-delete-logs run removed (file.delete.delay.ms 0) is not in it
+            if o.kind != "delete" or f"{o.data_dir}/{o.name}" in on_disk
         ]
 
     def _started(self) -> bool:

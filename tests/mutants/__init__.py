@@ -599,6 +599,8 @@ CRASH_MUTANTS = (
         module="impl.log_manager",
         old="        if config.segment_index_bytes < TimeIndex.ENTRY_SIZE:\n",
         new="        if False:\n",
+        # and the new log's indexes left lazy, so nothing builds the time index that cannot hold an entry
+        more=(("        segment.resize_indexes(config.segment_index_bytes)\n", ""),),
         description="a create under a segment.index.bytes below one time-index entry makes the partition, as Kafka 4.4.0 does, where the model refuses it and leaves nothing (corpora/kafka-findings/segment-index-bytes-below-a-time-index-entry)",
         caught_by=("regression-corpus",),
     ),
@@ -936,6 +938,34 @@ HISTORICAL_MUTANTS = (
     ),
 )
 
+DIR_MUTANTS = (
+    Mutant(
+        name="delete-dir-served-at-load",
+        module="impl.log_manager",
+        old='        if kinds[name] == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)\n',
+        new='        if False:  # a -delete dir loaded as its partition, served\n',
+        description="the load serves a partition directory renamed -delete (asyncDelete's rename survived a crash) as the partition's log instead of queuing it for deletion, so a deleted partition comes back (LogManager.loadLog, §2.3 rule 2)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="delete-dir-recovered-at-load",
+        module="impl.loader",
+        old='        if self.dir.endswith("-delete"):\n',
+        new='        if False:\n',
+        description="the loader recovers a -delete dir's log and resizes its active indexes as a served log's, where Kafka 4.4.0's LogLoader.load skips both and loads it at log end 0, cutting its leader-epoch cache and producer snapshots to 0",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="new-log-indexes-left-unbuilt",
+        module="impl.log_manager",
+        old="        segment.resize_indexes(config.segment_index_bytes)\n",
+        new="",
+        description="a created log's active indexes stay lazy, where getOrCreateLog's load resizes (builds) them: a log deleted at once leaves a -delete dir without index files, which the next load recovers (§5.7, §2.3)",
+        caught_by=("regression-corpus",),
+    ),
+)
+
 ALL_MUTANTS = {
-    m.name: m for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS + CRASH_MUTANTS + SWAP_MUTANTS + HISTORICAL_MUTANTS
+    m.name: m
+    for m in FORMAT_MUTANTS + INDEX_MUTANTS + LOG_MUTANTS + CRASH_MUTANTS + SWAP_MUTANTS + HISTORICAL_MUTANTS + DIR_MUTANTS
 }

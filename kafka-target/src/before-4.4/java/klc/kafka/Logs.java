@@ -140,4 +140,15 @@ final class Logs {
     void checkpointLogStartOffsets() {
         manager.checkpointLogStartOffsets();
     }
+
+    /** asyncDelete is not driven through the Scala LogManager (4.1–4.3) yet. */
+    static final boolean DELETES_PARTITIONS = false;
+
+    String asyncDelete(TopicPartition tp) {
+        throw new Unsupported("delete_partition: LogManager.asyncDelete is driven on Kafka 4.4 only");
+    }
+
+    boolean queuedForDeletion(File dir) {
+        return false;
+    }
 }

@@ -102,6 +102,21 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     }
 
     @Override
+    protected String asyncDelete(TopicPartition tp) {
+        return manager.asyncDelete(tp);
+    }
+
+    @Override
+    public boolean queuedForDeletion(File dir) {
+        return manager != null && manager.queuedForDeletion(dir);
+    }
+
+    @Override
+    protected boolean listsDeleteDirs() {
+        return Logs.DELETES_PARTITIONS;
+    }
+
+    @Override
     public boolean online(File dataDir) {
         return manager.isLogDirOnline(dataDir.getAbsolutePath());
     }

@@ -13,10 +13,25 @@ import net.bytebuddy.matcher.ElementMatchers;
  * ({@code UnifiedLog} in 4.x, built after LogLoader ran; {@code kafka.log.Log} in 2.x, which loads
  * the partition itself). Every segment constructor's end is reported to {@link SystemTimeSegments},
  * every index constructor's to {@link IndexBuilds}, and each segment takes the scenario's roll
- * jitter ({@link SegmentJitter}).
+ * jitter ({@link SegmentJitter}); a deleted partition's directory takes the scenario's name
+ * ({@link DeleteDirNames}).
  */
 public final class Advices {
+    /** kafka-storage's LocalLog (4.1 on), which names a deleted partition's directory. */
+    private static final String LOCAL_LOG = "org.apache.kafka.storage.internals.log.LocalLog";
+
     private Advices() { }
+
+    /** Inlined at the end of LocalLog.logDeleteDirName: the scenario's name ({@link DeleteDirNames}). */
+    static final class OnDeleteDirNamed {
+        private OnDeleteDirNamed() { }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Argument(0) org.apache.kafka.common.TopicPartition tp,
+                         @Advice.Return(readOnly = false) String name) {
+            name = DeleteDirNames.named(tp);
+        }
+    }
 
     static void install() {
         new AgentBuilder.Default()
@@ -29,6 +44,9 @@ public final class Advices {
                 .type(ElementMatchers.named(Release.LOG_CLASS))
                 .transform((builder, type, loader, module, domain) ->
                         builder.visit(Advice.to(OnLogBuilt.class).on(ElementMatchers.isConstructor())))
+                .type(ElementMatchers.named(LOCAL_LOG))
+                .transform((builder, type, loader, module, domain) ->
+                        builder.visit(Advice.to(OnDeleteDirNamed.class).on(ElementMatchers.named("logDeleteDirName"))))
                 .type(ElementMatchers.namedOneOf(Release.INDEX_CLASSES))
                 .transform((builder, type, loader, module, domain) ->
                         builder.visit(Advice.to(OnIndexBuilt.class).on(ElementMatchers.isConstructor())))

@@ -78,6 +78,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         this.clock = new StepClock(request.path("clock_ms").asLong());
         SystemTimeSegments.use(clock);
         SegmentJitter.configure(request.path("jitter_seed").asLong(0), header);
+        DeleteDirNames.configure(request.path("jitter_seed").asLong(0), dataDirs);
         this.scheduler = new StepScheduler(clock);
     }
 
@@ -180,6 +181,30 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     ObjectNode create(String topic, int partition, int dir) throws IOException {
         createLog(new TopicPartition(topic, partition), dataDirs.get(dir % dataDirs.size()).getAbsolutePath());
         return JSON.createObjectNode();
+    }
+
+    /** LogManager.asyncDelete: the partition's directory renamed {@code -delete} and queued for
+     *  deletion; its new name, or null when there is no such log. */
+    ObjectNode deletePartition(String topic, int partition) throws Exception {
+        String renamed = asyncDelete(new TopicPartition(topic, partition));
+        ObjectNode out = JSON.createObjectNode();
+        if (renamed == null) {
+            out.putNull("renamed");
+        } else {
+            out.put("renamed", renamed);
+        }
+        return out;
+    }
+
+    /** LogManager.asyncDelete(tp): the renamed directory's name, or null. */
+    protected String asyncDelete(TopicPartition tp) throws Exception {
+        throw new Unsupported("delete_partition: LogManager.asyncDelete is driven on Kafka 4.4 only");
+    }
+
+    /** Whether the load queued the log of this {@code -delete} directory for deletion. */
+    @Override
+    public boolean queuedForDeletion(File dir) {
+        return false;
     }
 
     ObjectNode retention() throws IOException {
@@ -442,8 +467,13 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     /** Directories the loader passes over by name, and KRaft's metadata log, which LogManager
      *  leaves to the raft layer; Kafka up to 3.0 knows only the first two. */
     protected boolean ignored(String name) {
-        return name.endsWith("-delete") || name.endsWith("-future") || name.endsWith("-stray")
+        return (name.endsWith("-delete") && !listsDeleteDirs()) || name.endsWith("-future") || name.endsWith("-stray")
                 || name.startsWith("__cluster_metadata-");
+    }
+
+    /** Whether this generation answers {@code -delete} directories in the {@code loaded} list. */
+    protected boolean listsDeleteDirs() {
+        return false;
     }
 
     protected List<L> sortedLogs() {

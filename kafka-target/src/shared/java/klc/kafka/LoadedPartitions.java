@@ -27,6 +27,9 @@ final class LoadedPartitions {
 
         /** Whether the data dir is still online (the log-dir failure channel did not take it). */
         boolean online(File dataDir);
+
+        /** Whether the load queued the log of this {@code -delete} directory for deletion. */
+        boolean queuedForDeletion(File dir);
     }
 
     private LoadedPartitions() { }
@@ -60,7 +63,8 @@ final class LoadedPartitions {
     private static void entry(ObjectNode entry, File dir, File child, TopicPartition tp, String failed, Manager manager) {
         entry.put("dir", dir.getName());
         entry.put("partition", child.getName());
-        if (manager.loadedIn(tp, dir)) {
+        boolean deleting = child.getName().endsWith("-delete");
+        if (deleting ? manager.queuedForDeletion(child) : manager.loadedIn(tp, dir)) {
             entry.putNull("error");
         } else if (failed != null) {
             entry.put("error", failed);
@@ -72,5 +76,8 @@ final class LoadedPartitions {
         ArrayNode recovered = entry.putArray("recovered");
         Recoveries.of(dir, child.getName()).forEach(recovered::add);
         entry.put("recovered_bytes", Recoveries.bytesOf(dir, child.getName()));
+        if (deleting) {
+            entry.put("kind", "delete"); // loaded, then queued for deletion: not served (§2.3)
+        }
     }
 }

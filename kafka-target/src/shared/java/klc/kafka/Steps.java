@@ -41,6 +41,7 @@ final class Steps {
             case "checkpoint": return broker.checkpoint();
             case "alter_config": return broker.alterConfig(text(r, "topic"), object(r, "config"));
             case "previous_broker_epoch": return broker.previousBrokerEpochAnswer();
+            case "delete_partition": return broker.deletePartition(text(r, "topic"), (int) number(r, "partition"));
             default: break;
         }
         L log = broker.log(text(r, "topic"), (int) number(r, "partition"));

@@ -102,4 +102,29 @@ final class Logs {
     void checkpointLogStartOffsets() {
         manager.checkpointLogStartOffsets();
     }
+
+    /** Whether {@link #asyncDelete} and {@link #queuedForDeletion} are Kafka's here. */
+    static final boolean DELETES_PARTITIONS = true;
+
+    /** asyncDelete(tp): renamed -delete, checkpoints written, queued; the new name, or null. */
+    String asyncDelete(TopicPartition tp) {
+        return manager.asyncDelete(tp).map(log -> log.dir().getName()).orElse(null);
+    }
+
+    /** Whether a log of {@code dir} is in LogManager's {@code logsToBeDeleted} queue. */
+    boolean queuedForDeletion(File dir) {
+        try {
+            java.lang.reflect.Field f = LogManager.class.getDeclaredField("logsToBeDeleted");
+            f.setAccessible(true);
+            for (Object e : (java.util.Collection<?>) f.get(manager)) {
+                UnifiedLog log = (UnifiedLog) ((Map.Entry<?, ?>) e).getKey();
+                if (log.dir().getAbsoluteFile().equals(dir.getAbsoluteFile())) {
+                    return true;
+                }
+            }
+            return false;
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("LogManager.logsToBeDeleted is not readable", e);
+        }
+    }
 }
