@@ -48,7 +48,7 @@ public final class DeleteDirNames {
                     .digest((seed + ":" + tp.topic() + "-" + tp.partition() + ":" + n).getBytes(StandardCharsets.UTF_8));
             return HexFormat.of().formatHex(digest).substring(0, 32);
         } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is part of every JDK", e);
+            throw new AdapterFailure("SHA-256 is part of every JDK", e);
         }
     }
 

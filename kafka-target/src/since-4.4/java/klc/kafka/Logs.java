@@ -124,7 +124,7 @@ final class Logs {
             }
             return false;
         } catch (ReflectiveOperationException e) {
-            throw new IllegalStateException("LogManager.logsToBeDeleted is not readable", e);
+            throw new AdapterFailure("LogManager.logsToBeDeleted is not readable", e);
         }
     }
 }
