@@ -47,6 +47,9 @@ def _recovered(target, obs: Observation) -> str | None:
         for load in target.last_load
         if load["recovered"]
         and load.get("dir") not in unclean
+        # a log queued for deletion is not closed by a shutdown, and its deletion may have removed
+        # some of its files (an index a failed deletion took): its load owes the shutdown nothing
+        and not load["partition"].endswith(NOT_CLOSED)
         # a file a corrupt step damaged since the shutdown may need recovery (a txn index Kafka's
         # sanity check refuses: corpora/crash/transaction-index-rebuilt-by-recovery.json)
         and not tainted(f"{load.get('dir')}/{load['partition']}", obs.corrupted)
