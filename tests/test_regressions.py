@@ -12,12 +12,19 @@ import pytest
 from conformance import regressions
 
 NAMED = [c for c in regressions.cases() if c.group != regressions.FOUND]
+
+
+def _tier(case, target: str) -> list:
+    """The log operations' cases on releases other than the pinned one run nightly (corpora/README.md,
+    "What the gate leaves to the nightly"): the gate replays them on the pinned release, and every
+    historical case on every release it records."""
+    return [pytest.mark.slow] if case.group == "log" and target.startswith("kafka:") else []
 # Traced by coverage: the model and impl runs only.  A mutant is a patched copy of an impl module
 # compiled under the module's file name, so coverage would credit impl's lines with what the copy
 # ran; a Kafka release's run replays the same case on the model the model run covers already, and
 # tracing it doubled the releases' time in the gate (issue #35).
 RUNS = [
-    pytest.param(c, t, id=f"{c.name}@{t}", marks=[] if t in ("model", "impl") else [pytest.mark.no_cover])
+    pytest.param(c, t, id=f"{c.name}@{t}", marks=[] if t in ("model", "impl") else [pytest.mark.no_cover, *_tier(c, t)])
     for c in NAMED
     for t in c.verdicts
 ]
