@@ -170,7 +170,13 @@ RETENTION_BY_A_DAMAGED_ENTRY = Finding(
 def _loaded_neighbours(step: sc.Step, model, pair) -> bool:
     """An open after which a partition of the model's holds neighbouring segments ``a``, ``b`` for
     which ``pair(a, b)`` holds (every target loaded the same log: ``conforms`` was judged first)."""
-    if not isinstance(step, sc.Open) or model is None or not model.running:
+    return isinstance(step, sc.Open) and _neighbours(model, pair)
+
+
+def _neighbours(model, pair) -> bool:
+    """Whether a partition of the running model holds neighbouring segments ``a``, ``b`` for which
+    ``pair(a, b)`` holds."""
+    if model is None or not model.running:
         return False
     return any(
         pair(a, b)
@@ -199,13 +205,7 @@ SWAP_COMPLETED_OVER_A_LOST_DELETION = Finding(
 def _segment_past_the_next_held(step: sc.Step, results: dict, model) -> bool:
     """A segment whose last batch reaches the next segment's base offset, at the load or at any
     step after it: a lazily opened index shows its entries past the end only at its first use."""
-    if model is None or not model.running:
-        return False
-    return any(
-        a.next_offset() > b.base_offset
-        for p in model.manager.partitions.values()
-        for a, b in zip(p.log.segments, p.log.segments[1:], strict=False)
-    )
+    return _neighbours(model, lambda a, b: a.next_offset() > b.base_offset)
 
 
 TRUNCATE_FULLY_INTERRUPTED = Finding(

@@ -309,7 +309,7 @@ def test_a_kafka_task_runs_its_scenarios_with_the_capture_on():
     assert row["status"] == "pass" and row["scenarios"] == 4, row["error"]
 
 
-def test_a_find_on_kafkas_own_journal_is_written_with_impl_unsupported(tmp_path):
+def test_a_find_on_kafkas_own_journal_is_written_with_impl_unsupported(tmp_path, monkeypatch):
     """A campaign find whose crash is cut from Kafka's own journal is replayed on impl for its
     corpus entry: impl cannot run that step, and the entry says so (it had ended the campaign with
     a traceback at its last stage, 2026-11-29)."""
@@ -321,13 +321,9 @@ def test_a_find_on_kafkas_own_journal_is_written_with_impl_unsupported(tmp_path)
         "steps": scenario.dumps(), "commit": "c", "seed": 19, "profile": "all", "run_id": "r",
         "flaky": False, "reproduced": 3, "attempts": 3,
     }  # fmt: skip
-    monkeypatched = {"kafka": "fail: prefix"}
-    original = corpus.verdict_on
-    corpus.verdict_on = lambda s, t: monkeypatched.get(t) or original(s, t)
-    try:
-        entry = corpus.write_entry(str(tmp_path), finding)
-    finally:
-        corpus.verdict_on = original
+    original = corpus.verdict_on  # Kafka's verdict as the campaign found it; impl's replayed for real
+    monkeypatch.setattr(corpus, "verdict_on", lambda s, t: "fail: prefix" if t == "kafka" else original(s, t))
+    entry = corpus.write_entry(str(tmp_path), finding)
     with open(os.path.join(entry, "expected.json")) as f:
         verdicts = json.load(f)["verdicts"]
     assert verdicts["kafka"] == "fail: prefix"
