@@ -12,6 +12,7 @@ the exact shape of its violation, so anything else a scenario does stays judged.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import attrs
@@ -35,6 +36,8 @@ class Finding:
     # shown only on an image cut from Kafka's own journal (Kafka's write order, which impl's and a
     # mutant's differ from): on any other image the same shape is a violation
     on_kafkas_image_only: bool = False
+    # the shape of the violation itself, where the step and results cannot tell it (None: any)
+    violation_shape: Callable[[object], bool] | None = None
 
 
 def _append_refused_by_every_target(step: sc.Step, results: dict, kind: str) -> bool:
@@ -259,7 +262,36 @@ TRUNCATE_REMOVES_THE_LOWEST_FIRST = Finding(
 )
 
 
+_PROMISE = re.compile(r"/(\d{20})\.log: the batches below the recovery point \d+ \(from (\d+)\)")
+
+
+def _promise_broken_below_the_start(violation) -> bool:
+    """A durability promise (model.durability) broken for a segment whose base lies below the
+    recovery point the flush began from: LocalLog.flush fsyncs the directory only when a flushed
+    segment's base is at or above that point."""
+    found = _PROMISE.search(violation.witness)
+    return (
+        violation.frames == ("model.durability.promised",)
+        and found is not None
+        and int(found.group(1)) < int(found.group(2))
+    )
+
+
+FLUSH_BELOW_THE_RECOVERY_POINT = Finding(
+    name="flush-below-the-recovery-point-skips-the-directory",
+    release="4.4.0",
+    prop=DURABLE,
+    summary="LocalLog.flush fsyncs the partition directory only if a flushed segment's base is at or above "
+    "the recovery point it starts from; a segment file created since the last directory fsync whose base "
+    "lies below it (the recovery point raised by a log start increment) is flushed with its directory "
+    "entry pending: a power loss takes the file, or brings back the one it replaced, with flushed records",
+    step_shape=lambda step, results, model: True,
+    violation_shape=_promise_broken_below_the_start,
+)
+
+
 FINDINGS = (
+    FLUSH_BELOW_THE_RECOVERY_POINT,
     FULL_INDEX_MID_APPEND,
     LOOKUP_BY_A_LOST_MAX,
     LOOKUP_BY_A_KEPT_MAX,
@@ -283,6 +315,7 @@ def known(step: sc.Step, results: dict, violation, model=None, kafkas_image: boo
             for f in FINDINGS
             if violation.prop == f.prop
             and (kafkas_image or not f.on_kafkas_image_only)
+            and (f.violation_shape is None or f.violation_shape(violation))
             and f.step_shape(step, results, model)
         ),
         None,

@@ -61,6 +61,19 @@ TABLE = (
 )
 
 
+# Before 3.0.0 no flush fsyncs a partition directory (KAFKA-3968): held to the model's durability
+# promises step by step (model.durability), every flush of a new segment would report that one bug
+# and hide the bug a case pins (KAFKA-10471's on 2.7.2).  Such releases are judged for durability by
+# crash images only, which show KAFKA-3968 where a case cuts one (corpora/KAFKA-3968).
+DIRECTORY_FSYNCED_SINCE = (3, 0, 0)
+
+
+def holds_durability_promises(release: str | None) -> bool:
+    """Whether a kafka target of ``release`` is held to the durability promises after every step."""
+    m = RELEASE.fullmatch(release or "")
+    return release is None or m is None or (int(m[1]), int(m[2]), int(m[3])) >= DIRECTORY_FSYNCED_SINCE
+
+
 def differences(release: str | None) -> frozenset[str]:
     """The rows that apply to ``release`` (None: the pinned release, none)."""
     if release is None:

@@ -45,6 +45,7 @@ from conformance.targets.impl_target import ImplTarget, forked
 from conformance.targets.kafka import KafkaTarget, Unsupported
 from conformance.targets.model_target import ModelTarget
 from conformance.verdicts import Verdict, Violation, describe, own_frames, where
+from model import durability
 
 # judged after every step, in this order, until the first violation
 STEP_FAMILIES = (read_committed.judge, conforms.judge, index_agrees.judge, clean_restart.judge)
@@ -175,8 +176,10 @@ class Session:
 
     def _operate(self, step: sc.Step, index: int) -> None:
         """A step every target runs: apply it, then judge it."""
+        flushed, promises = self._recovery_points(step), None
         if step.shuts_down and self.model is not None and self.model.running:
             self.tracker.observe(self.model, step)  # a completed shutdown flushes everything
+            promises = self._promises(flushed, shut_down=True)
         before = len(self.verdict.violations)
         results = self._run_on_targets(step, index)
         if results is None:
@@ -202,11 +205,47 @@ class Session:
             and not step.shuts_down
         ):
             self.tracker.observe(self.model, step, result=results.get(self.model.name, {}))
+            promises = self._promises(flushed)
+        if promises and not self.broken and len(self.verdict.violations) == before:
+            self._judge_promises(step, index, results, promises)
         if step.shuts_down and "error" not in next(iter(results.values()), {}):
             self._shutdown_at = index
             self.shutdown_dirs = next(iter(results.values()), {}).get("shutdown", {})
         elif not step.passes_time:  # a refused shutdown (not running) shut nothing down
             self._shutdown_at = None
+
+    def _recovery_points(self, step: sc.Step) -> dict[str, int] | None:
+        """The model's recovery points as ``step`` begins, if a target keeps a journal to hold to
+        what the step will make durable (None: nothing to judge)."""
+        if (
+            self.model is None
+            or not self.model.running
+            or self.model.manager is None
+            or step.loads
+            or not any(t.durable_view() is not None for t in self.targets)
+        ):
+            return None
+        return durability.recovery_points(self.model.manager)
+
+    def _promises(self, flushed: dict[str, int] | None, shut_down: bool = False):
+        """What the step made durable, as the model states it (model.durability)."""
+        if flushed is None or self.model.manager is None:
+            return None
+        return durability.promised(self.model.manager, self.tracker.anchored, flushed, shut_down)
+
+    def _judge_promises(self, step: sc.Step, index: int, results: dict, promises) -> None:
+        """durable, without a crash: each target's journal keeps what the model promises."""
+        for t in self.targets:
+            view = t.durable_view()
+            if view is None:
+                continue
+            self.verdict.count(DURABLE)
+            problem = storage_protocol.promise_problem(promises, *view)
+            if problem:
+                witness = f"{t.name}: {problem} (judged on {t.name}'s own journal, nothing crashed)"
+                self._violation(DURABLE, index, witness, (durability.__name__ + ".promised",))
+                self._known(step, index, results)
+                return
 
     def _run_on_targets(self, step: sc.Step, index: int) -> dict | None:
         """Each target's result, the storage protocol judged on its operations; None if the
@@ -249,12 +288,17 @@ class Session:
         if self._first_violation(index, *(family(obs) for family in STEP_FAMILIES)) or self._first_violation(
             index, self._crash_judgement(obs)
         ):
-            first = self.verdict.violations[-1]
-            finding = kafka_findings.known(step, results, first, self.model, self.kafkas_image)
-            if finding:  # a Kafka bug already pinned: reported as such, the rest not judged
-                self.verdict.known = f"{finding.name} at step {index}: {first.witness}"
-                self.verdict.violations.pop()
-                self.broken = True
+            self._known(step, index, results)
+
+    def _known(self, step: sc.Step, index: int, results: dict) -> None:
+        """The step's violation, if it is a Kafka bug already pinned, reported as such: the rest is
+        not judged (conformance.kafka_findings)."""
+        first = self.verdict.violations[-1]
+        finding = kafka_findings.known(step, results, first, self.model, self.kafkas_image)
+        if finding:
+            self.verdict.known = f"{finding.name} at step {index}: {first.witness}"
+            self.verdict.violations.pop()
+            self.broken = True
 
     def _crash_judgement(self, obs: Observation):
         """The crash properties, which compare a recovered log with the model's history: without

@@ -147,7 +147,9 @@ class RecoveryTracker:
             self._cleaning_neighbours(model, step, groups, batches)
         self.last = (batches, {k: [seg[0] for seg in v["segments"]] for k, v in state.items()})
         if not crashed:
-            self.anchored |= _anchored_by(model, step, result, batches)
+            # a partition gone from the log (deleted: its directory renamed away) loses its anchor; a
+            # new directory of the same name is a new entry, durable only at the next data-dir fsync
+            self.anchored = (self.anchored & set(batches)) | _anchored_by(model, step, result, batches)
         required = {}
         for key, bs in batches.items():
             if key not in self.anchored:
@@ -388,7 +390,8 @@ def _anchored_by(model, step, result, batches) -> set[str]:
     fsyncs every data dir; a truncation writes its dir's recovery-point checkpoint (which fsyncs the
     dir) only if it removed something (§4.7, LogManager.truncateTo)."""
     if step.anchors_data_dirs:
-        return set(batches)
+        # a refused step (an open of a running broker, a checkpoint of a stopped one) fsyncs nothing
+        return set() if "error" in (result or {}) else set(batches)
     truncated = isinstance(step, sc.TruncateFully) or (
         isinstance(step, sc.Truncate) and (result or {}).get("truncated")
     )

@@ -25,6 +25,32 @@ def problem(step, ops) -> tuple[str, str] | None:
     return _checkpoint_problem(step, ops) or (_marker_problem(ops) if isinstance(step, sc.Shutdown) else None)
 
 
+def promise_problem(promises, storage, root: str) -> str | None:
+    """durable: the first of the model's promises (:func:`model.durability.promised`) that
+    ``storage`` (a SimStorage) does not keep, its durable state against what it holds now."""
+    if not promises:
+        return None
+    now, durable = storage.image(), storage.durable_image()
+    for p in promises:
+        path = f"{root}/{p.path}"
+        held = now.get(path)
+        if held is None or len(held) < p.length:
+            continue  # what the target holds is judged by conforms; this judges what it made durable
+        kept = durable.get(path)
+        if kept is None:
+            return (
+                f"{p.path}: the batches below the recovery point {p.below} (from {p.start}) are in it, but a "
+                "power loss now takes the file (its directory entry, or its directory's, is not durable)"
+            )
+        if kept[: p.length] != held[: p.length]:
+            at = next((i for i, (a, b) in enumerate(zip(kept, held, strict=False)) if a != b), len(kept))
+            return (
+                f"{p.path}: the batches below the recovery point {p.below} (from {p.start}) end at byte "
+                f"{p.length}, a power loss now keeps other bytes from byte {at}"
+            )
+    return None
+
+
 def _checkpoint_problem(step, ops) -> tuple[str, str] | None:
     for i, op in enumerate(ops):
         if op.name in ("write", "truncate") and _base(op.path) in CHECKPOINT_NAMES:

@@ -56,6 +56,7 @@ class Target(Protocol):
     differences: frozenset[str]  # what its release does otherwise by design (conformance.releases)
 
     def apply(self, step: sc.Step) -> dict: ...
+    def durable_view(self): ...  # (SimStorage, root) whose durable state is this target's, or None
     def open(self) -> dict: ...
     def shutdown(self) -> dict: ...
     def tick(self, ms: int) -> dict: ...
@@ -151,6 +152,12 @@ class TargetBase:
         self.last_load: list[dict] = []
         self.trace = None  # the storage operation trace (impl targets)
         self.built_twice: list[str] = []  # lazy indexes the last race built twice (impl targets)
+
+    def durable_view(self):
+        """(a SimStorage holding this target's files with what is durable and what is pending, the
+        data root's path in it) when its journal is known, else None: the durability promises are
+        held against it after every step (model.durability)."""
+        return None
 
     def halt(self) -> None:
         """The process is gone: forget everything in memory (files stay as the fault left them)."""

@@ -56,6 +56,9 @@ class ImplTarget(TargetBase):
         self.load_stats = None
         self.last_reports = []  # impl.loader results of the last open (tests read their reports)
 
+    def durable_view(self):
+        return (self.raw_storage, self.root) if self.backend == "sim" else None
+
     def apply(self, step: sc.Step) -> dict:
         mark = len(self.trace)
         try:

@@ -260,6 +260,13 @@ class KafkaTarget(TargetBase):
         finally:
             self.last_capture = self.io.end_step()
 
+    def durable_view(self):
+        """Kafka's own journal (capture on): its storage's paths are absolute from the root.  None
+        before 3.0 (conformance.releases.holds_durability_promises: KAFKA-3968)."""
+        if self.io is None or not releases.holds_durability_promises(self.release):
+            return None
+        return self.io.storage, ""
+
     def capture(self, step: sc.Step):
         """Apply ``step`` with Kafka's I/O captured: (its result, the SimStorage holding every
         operation pending since the last durable point, this step's included).  The step's own

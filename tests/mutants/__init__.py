@@ -745,6 +745,16 @@ CRASH_MUTANTS += (
         caught_by=("crash-scenarios", "crash-exhaustive"),
     ),
     Mutant(
+        name="flush-leaves-segment-entries-unsynced",
+        module="impl.log",
+        old="""            if any(s.base_offset >= current for s in to_flush):
+                self.storage.fsync_dir(self.dir)
+""",
+        new="",
+        description="KAFKA-3968 (before 3.0): a flush fsyncs the segments but never their directory, so a power loss can take a new segment file whose data was flushed (model.durability; §4.10)",
+        caught_by=("crash-scenarios", "crash-exhaustive"),
+    ),
+    Mutant(
         name="truncate-cut-unsynced",
         module="impl.log",
         old="""        if self.active_segment.truncate_to(target, self.clock()):
