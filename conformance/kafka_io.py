@@ -18,19 +18,21 @@ file (:class:`Create`), ``write``/``pwrite64``/``writev``/``pwritev`` at the off
 position gives (``openat``, ``lseek``, earlier writes; :class:`WriteAt`), ``ftruncate`` and
 ``fallocate`` (:class:`Truncate`), ``fsync``/``fdatasync`` of a file (:class:`Fsync`) or of a
 directory (:class:`FsyncDir`), ``rename``/``renameat(2)`` (:class:`Rename`), ``unlink(at)``
-(:class:`Unlink`), ``mkdir(at)`` (:class:`MakeDir`), and for a writable shared mapping of a file,
+(:class:`Unlink`), ``mkdir(at)`` (:class:`MakeDir`), ``rmdir`` or ``unlinkat(AT_REMOVEDIR)`` of a
+directory the journal holds empty (:class:`RemoveDir`; a rename of a directory moves what the journal
+knows below it), and for a writable shared mapping of a file,
 ``msync`` (its pages, then :class:`Fsync`) and ``munmap`` (its pages) — :class:`MapSync`.  A
 mapped store is no system call: the pages a mapping changed are found by comparing the file's bytes
 with what the journal explains (``crash_images.journal`` does the same on the simulated backend);
 the bytes are read when the request has ended, so a page stored after the file's last ``msync`` in
 the same request is taken as written at that ``msync``.  Any other traced call that changes a file
-under the root (``link``, ``symlink``, ``rmdir``, ``copy_file_range``, ``sendfile``, ``splice``,
+under the root (``link``, ``symlink``, ``copy_file_range``, ``sendfile``, ``splice``,
 ``mremap`` of a mapped file, a ``fallocate`` mode other than plain allocation, ``truncate`` by
 path) is :class:`UnknownEffect`, and the kafka target answers ``unsupported`` naming it.
 
 :class:`Replay` applies the effects to a :class:`~conformance.sim_storage.SimStorage` through its own
 methods (``open``, ``write_at``, ``truncate``, ``fsync``, ``rename``, ``unlink``, ``make_dirs``,
-``fsync_dir``); after each request the storage must hold the files on disk — byte for byte those
+``remove_dir``, ``fsync_dir``); after each request the storage must hold the files on disk — byte for byte those
 the request touched or mapped, by size the rest — else an effect was missed: ``unsupported``,
 naming the file and the first byte that differs.
 
@@ -161,6 +163,11 @@ class MakeDir:
 
 
 @attrs.frozen
+class RemoveDir:
+    path: str
+
+
+@attrs.frozen
 class MapSync:
     """The dirty pages of ``token``'s mapping [start, start+length) reach the file (munmap), and
     with ``durable`` are synced (msync); ``length`` −1: the whole file (the crash point)."""
@@ -171,7 +178,9 @@ class MapSync:
     durable: bool
 
 
-Effect = Bind | Create | WriteAt | PageWrite | Truncate | Fsync | FsyncDir | Rename | Unlink | MakeDir | MapSync
+Effect = (
+    Bind | Create | WriteAt | PageWrite | Truncate | Fsync | FsyncDir | Rename | Unlink | MakeDir | RemoveDir | MapSync
+)
 
 
 # --- strace's lines -------------------------------------------------------------------------------
@@ -544,10 +553,12 @@ class Translator:
         if src is None or dst is None:
             self._unknown(call, f"across the root's edge ({src or dst})")
         kind = self.kinds.pop(src, None)
-        if kind == "dir":
-            self._unknown(call, f"of the directory {src}")
         if kind is None:
             return
+        if kind == "dir":  # a partition dir renamed -delete (or -future promoted): its files move with it
+            if dst in self.kinds:
+                self._unknown(call, f"of the directory {src} over {dst}")
+            self._move_under(src, dst)
         self.kinds[dst] = kind
         token = self.tokens.pop(src, None)
         if token is not None:
@@ -555,6 +566,12 @@ class Translator:
         else:
             self.tokens.pop(dst, None)
         self.effects.append(Rename(src, dst))
+
+    def _move_under(self, src: str, dst: str) -> None:
+        """The paths below a renamed directory, in the kinds and the tokens, to their new names."""
+        for table in (self.kinds, self.tokens):
+            for path in [p for p in table if p.startswith(src + "/")]:
+                table[dst + path[len(src) :]] = table.pop(path)
 
     def _on_rename(self, call: Call) -> None:
         self._rename(self._path_arg(None, call.args[0]), self._path_arg(None, call.args[1]), call)
@@ -570,7 +587,8 @@ class Translator:
         if rel is None or rel not in self.kinds:
             return
         if dir_flag or self.kinds[rel] == "dir":
-            self._unknown(call, f"of the directory {rel}")
+            self._rmdir(rel, call)
+            return
         del self.kinds[rel]
         self.tokens.pop(rel, None)
         self.effects.append(Unlink(rel))
@@ -583,8 +601,16 @@ class Translator:
 
     def _on_rmdir(self, call: Call) -> None:
         rel = self._path_arg(None, call.args[0])
-        if rel is not None:
-            self._unknown(call, f"of {rel}")
+        if rel is not None and rel in self.kinds:
+            self._rmdir(rel, call)
+
+    def _rmdir(self, rel: str, call: Call) -> None:
+        """An empty directory removed (a -delete dir's last step); one that still holds files as
+        the journal knows them is an effect the capture missed."""
+        if self.kinds[rel] != "dir" or any(p.startswith(rel + "/") for p in self.kinds):
+            self._unknown(call, f"of {rel}, which the journal does not hold empty")
+        del self.kinds[rel]
+        self.effects.append(RemoveDir(rel))
 
     def _mkdir(self, rel: str | None) -> None:
         if rel is None or rel in self.kinds:
@@ -717,6 +743,8 @@ class Replay:
             s.unlink(effect.path)
         elif isinstance(effect, MakeDir):
             s.make_dirs(effect.path)
+        elif isinstance(effect, RemoveDir):
+            s.remove_dir(effect.path)
         self.applied.append(effect)
 
     def _map_sync(self, effect: MapSync, seen: bytes | None) -> None:

@@ -162,9 +162,38 @@ def test_mapped_pages_become_page_writes_at_msync():
     ],
 )
 def test_an_effect_the_journal_cannot_express_is_unsupported_naming_it(line, named):
-    existing = {"/": "dir", "/d0": "dir", "/d0/t-0": "dir", "/d0/a": "file", "/d0/f": "file"}
+    existing = {"/": "dir", "/d0": "dir", "/d0/t-0": "dir", "/d0/t-0/0.log": "file", "/d0/a": "file", "/d0/f": "file"}
     with pytest.raises(kafka_io.UnknownEffect, match=named):
         translate([line], existing)
+
+
+def test_a_partition_dir_renamed_and_removed_moves_its_files_in_the_journal():
+    """LogManager.asyncDelete renames the partition dir ``-delete`` and fsyncs the data dir; the
+    deletion task later unlinks its files and removes it (rmdir)."""
+    old, new = f"{ROOT}/d0/t-0", f"{ROOT}/d0/t-0.abc-delete"
+    seg = "00000000000000000000.log"
+    lines = [
+        f"7 write({fd(30, old + '/' + seg)}, {s('xy')}, 2) = 2",
+        f"7 rename({s(old)}, {s(new)}) = 0",
+        f"7 fsync({fd(31, ROOT + '/d0')}) = 0",
+        f"7 write({fd(30, new + '/' + seg)}, {s('z')}, 1) = 1",
+        f"7 unlink({s(new + '/' + seg)}) = 0",
+        f"7 rmdir({s(new)}) = 0",
+    ]
+    existing = {"/": "dir", "/d0": "dir", "/d0/t-0": "dir", f"/d0/t-0/{seg}": "file"}
+    t = translate(lines, existing)
+    effects = t.take()
+    assert [type(e).__name__ for e in effects] == [
+        "Bind", "WriteAt", "Rename", "FsyncDir", "WriteAt", "Unlink", "RemoveDir"
+    ]  # fmt: skip
+    storage = sim.SimStorage.from_image({f"/d0/t-0/{seg}": b""}, ["/d0", "/d0/t-0"])
+    replay = kafka_io.Replay(storage)
+    for e in effects[:5]:
+        replay.apply(e)
+    assert storage.image() == {f"/d0/t-0.abc-delete/{seg}": b"xyz"}  # the write after the rename follows the file
+    for e in effects[5:]:
+        replay.apply(e)
+    assert storage.image() == {} and "/d0/t-0.abc-delete" not in storage.directories()
 
 
 def test_paths_outside_the_root_are_not_kafkas_data():
