@@ -1013,8 +1013,11 @@ class _CampaignUi:
               help="swap each mutant into one live adapter JVM, or start a JVM on a patched jar per mutant")  # fmt: skip
 @click.option("--cases", "cases", multiple=True, help="only the corpus cases whose names start so (log/, crash/); repeatable")
 @click.option("--again", is_flag=True, help="judge again the survivors not run on every covering case (a larger --max-cases) and the harness errors")
+@click.option("--kafka-io", is_flag=True,
+              help="capture Kafka's own I/O on the suite's side (strace): the durability promises and crashes cut from "
+                   "Kafka's journal judge each mutant, a JVM per mutant; with --again, the survivors judged without it too")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
-def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, as_json) -> None:  # fmt: skip
+def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io, as_json) -> None:  # fmt: skip
     """PIT mutants of Kafka's own log classes, killed by Kafka's own unit tests (the release's test
     jars) and by this suite (the corpus cases that run the mutated method, then the crash machine),
     side by side: OUT/report.json and OUT/report.html (docs/kafka-mutation.md).
@@ -1029,7 +1032,9 @@ def mutate_kafka(release, classes, out, executor, master, workers, batch, max_ca
     names = tuple(c.strip() for c in classes.split(",") if c.strip())
     if not names:
         _harness_exit("mutate-kafka", "--classes names no class")
-    config = run.Config(release, names, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again)
+    config = run.Config(
+        release, names, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io
+    )
     quiet = as_json
     try:
         report = run.run(config, progress=(lambda line: None) if quiet else click.echo)

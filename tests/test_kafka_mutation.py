@@ -13,11 +13,13 @@ import zipfile
 from pathlib import Path
 
 import attrs
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
 from conformance.cli import main
-from conformance.kafka_mutation import mutant_build, pit, report, results, suite
+from conformance.kafka_mutation import mutant_build, pit, report, results, run, suite
 from conformance.kafka_mutation.pit import Mutant, MutationError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kafka-mutation"
@@ -140,6 +142,26 @@ def test_results_are_kept_and_read_back(tmp_path):
     (tmp_path / "results" / "junk.parquet").write_bytes(b"not parquet")
     with pytest.raises(results.TableError, match="junk.parquet: not a readable Parquet"):
         results.read(str(tmp_path / "results"))
+
+
+def test_a_results_file_from_before_the_kafka_io_column_reads_as_judged_without_it(tmp_path):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    old_schema = pa.schema([f for f in results.SCHEMA if f.name != "kafka_io"])
+    row = {"key": "k1", "suite_status": "survived", "hot_swap": True}
+    pq.write_table(pa.Table.from_pylist([row], schema=old_schema), str(folder / "old.parquet"))
+    results.append(str(folder), [dict(row, key="k2", kafka_io=True)], "new")
+    back = {r["key"]: r for r in results.read(str(folder))}
+    assert back["k1"]["kafka_io"] is False and back["k2"]["kafka_io"] is True
+
+
+def test_with_kafka_io_the_survivors_judged_without_it_are_judged_again():
+    capturing = run.Config(again=True, kafka_io=True, max_cases=12)
+    plain = run.Config(again=True, max_cases=12)
+    survivor = {"suite_status": suite.SURVIVED, "cases_run": 12, "covering_cases": 40, "kafka_io": False}
+    assert run._cut_short(survivor, capturing) and not run._cut_short(survivor, plain)
+    assert not run._cut_short(survivor | {"kafka_io": True}, capturing)  # judged with it already
+    assert not run._cut_short(survivor | {"suite_status": suite.KILLED}, capturing)
 
 
 def _row(mutant, kafka, suite_status, mutator="VoidMethodCallMutator", cls=OFFSET_INDEX) -> dict:

@@ -48,7 +48,7 @@ def build(rows: list[dict], meta: dict) -> dict:
     def listed(pick):
         return [
             {k: r[k] for k in ("mutant", "class", "method", "line", "mutator", "description", "kafka_status",
-                               "killing_test", "suite_status", "witness_case", "witness", "covering_cases", "cases_run")}
+                               "killing_test", "suite_status", "witness_case", "witness", "covering_cases", "cases_run")} | {"kafka_io": bool(r.get("kafka_io"))}
             for r in short if pick(r)
         ]  # fmt: skip
 

@@ -16,10 +16,12 @@ SCHEMA = pa.schema(
         ("mutator", pa.string()), ("description", pa.string()), ("kafka_status", pa.string()),
         ("killing_test", pa.string()), ("suite_status", pa.string()), ("witness_case", pa.string()),
         ("witness", pa.string()), ("covering_cases", pa.int64()), ("cases_run", pa.int64()),
-        ("suite_seconds", pa.float64()), ("hot_swap", pa.bool_()),
+        ("suite_seconds", pa.float64()), ("hot_swap", pa.bool_()), ("kafka_io", pa.bool_()),
     ]
 )  # fmt: skip
 COLUMNS = tuple(SCHEMA.names)
+# columns a results file written before them lacks, and what such a row holds
+LATER = {"kafka_io": False}
 
 
 class TableError(OSError):
@@ -50,8 +52,9 @@ def read(folder: str) -> list[dict]:
             table = pq.read_table(path)
         except (pa.ArrowInvalid, OSError) as e:
             raise TableError(f"{path}: not a readable Parquet results file ({e})") from None
-        missing = set(COLUMNS) - set(table.column_names)
+        missing = set(COLUMNS) - set(table.column_names) - set(LATER)
         if missing:
             raise TableError(f"{path}: not a mutation results file (no column {', '.join(sorted(missing))})")
-        rows.extend(table.select(list(COLUMNS)).to_pylist())
+        present = [c for c in COLUMNS if c in table.column_names]
+        rows.extend({**LATER, **r} for r in table.select(present).to_pylist())
     return rows

@@ -15,6 +15,7 @@ import attrs
 
 from conformance.kafka_mutation import pit, report, results, suite
 from conformance.kafka_mutation.pit import Mutant, MutationError
+from conformance.targets.kafka import CAPTURE_VARIABLE
 
 
 @attrs.frozen
@@ -31,6 +32,9 @@ class Config:
     hot_swap: bool = False
     cases: tuple[str, ...] = ()  # corpus case name prefixes (log/, crash/): all when empty
     again: bool = False  # judge again the survivors whose covering cases were not all run
+    # Kafka's own I/O captured on the suite's side (conformance.kafka_io): the durability promises
+    # and crashes cut from Kafka's journal judge it; a JVM per mutant (the tracer follows one JVM)
+    kafka_io: bool = False
 
 
 def resolve_classes(names: tuple[str, ...], storage_classes: set[str], release: str) -> list[str]:
@@ -69,6 +73,8 @@ def judge_batch(task: dict) -> list[dict]:
         mutant = Mutant(**fields)
         began = time.monotonic()
         try:
+            if task.get("kafka_io"):
+                os.environ[CAPTURE_VARIABLE] = "1"  # this process's kafka targets capture (Spark runs it elsewhere)
             if task.get("hot_swap"):
                 from conformance.kafka_mutation import hot_swap
 
@@ -78,16 +84,16 @@ def judge_batch(task: dict) -> list[dict]:
         except Exception as e:  # noqa: BLE001 — one mutant's harness failure is its row, not the run's end
             outcome = {"suite_status": suite.HARNESS, "witness_case": None, "witness": f"{type(e).__name__}: {e}"[:400],
                        "cases_run": 0, "covering_cases": 0, "suite_seconds": round(time.monotonic() - began, 2)}  # fmt: skip
-        rows.append(row_of(mutant, base, outcome, bool(task.get("hot_swap"))))
+        rows.append(row_of(mutant, base, outcome, bool(task.get("hot_swap")), bool(task.get("kafka_io"))))
     return rows
 
 
-def row_of(mutant: Mutant, base: dict, outcome: dict, hot: bool) -> dict:
+def row_of(mutant: Mutant, base: dict, outcome: dict, hot: bool, kafka_io: bool = False) -> dict:
     return {
         "key": results.key(mutant), "release": base["release"], "kafka_build": base["digest"], "mutant": mutant.id,
         "class": mutant.clazz, "method": mutant.method, "descriptor": mutant.descriptor, "line": mutant.line,
         "mutator": mutant.mutator, "description": mutant.description, "kafka_status": mutant.kafka_status,
-        "killing_test": mutant.killing_test, "hot_swap": hot, **outcome,
+        "killing_test": mutant.killing_test, "hot_swap": hot, "kafka_io": kafka_io, **outcome,
     }  # fmt: skip
 
 
@@ -98,8 +104,11 @@ def latest_rows(rows: list[dict], digest: str) -> dict[str, dict]:
 
 def _cut_short(row: dict, config: Config) -> bool:
     """A survivor judged by fewer covering cases than it has, which ``config`` would run more of,
-    or a mutant the harness failed to judge."""
+    a survivor judged without Kafka's I/O captured when ``config`` captures it, or a mutant the
+    harness failed to judge."""
     if row["suite_status"] == suite.HARNESS:
+        return True
+    if config.kafka_io and row["suite_status"] == suite.SURVIVED and not row.get("kafka_io"):
         return True
     if row["suite_status"] != suite.SURVIVED or row["cases_run"] >= row["covering_cases"]:
         return False
@@ -126,7 +135,9 @@ def run(config: Config, progress=print) -> dict:
     storage_jar = pit.storage_jar(classpath, config.release)
     classes = resolve_classes(config.classes, pit.classes_of(storage_jar), config.release)
     mutants = [m for c in classes for m in pit_for(c, out, config.release, progress)]
-    base_path = str(out / "baseline.json")
+    base_path = str(out / ("baseline-kafka-io.json" if config.kafka_io else "baseline.json"))
+    if config.kafka_io:  # the stock verdicts too: a mutant is told apart from the stock release as judged alike
+        os.environ[CAPTURE_VARIABLE] = "1"
     base = suite.baseline(config.release, str(agent), base_path, config.machine_examples, progress, config.cases)
     table = str(out / "results")
     latest = latest_rows(results.read(table), base["digest"])
@@ -135,7 +146,7 @@ def run(config: Config, progress=print) -> dict:
     work = str(out / "work")
     os.makedirs(work, exist_ok=True)
     task = {"baseline": base_path, "storage_jar": storage_jar, "work": work, "max_cases": config.max_cases,
-            "hot_swap": config.hot_swap, "agent": str(agent)}  # fmt: skip
+            "hot_swap": config.hot_swap and not config.kafka_io, "agent": str(agent), "kafka_io": config.kafka_io}  # fmt: skip
     batches = [todo[i : i + config.batch] for i in range(0, len(todo), config.batch)]
     began = time.monotonic()
     if batches:
@@ -159,7 +170,8 @@ def run(config: Config, progress=print) -> dict:
     rows = [r for k, r in latest_rows(results.read(table), base["digest"]).items() if k in keys]
     meta = {
         "release": config.release, "classes": classes, "kafka_tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS,
-        "machine_examples": config.machine_examples, "max_cases": config.max_cases, "hot_swap": config.hot_swap,
+        "machine_examples": config.machine_examples, "max_cases": config.max_cases,
+        "hot_swap": config.hot_swap and not config.kafka_io, "kafka_io": config.kafka_io,
         "kafka_build": base["digest"], "baseline_cases": len(base["cases"]), "cases": list(config.cases),
         "baseline_seconds": round(sum(c["seconds"] for c in base["cases"].values()), 1),
         "judged_now": len(todo), "judged_now_seconds": round(time.monotonic() - began, 1),

@@ -43,6 +43,8 @@ from conformance.targets.kafka_jvm import (
     user_build,
 )
 
+CAPTURE_VARIABLE = "KLC_KAFKA_CAPTURE"  # "1": every kafka target of the process captures its I/O
+
 NOT_COMPARED = (".lock",)
 CLEANER_FROM = (4, 1)  # the first release whose adapter drives Kafka's own cleaner (CleanerRound.java)
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
@@ -95,7 +97,7 @@ class KafkaTarget(TargetBase):
         self.classpath = classpath
         self.release = release
         if capture is None:
-            capture = os.environ.get("KLC_KAFKA_CAPTURE", "") not in ("", "0")
+            capture = os.environ.get(CAPTURE_VARIABLE, "") not in ("", "0")
         self.io: kafka_io.IoCapture | None = None
         self.last_capture: kafka_io.StepCapture | None = None
         if capture:
