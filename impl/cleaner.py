@@ -141,7 +141,8 @@ def _control_kind(view, h: BatchHeader) -> int | None:
         data, recs = record_fields(view, h)
         return marker_type([(_v2_key(data, r[2]), _varint(data, r[3])[0]) for r in recs])
     except (UnreadableMarker, LogFormatError, IndexError, ValueError) as e:
-        raise _fail("UnsupportedControlBatch", "control-batch", h.position, f"a control batch Kafka's cleaner reads: {e}")
+        reason = f"a control batch Kafka's cleaner reads: {e}"
+        raise _fail("UnsupportedControlBatch", "control-batch", h.position, reason) from None
 
 
 def _transactions_read(view, h: BatchHeader, txns: CleanedTransactionMetadata) -> bool:
