@@ -164,6 +164,32 @@ def test_with_kafka_io_the_survivors_judged_without_it_are_judged_again():
     assert not run._cut_short(survivor | {"suite_status": suite.KILLED}, capturing)
 
 
+def test_a_hot_swap_kill_the_stock_class_also_shows_is_judged_again_in_a_fresh_jvm(tmp_path, monkeypatch):
+    from conformance.kafka_mutation import hot_swap
+
+    mutant = pit.mutants(pit_report(tmp_path))[0]
+    base = _base({"c": {"verdict": "pass", "seconds": 1, "methods": [mutant.signature]}})
+    verdicts = iter([{"suite_status": suite.KILLED, "witness_case": "c", "witness": "w", "cases_run": 1},
+                     {"suite_status": suite.SURVIVED, "witness_case": None, "witness": None, "cases_run": 1}])  # fmt: skip
+    stopped = []
+    monkeypatch.setattr(hot_swap, "_control", lambda task: "ctl")
+    monkeypatch.setattr(hot_swap, "swap", lambda *a: None)
+    monkeypatch.setattr(hot_swap, "_swap_back", lambda *a: True)
+    monkeypatch.setattr(hot_swap.kafka_jvm, "stop_shared", lambda: stopped.append(1))
+    monkeypatch.setattr(hot_swap.suite, "run_cases", lambda *a: next(verdicts))
+    monkeypatch.setattr(hot_swap, "_stock_gives_stock_verdict", lambda name, base: False)
+    row = hot_swap.judge(mutant, base, {"work": str(tmp_path), "storage_jar": "x.jar"})
+    assert row["suite_status"] == suite.SURVIVED and stopped == [1]  # the JVM's state, not the mutant
+    verdicts = iter([{"suite_status": suite.KILLED, "witness_case": "c", "witness": "w", "cases_run": 1}] * 2)
+    monkeypatch.setattr(hot_swap.suite, "run_cases", lambda *a: next(verdicts))
+    row = hot_swap.judge(mutant, base, {"work": str(tmp_path), "storage_jar": "x.jar"})
+    assert row["suite_status"] == suite.HARNESS and "stock release differs on c" in row["witness"]
+    monkeypatch.setattr(hot_swap, "_stock_gives_stock_verdict", lambda name, base: True)
+    verdicts = iter([{"suite_status": suite.KILLED, "witness_case": "c", "witness": "w", "cases_run": 1}])
+    row = hot_swap.judge(mutant, base, {"work": str(tmp_path), "storage_jar": "x.jar"})
+    assert row["suite_status"] == suite.KILLED and row["witness_case"] == "c"
+
+
 def _row(mutant, kafka, suite_status, mutator="VoidMethodCallMutator", cls=OFFSET_INDEX) -> dict:
     return {"key": mutant, "release": "4.3.1", "kafka_build": "d", "mutant": mutant, "class": cls, "method": "m",
             "descriptor": "()V", "line": 1, "mutator": mutator, "description": "x", "kafka_status": kafka,
