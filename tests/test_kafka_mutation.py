@@ -93,6 +93,89 @@ def test_the_patched_jar_replaces_exactly_the_mutated_class(tmp_path):
     assert cp.split(os.pathsep) == ["/m2/kafka-clients-4.3.1.jar", patched]
 
 
+CHECKPOINT_FILE = "org.apache.kafka.server.common.CheckpointFile"
+
+
+def _release_jars(tmp_path: Path) -> list[str]:
+    """Stand-ins for three of the release's jars (and a test jar, which is never Kafka's code)."""
+    return [
+        _jar(tmp_path / "kafka-storage-4.3.1.jar", {mutant_build.entry_of(OFFSET_INDEX): b"stock index"}),
+        _jar(tmp_path / "kafka-server-common-4.3.1.jar", {mutant_build.entry_of(CHECKPOINT_FILE): b"stock checkpoint"}),
+        _jar(tmp_path / "kafka_2.13-4.3.1.jar", {"kafka/log/LogManager.class": b"scala"}),
+    ]
+
+
+def test_the_release_jars_are_told_from_test_jars_and_libraries(tmp_path):
+    jars = _release_jars(tmp_path)
+    classpath = os.pathsep.join([*jars, "/m2/kafka-storage-4.3.1-test.jar", "/m2/scala-library-2.13.18.jar",
+                                 "/m2/kafka-clients-4.3.0.jar"])  # fmt: skip
+    assert pit.kafka_jars(classpath, "4.3.1") == tuple(jars)
+    with pytest.raises(MutationError, match="no kafka-storage-4.3.1.jar on PIT's classpath"):
+        pit.kafka_jars(os.pathsep.join(jars[1:]), "4.3.1")
+
+
+def test_a_class_is_found_in_whichever_release_jar_holds_it(tmp_path):
+    from conformance.kafka_mutation import run
+
+    jars = tuple(_release_jars(tmp_path))
+    assert pit.jar_of(CHECKPOINT_FILE, jars) == jars[1]
+    assert pit.jar_of("kafka.log.LogManager", jars) == jars[2]
+    assert run.resolve_classes(("CheckpointFile", "OffsetIndex", OFFSET_INDEX), jars, "4.3.1") == [CHECKPOINT_FILE, OFFSET_INDEX]
+    with pytest.raises(MutationError, match=r"^--classes Nope: no class Nope in any of Kafka 4.3.1's jars "
+                                            r"\(kafka-server-common, kafka-storage, kafka_2.13\)$"):  # fmt: skip
+        run.resolve_classes(("OffsetIndex", "Nope"), jars, "4.3.1")
+    with pytest.raises(MutationError, match="no class a.B in kafka-storage-4.3.1.jar"):
+        pit.jar_of("a.B", jars[:1])
+
+
+def test_a_mutant_of_another_jar_patches_that_jar(tmp_path):
+    """A CheckpointFile mutant (kafka-server-common) is built as the release's jars with
+    kafka-server-common patched and kafka-storage as released; hot swap takes the stock bytes to
+    swap back from the same jar."""
+    from conformance.kafka_mutation import hot_swap
+
+    jars = _release_jars(tmp_path)
+    class_file = tmp_path / "mutant.class"
+    class_file.write_bytes(b"mutated checkpoint")
+    mutant = Mutant("CheckpointFile/3", CHECKPOINT_FILE, "write", "(Ljava/util/Collection;)V", 90, "VoidMethodCallMutator",
+                    "removed call to flush", "7", "SURVIVED", "", str(class_file))  # fmt: skip
+    patched = mutant_build.patched_jar(pit.jar_of(mutant.clazz, jars), mutant, str(tmp_path / "m"))
+    assert os.path.basename(patched) == "kafka-server-common-4.3.1.jar"
+    with zipfile.ZipFile(patched) as z:
+        assert z.read(mutant_build.entry_of(CHECKPOINT_FILE)) == b"mutated checkpoint"
+    assert mutant_build.mutant_classpath(tuple(jars), patched).split(os.pathsep) == [jars[0], patched, jars[2]]
+    hot_swap._STATE["stock"] = str(tmp_path / "stock")
+    assert Path(hot_swap._stock_class(jars, CHECKPOINT_FILE)).read_bytes() == b"stock checkpoint"
+    assert Path(hot_swap._stock_class(jars, OFFSET_INDEX)).read_bytes() == b"stock index"
+
+
+def test_classes_outside_the_log_layer_are_covered_too():
+    """The coverage agent records the log layer, and a mutated class of another jar besides."""
+    assert suite.prefixes_for([OFFSET_INDEX, CHECKPOINT_FILE, "kafka.log.LogManager"]) == suite.PREFIXES
+    assert suite.prefixes_for([OFFSET_INDEX, "org.apache.kafka.server.util.Scheduler"]) == (
+        *suite.PREFIXES, "org.apache.kafka.server.util.Scheduler"
+    )
+
+
+@pytest.mark.no_cover
+def test_pits_classpath_holds_every_kafka_test_and_the_code_it_mutates():
+    """kafka-mutation's Maven build puts every test class of KAFKA_TESTS (kafka-storage's and Scala
+    core's test jars, unpacked) and the release's jars (kafka_2.13's and Scala's too) where PIT
+    finds them."""
+    if shutil.which("mvn") is None:
+        pytest.skip("no Maven: kafka-mutation's classpath cannot be built")
+    classpath, test_dirs, _agent = pit.build_module()
+    assert {"kafka.log.LogLoaderTest", "kafka.log.LogManagerTest"} <= set(pit.CORE_TESTS)
+    for test in pit.KAFKA_TESTS:
+        entry = mutant_build.entry_of(test)
+        assert any((d / entry).is_file() for d in test_dirs), f"{test}: in no unpacked test jar"
+    names = {os.path.basename(e) for e in classpath.split(os.pathsep)}
+    assert {"scala-library-2.13.18.jar", "kafka_2.13-4.3.1.jar", "kafka_2.13-4.3.1-test.jar", "kafka-metadata-4.3.1-test.jar"} <= names
+    jars = pit.kafka_jars(classpath, pit.PINNED)
+    assert os.path.basename(pit.jar_of(pit.CLASSES["CheckpointFile"], jars)) == "kafka-server-common-4.3.1.jar"
+    assert os.path.basename(pit.jar_of(pit.CLASSES["LogLoader"], jars)) == "kafka-storage-4.3.1.jar"
+
+
 def test_a_jar_without_the_mutated_class_is_refused(tmp_path):
     mutant = pit.mutants(pit_report(tmp_path))[0]
     stock = _jar(tmp_path / "kafka-storage-4.3.1.jar", {"a/Other.class": b"other"})
@@ -190,7 +273,10 @@ def test_a_class_the_release_lacks_is_refused(tmp_path):
     result = CliRunner().invoke(main, ["mutate-kafka", "--classes", "OffsetIndex,NoSuchIndex", "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1] == (
-        "klc mutate-kafka: --classes NoSuchIndex: no class NoSuchIndex in Kafka 4.3.1's kafka-storage jar"
+        "klc mutate-kafka: --classes NoSuchIndex: no class NoSuchIndex in any of Kafka 4.3.1's jars (kafka-clients, "
+        "kafka-coordinator-common, kafka-group-coordinator, kafka-group-coordinator-api, kafka-metadata, kafka-raft, "
+        "kafka-server, kafka-server-common, kafka-share-coordinator, kafka-storage, kafka-storage-api, kafka-tools-api, "
+        "kafka-transaction-coordinator, kafka_2.13)"
     )
     assert not (tmp_path / "pit").exists()  # refused before PIT ran
 
