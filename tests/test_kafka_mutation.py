@@ -351,6 +351,21 @@ def test_only_survivors_cut_short_are_judged_again():
     assert run.latest_rows([older, newer, {"key": "k", "kafka_build": "other", "n": 3}], "d") == {"k": newer}
 
 
+def test_a_kept_row_takes_kafkas_verdict_from_this_runs_pit_report(tmp_path):
+    """The suite's verdict of a mutant is kept across runs; Kafka's is the current PIT report's
+    (a larger set of Kafka's tests may kill what an older one left alive)."""
+    from conformance.kafka_mutation import run
+
+    mutants = pit.mutants(pit_report(tmp_path))
+    survivor = next(m for m in mutants if m.kafka_status == "SURVIVED")
+    kept = _row(survivor.id, "SURVIVED", "killed") | {"key": results.key(survivor), "mutant": "OffsetIndex/999"}
+    now = attrs.evolve(survivor, kafka_status="KILLED", killing_test="kafka.log.LogLoaderTest.[method:x()]")
+    rows = run.with_kafka_verdicts({kept["key"]: kept, "gone": _row("gone", "KILLED", "killed")}, [now])
+    assert [(r["mutant"], r["kafka_status"], r["killing_test"], r["suite_status"]) for r in rows] == [
+        (survivor.id, "KILLED", "kafka.log.LogLoaderTest.[method:x()]", "killed")
+    ]
+
+
 def test_the_documented_table_is_the_kept_report():
     """docs/kafka-mutation.md's side-by-side rows are the counts of the report the run wrote
     (docs/kafka-mutation-4.3.1.json), and the report's buckets add up per class."""

@@ -100,6 +100,18 @@ def latest_rows(rows: list[dict], digest: str) -> dict[str, dict]:
     return {r["key"]: r for r in rows if r["kafka_build"] == digest}
 
 
+def with_kafka_verdicts(latest: dict[str, dict], mutants: list[Mutant]) -> list[dict]:
+    """The rows of ``mutants``, each with Kafka's verdict of this run's PIT report: a row kept from an
+    earlier run (the suite's verdict depends only on the mutant and the build) may carry the verdict
+    of another set of Kafka's tests (KAFKA_TESTS grew by core's)."""
+    out = []
+    for m in mutants:
+        row = latest.get(results.key(m))
+        if row is not None:
+            out.append(row | {"mutant": m.id, "kafka_status": m.kafka_status, "killing_test": m.killing_test})
+    return out
+
+
 def _cut_short(row: dict, config: Config) -> bool:
     """A survivor judged by fewer covering cases than it has, which ``config`` would run more of,
     or a mutant the harness failed to judge."""
@@ -160,8 +172,7 @@ def run(config: Config, progress=print) -> dict:
             raise
         finally:
             executor.stop()
-    keys = {results.key(m) for m in mutants}
-    rows = [r for k, r in latest_rows(results.read(table), base["digest"]).items() if k in keys]
+    rows = with_kafka_verdicts(latest_rows(results.read(table), base["digest"]), mutants)
     meta = {
         "release": config.release, "classes": classes, "kafka_tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS,
         "machine_examples": config.machine_examples, "max_cases": config.max_cases, "hot_swap": config.hot_swap,
