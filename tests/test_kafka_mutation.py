@@ -336,6 +336,45 @@ def test_the_candidate_kafka_test_kills_the_loader_survivor(tmp_path):
     assert all("LoadRemovesDeletedFilesTest" in m.killing_test for m in kept)
 
 
+CHECKPOINT_CASES = ("log/checkpoints-replaced-atomically.json", "log/graceful-shutdown-order.json",
+                    "log/retention-of-an-empty-segment-after-restart.json")  # fmt: skip
+
+
+def _mutate_kafka(out: Path, *args: str) -> dict:
+    command = [os.path.join(os.path.dirname(sys.executable), "klc"), "mutate-kafka", *args, "--out", str(out), "--json"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=3 * 3600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_checkpoint_file_mutants_end_to_end(tmp_path):
+    """CheckpointFile is in kafka-server-common, not kafka-storage: PIT mutates that jar and runs
+    Kafka's tests on it (core's LogManagerTest among the killers: core's test jar ran), and this
+    suite judges every mutant with kafka-server-common patched, a JVM each, and hot-swapped into
+    one JVM, with the same verdicts; a mutant that drops the checkpoint's entries is killed by a
+    corpus case."""
+    cold_out, hot_out = tmp_path / "cold", tmp_path / "hot"
+    cases = [a for c in CHECKPOINT_CASES for a in ("--cases", c)]
+    common = ["--classes", "CheckpointFile", *cases, "--machine-examples", "0", "--max-cases", "3"]
+    cold = _mutate_kafka(cold_out, *common, "--jvm-per-mutant")
+    mutants = pit.mutants(cold_out / "pit" / CHECKPOINT_FILE)
+    assert mutants and all(m.clazz.startswith(CHECKPOINT_FILE) for m in mutants)
+    assert len(mutants) == cold["mutants"] == cold["by_class"]["total"]["mutants"]
+    assert any(m.killing_test.startswith("kafka.log.LogManagerTest") for m in mutants)
+    rows = {r["mutant"]: r for r in results.read(str(cold_out / "results"))}
+    assert not [r for r in rows.values() if r["suite_status"] == suite.HARNESS]
+    write = [m for m in mutants if m.clazz.endswith("$CheckpointWriteBuffer") and m.mutator == "VoidMethodCallMutator"]
+    assert write and all(rows[m.id]["suite_status"] == "killed" and rows[m.id]["witness_case"] in CHECKPOINT_CASES for m in write)
+    shutil.copytree(cold_out / "pit", hot_out / "pit")  # PIT and the baseline are reused, not redone
+    shutil.copy(cold_out / "baseline.json", hot_out / "baseline.json")
+    hot = _mutate_kafka(hot_out, *common, "--hot-swap")
+    assert hot["by_class"] == cold["by_class"]
+    hot_rows = {r["mutant"]: r for r in results.read(str(hot_out / "results"))}
+    assert {k: r["suite_status"] for k, r in hot_rows.items()} == {k: r["suite_status"] for k, r in rows.items()}
+
+
 def test_only_survivors_cut_short_are_judged_again():
     from conformance.kafka_mutation import run
 
