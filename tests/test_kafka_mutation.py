@@ -322,6 +322,23 @@ def test_offset_index_mutants_end_to_end(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.no_cover
+def test_cores_loader_tests_kill_loader_mutants_the_storage_tests_leave(tmp_path):
+    """PIT runs Scala core's LogLoaderTest (kafka_2.13's test jar, unpacked) against LogLoader's
+    mutants: it kills them, among them two that every kafka-storage test of 4.3.1 leaves alive: a
+    condition of the bogus-index check at load (loadSegmentFiles, line 364) and one of the swap
+    files' handling (load, line 168)."""
+    loader = pit.CLASSES["LogLoader"]
+    out = pit.run_pit([loader, f"{loader}$*"], tmp_path / "pit", tests=("kafka.log.LogLoaderTest",))
+    found = pit.mutants(out)
+    killed = [m for m in found if m.kafka_status == "KILLED"]
+    assert len(killed) > 20 and all(m.killing_test.startswith("kafka.log.LogLoaderTest.") for m in killed)
+    for where in (("loadSegmentFiles", 364, "RemoveConditionalMutator_EQUAL_ELSE"), ("load", 168, "RemoveConditionalMutator_EQUAL_IF")):
+        chosen = [m for m in found if (m.method, m.line, m.mutator) == where]
+        assert chosen and all(m.kafka_status == "KILLED" for m in chosen), where
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
 def test_the_candidate_kafka_test_kills_the_loader_survivor(tmp_path):
     """The candidate JUnit test (kafka-mutation/src/test/java) passes on Kafka 4.3.1 — PIT refuses
     to run on a test that fails unmutated — and kills the LogLoader mutant that keeps `.deleted`
