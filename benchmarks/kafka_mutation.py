@@ -28,20 +28,20 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     out = Path(args.out)
     classpath, _tests, agent = pit.build_module(pit.PINNED)
-    storage_jar = pit.storage_jar(classpath, pit.PINNED)
+    jars = list(pit.kafka_jars(classpath, pit.PINNED))
     with open(out / "baseline.json", encoding="utf-8") as f:
         base = json.load(f)
     mutants = pit.mutants(out / "pit" / pit.CLASSES.get(args.clazz, args.clazz))
     chosen = [m for m in mutants if suite.covering(m, base)][:: max(1, len(mutants) // args.mutants)][: args.mutants]
     work = str(out / "work")
     os.makedirs(work, exist_ok=True)
-    task = {"storage_jar": storage_jar, "work": work, "agent": str(agent), "max_cases": args.max_cases}
+    task = {"kafka_jars": jars, "work": work, "agent": str(agent), "max_cases": args.max_cases}
     cold_s = hot_s = 0.0
     cases = {"cold": 0, "hot": 0}
     disagree = []
     for m in chosen:
         t = time.perf_counter()
-        cold = suite.judge(m, base, storage_jar, work, args.max_cases)
+        cold = suite.judge(m, base, jars, work, args.max_cases)
         cold_s += time.perf_counter() - t
         t = time.perf_counter()
         hot = hot_swap.judge(m, base, task)

@@ -1000,7 +1000,7 @@ class _CampaignUi:
 @main.command("mutate-kafka")
 @click.option("--release", default="4.3.1", show_default=True, help="the Kafka release whose classes and tests are mutated")
 @click.option("--classes", "classes", default=",".join(("OffsetIndex", "TimeIndex", "TransactionIndex", "AbstractIndex")),
-              show_default=True, help="comma-separated: short names (OffsetIndex, LogSegment, LogLoader, ...) or dotted class names")  # fmt: skip
+              show_default=True, help="comma-separated: short names (OffsetIndex, LogLoader, CheckpointFile, ...) or the dotted name of a class in any of the release's Kafka jars")  # fmt: skip
 @click.option("--out", default="mutate-kafka-out", show_default=True, help="the folder of PIT's reports, the results table and the report")
 @click.option("--executor", type=click.Choice(["spark", "processes"]), default="processes", show_default=True)
 @click.option("--master", default=None, help="Spark master (--executor spark; default local[WORKERS])")

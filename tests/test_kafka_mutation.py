@@ -95,6 +95,89 @@ def test_the_patched_jar_replaces_exactly_the_mutated_class(tmp_path):
     assert cp.split(os.pathsep) == ["/m2/kafka-clients-4.3.1.jar", patched]
 
 
+CHECKPOINT_FILE = "org.apache.kafka.server.common.CheckpointFile"
+
+
+def _release_jars(tmp_path: Path) -> list[str]:
+    """Stand-ins for three of the release's jars (and a test jar, which is never Kafka's code)."""
+    return [
+        _jar(tmp_path / "kafka-storage-4.3.1.jar", {mutant_build.entry_of(OFFSET_INDEX): b"stock index"}),
+        _jar(tmp_path / "kafka-server-common-4.3.1.jar", {mutant_build.entry_of(CHECKPOINT_FILE): b"stock checkpoint"}),
+        _jar(tmp_path / "kafka_2.13-4.3.1.jar", {"kafka/log/LogManager.class": b"scala"}),
+    ]
+
+
+def test_the_release_jars_are_told_from_test_jars_and_libraries(tmp_path):
+    jars = _release_jars(tmp_path)
+    classpath = os.pathsep.join([*jars, "/m2/kafka-storage-4.3.1-test.jar", "/m2/scala-library-2.13.18.jar",
+                                 "/m2/kafka-clients-4.3.0.jar"])  # fmt: skip
+    assert pit.kafka_jars(classpath, "4.3.1") == tuple(jars)
+    with pytest.raises(MutationError, match="no kafka-storage-4.3.1.jar on PIT's classpath"):
+        pit.kafka_jars(os.pathsep.join(jars[1:]), "4.3.1")
+
+
+def test_a_class_is_found_in_whichever_release_jar_holds_it(tmp_path):
+    from conformance.kafka_mutation import run
+
+    jars = tuple(_release_jars(tmp_path))
+    assert pit.jar_of(CHECKPOINT_FILE, jars) == jars[1]
+    assert pit.jar_of("kafka.log.LogManager", jars) == jars[2]
+    assert run.resolve_classes(("CheckpointFile", "OffsetIndex", OFFSET_INDEX), jars, "4.3.1") == [CHECKPOINT_FILE, OFFSET_INDEX]
+    with pytest.raises(MutationError, match=r"^--classes Nope: no class Nope in any of Kafka 4.3.1's jars "
+                                            r"\(kafka-server-common, kafka-storage, kafka_2.13\)$"):  # fmt: skip
+        run.resolve_classes(("OffsetIndex", "Nope"), jars, "4.3.1")
+    with pytest.raises(MutationError, match="no class a.B in kafka-storage-4.3.1.jar"):
+        pit.jar_of("a.B", jars[:1])
+
+
+def test_a_mutant_of_another_jar_patches_that_jar(tmp_path):
+    """A CheckpointFile mutant (kafka-server-common) is built as the release's jars with
+    kafka-server-common patched and kafka-storage as released; hot swap takes the stock bytes to
+    swap back from the same jar."""
+    from conformance.kafka_mutation import hot_swap
+
+    jars = _release_jars(tmp_path)
+    class_file = tmp_path / "mutant.class"
+    class_file.write_bytes(b"mutated checkpoint")
+    mutant = Mutant("CheckpointFile/3", CHECKPOINT_FILE, "write", "(Ljava/util/Collection;)V", 90, "VoidMethodCallMutator",
+                    "removed call to flush", "7", "SURVIVED", "", str(class_file))  # fmt: skip
+    patched = mutant_build.patched_jar(pit.jar_of(mutant.clazz, jars), mutant, str(tmp_path / "m"))
+    assert os.path.basename(patched) == "kafka-server-common-4.3.1.jar"
+    with zipfile.ZipFile(patched) as z:
+        assert z.read(mutant_build.entry_of(CHECKPOINT_FILE)) == b"mutated checkpoint"
+    assert mutant_build.mutant_classpath(tuple(jars), patched).split(os.pathsep) == [jars[0], patched, jars[2]]
+    hot_swap._STATE["stock"] = str(tmp_path / "stock")
+    assert Path(hot_swap._stock_class(jars, CHECKPOINT_FILE)).read_bytes() == b"stock checkpoint"
+    assert Path(hot_swap._stock_class(jars, OFFSET_INDEX)).read_bytes() == b"stock index"
+
+
+def test_classes_outside_the_log_layer_are_covered_too():
+    """The coverage agent records the log layer, and a mutated class of another jar besides."""
+    assert suite.prefixes_for([OFFSET_INDEX, CHECKPOINT_FILE, "kafka.log.LogManager"]) == suite.PREFIXES
+    assert suite.prefixes_for([OFFSET_INDEX, "org.apache.kafka.server.util.Scheduler"]) == (
+        *suite.PREFIXES, "org.apache.kafka.server.util.Scheduler"
+    )
+
+
+@pytest.mark.no_cover
+def test_pits_classpath_holds_every_kafka_test_and_the_code_it_mutates():
+    """kafka-mutation's Maven build puts every test class of KAFKA_TESTS (kafka-storage's and Scala
+    core's test jars, unpacked) and the release's jars (kafka_2.13's and Scala's too) where PIT
+    finds them."""
+    if shutil.which("mvn") is None:
+        pytest.skip("no Maven: kafka-mutation's classpath cannot be built")
+    classpath, test_dirs, _agent = pit.build_module()
+    assert {"kafka.log.LogLoaderTest", "kafka.log.LogManagerTest"} <= set(pit.CORE_TESTS)
+    for test in pit.KAFKA_TESTS:
+        entry = mutant_build.entry_of(test)
+        assert any((d / entry).is_file() for d in test_dirs), f"{test}: in no unpacked test jar"
+    names = {os.path.basename(e) for e in classpath.split(os.pathsep)}
+    assert {"scala-library-2.13.18.jar", "kafka_2.13-4.3.1.jar", "kafka_2.13-4.3.1-test.jar", "kafka-metadata-4.3.1-test.jar"} <= names
+    jars = pit.kafka_jars(classpath, pit.PINNED)
+    assert os.path.basename(pit.jar_of(pit.CLASSES["CheckpointFile"], jars)) == "kafka-server-common-4.3.1.jar"
+    assert os.path.basename(pit.jar_of(pit.CLASSES["LogLoader"], jars)) == "kafka-storage-4.3.1.jar"
+
+
 def test_a_jar_without_the_mutated_class_is_refused(tmp_path):
     mutant = pit.mutants(pit_report(tmp_path))[0]
     stock = _jar(tmp_path / "kafka-storage-4.3.1.jar", {"a/Other.class": b"other"})
@@ -178,15 +261,15 @@ def test_a_hot_swap_kill_the_stock_class_also_shows_is_judged_again_in_a_fresh_j
     monkeypatch.setattr(hot_swap.kafka_jvm, "stop_shared", lambda: stopped.append(1))
     monkeypatch.setattr(hot_swap.suite, "run_cases", lambda *a: next(verdicts))
     monkeypatch.setattr(hot_swap, "_stock_gives_stock_verdict", lambda name, base: False)
-    row = hot_swap.judge(mutant, base, {"work": str(tmp_path), "storage_jar": "x.jar"})
+    row = hot_swap.judge(mutant, base, {"work": str(tmp_path), "kafka_jars": ["x.jar"]})
     assert row["suite_status"] == suite.SURVIVED and stopped == [1]  # the JVM's state, not the mutant
     verdicts = iter([{"suite_status": suite.KILLED, "witness_case": "c", "witness": "w", "cases_run": 1}] * 2)
     monkeypatch.setattr(hot_swap.suite, "run_cases", lambda *a: next(verdicts))
-    row = hot_swap.judge(mutant, base, {"work": str(tmp_path), "storage_jar": "x.jar"})
+    row = hot_swap.judge(mutant, base, {"work": str(tmp_path), "kafka_jars": ["x.jar"]})
     assert row["suite_status"] == suite.HARNESS and "stock release differs on c" in row["witness"]
     monkeypatch.setattr(hot_swap, "_stock_gives_stock_verdict", lambda name, base: True)
     verdicts = iter([{"suite_status": suite.KILLED, "witness_case": "c", "witness": "w", "cases_run": 1}])
-    row = hot_swap.judge(mutant, base, {"work": str(tmp_path), "storage_jar": "x.jar"})
+    row = hot_swap.judge(mutant, base, {"work": str(tmp_path), "kafka_jars": ["x.jar"]})
     assert row["suite_status"] == suite.KILLED and row["witness_case"] == "c"
 
 
@@ -238,7 +321,10 @@ def test_a_class_the_release_lacks_is_refused(tmp_path):
     result = CliRunner().invoke(main, ["mutate-kafka", "--classes", "OffsetIndex,NoSuchIndex", "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1] == (
-        "klc mutate-kafka: --classes NoSuchIndex: no class NoSuchIndex in Kafka 4.3.1's kafka-storage jar"
+        "klc mutate-kafka: --classes NoSuchIndex: no class NoSuchIndex in any of Kafka 4.3.1's jars (kafka-clients, "
+        "kafka-coordinator-common, kafka-group-coordinator, kafka-group-coordinator-api, kafka-metadata, kafka-raft, "
+        "kafka-server, kafka-server-common, kafka-share-coordinator, kafka-storage, kafka-storage-api, kafka-tools-api, "
+        "kafka-transaction-coordinator, kafka_2.13)"
     )
     assert not (tmp_path / "pit").exists()  # refused before PIT ran
 
@@ -284,6 +370,23 @@ def test_offset_index_mutants_end_to_end(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.no_cover
+def test_cores_loader_tests_kill_loader_mutants_the_storage_tests_leave(tmp_path):
+    """PIT runs Scala core's LogLoaderTest (kafka_2.13's test jar, unpacked) against LogLoader's
+    mutants: it kills them, among them two that every kafka-storage test of 4.3.1 leaves alive: a
+    condition of the bogus-index check at load (loadSegmentFiles, line 364) and one of the swap
+    files' handling (load, line 168)."""
+    loader = pit.CLASSES["LogLoader"]
+    out = pit.run_pit([loader, f"{loader}$*"], tmp_path / "pit", tests=("kafka.log.LogLoaderTest",))
+    found = pit.mutants(out)
+    killed = [m for m in found if m.kafka_status == "KILLED"]
+    assert len(killed) > 20 and all(m.killing_test.startswith("kafka.log.LogLoaderTest.") for m in killed)
+    for where in (("loadSegmentFiles", 364, "RemoveConditionalMutator_EQUAL_ELSE"), ("load", 168, "RemoveConditionalMutator_EQUAL_IF")):
+        chosen = [m for m in found if (m.method, m.line, m.mutator) == where]
+        assert chosen and all(m.kafka_status == "KILLED" for m in chosen), where
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
 def test_the_candidate_kafka_test_kills_the_loader_survivor(tmp_path):
     """The candidate JUnit test (kafka-mutation/src/test/java) passes on Kafka 4.3.1 — PIT refuses
     to run on a test that fails unmutated — and kills the LogLoader mutant that keeps `.deleted`
@@ -296,6 +399,45 @@ def test_the_candidate_kafka_test_kills_the_loader_survivor(tmp_path):
     ]  # fmt: skip
     assert kept and all(m.kafka_status == "KILLED" for m in kept)
     assert all("LoadRemovesDeletedFilesTest" in m.killing_test for m in kept)
+
+
+CHECKPOINT_CASES = ("log/checkpoints-replaced-atomically.json", "log/graceful-shutdown-order.json",
+                    "log/retention-of-an-empty-segment-after-restart.json")  # fmt: skip
+
+
+def _mutate_kafka(out: Path, *args: str) -> dict:
+    command = [os.path.join(os.path.dirname(sys.executable), "klc"), "mutate-kafka", *args, "--out", str(out), "--json"]
+    run = subprocess.run(command, capture_output=True, text=True, timeout=3 * 3600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_checkpoint_file_mutants_end_to_end(tmp_path):
+    """CheckpointFile is in kafka-server-common, not kafka-storage: PIT mutates that jar and runs
+    Kafka's tests on it (core's LogManagerTest among the killers: core's test jar ran), and this
+    suite judges every mutant with kafka-server-common patched, a JVM each, and hot-swapped into
+    one JVM, with the same verdicts; a mutant that drops the checkpoint's entries is killed by a
+    corpus case."""
+    cold_out, hot_out = tmp_path / "cold", tmp_path / "hot"
+    cases = [a for c in CHECKPOINT_CASES for a in ("--cases", c)]
+    common = ["--classes", "CheckpointFile", *cases, "--machine-examples", "0", "--max-cases", "3"]
+    cold = _mutate_kafka(cold_out, *common, "--jvm-per-mutant")
+    mutants = pit.mutants(cold_out / "pit" / CHECKPOINT_FILE)
+    assert mutants and all(m.clazz.startswith(CHECKPOINT_FILE) for m in mutants)
+    assert len(mutants) == cold["mutants"] == cold["by_class"]["total"]["mutants"]
+    assert any(m.killing_test.startswith("kafka.log.LogManagerTest") for m in mutants)
+    rows = {r["mutant"]: r for r in results.read(str(cold_out / "results"))}
+    assert not [r for r in rows.values() if r["suite_status"] == suite.HARNESS]
+    write = [m for m in mutants if m.clazz.endswith("$CheckpointWriteBuffer") and m.mutator == "VoidMethodCallMutator"]
+    assert write and all(rows[m.id]["suite_status"] == "killed" and rows[m.id]["witness_case"] in CHECKPOINT_CASES for m in write)
+    shutil.copytree(cold_out / "pit", hot_out / "pit")  # PIT and the baseline are reused, not redone
+    shutil.copy(cold_out / "baseline.json", hot_out / "baseline.json")
+    hot = _mutate_kafka(hot_out, *common, "--hot-swap")
+    assert hot["by_class"] == cold["by_class"]
+    hot_rows = {r["mutant"]: r for r in results.read(str(hot_out / "results"))}
+    assert {k: r["suite_status"] for k, r in hot_rows.items()} == {k: r["suite_status"] for k, r in rows.items()}
 
 
 def test_only_survivors_cut_short_are_judged_again():
@@ -311,6 +453,21 @@ def test_only_survivors_cut_short_are_judged_again():
     assert run._cut_short(row, run.Config(max_cases=None, again=True))
     older, newer = {"key": "k", "kafka_build": "d", "n": 1}, {"key": "k", "kafka_build": "d", "n": 2}
     assert run.latest_rows([older, newer, {"key": "k", "kafka_build": "other", "n": 3}], "d") == {"k": newer}
+
+
+def test_a_kept_row_takes_kafkas_verdict_from_this_runs_pit_report(tmp_path):
+    """The suite's verdict of a mutant is kept across runs; Kafka's is the current PIT report's
+    (a larger set of Kafka's tests may kill what an older one left alive)."""
+    from conformance.kafka_mutation import run
+
+    mutants = pit.mutants(pit_report(tmp_path))
+    survivor = next(m for m in mutants if m.kafka_status == "SURVIVED")
+    kept = _row(survivor.id, "SURVIVED", "killed") | {"key": results.key(survivor), "mutant": "OffsetIndex/999"}
+    now = attrs.evolve(survivor, kafka_status="KILLED", killing_test="kafka.log.LogLoaderTest.[method:x()]")
+    rows = run.with_kafka_verdicts({kept["key"]: kept, "gone": _row("gone", "KILLED", "killed")}, [now])
+    assert [(r["mutant"], r["kafka_status"], r["killing_test"], r["suite_status"]) for r in rows] == [
+        (survivor.id, "KILLED", "kafka.log.LogLoaderTest.[method:x()]", "killed")
+    ]
 
 
 def test_the_documented_table_is_the_kept_report():

@@ -16,7 +16,7 @@ import time
 import zipfile
 
 from conformance import regressions
-from conformance.kafka_mutation import mutant_build, suite
+from conformance.kafka_mutation import mutant_build, pit, suite
 from conformance.kafka_mutation.pit import Mutant
 from conformance.targets import kafka_jvm
 from conformance.targets.kafka_jvm import KafkaTargetError
@@ -47,11 +47,12 @@ def _jvm():
     return kafka_jvm.shared(kafka_jvm.classpath_of(kafka_jvm.user_build()))
 
 
-def _stock_class(storage_jar: str, clazz: str) -> str:
+def _stock_class(kafka_jars: list[str], clazz: str) -> str:
+    """The release's bytes of ``clazz``, from the one of ``kafka_jars`` that holds it."""
     path = os.path.join(_STATE["stock"], mutant_build.entry_of(clazz))
     if not os.path.exists(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with zipfile.ZipFile(storage_jar) as z:
+        with zipfile.ZipFile(pit.jar_of(clazz, kafka_jars)) as z:
             data = z.read(mutant_build.entry_of(clazz))
         with open(path, "wb") as f:
             f.write(data)
@@ -118,7 +119,7 @@ def _swap_back(control: str, mutant: Mutant, task: dict) -> bool:
     if not _jvm_alive():
         return False
     try:
-        swap(control, mutant.clazz, _stock_class(task["storage_jar"], mutant.clazz))
+        swap(control, mutant.clazz, _stock_class(task["kafka_jars"], mutant.clazz))
     except KafkaTargetError:
         return False
     return True

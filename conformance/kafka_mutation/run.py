@@ -37,16 +37,20 @@ class Config:
     kafka_io: bool = False
 
 
-def resolve_classes(names: tuple[str, ...], storage_classes: set[str], release: str) -> list[str]:
+def resolve_classes(names: tuple[str, ...], jars: tuple[str, ...], release: str) -> list[str]:
     """Dotted class names for ``names`` (short names of :data:`pit.CLASSES` or dotted names); a
-    class the release's kafka-storage jar does not hold is a :class:`MutationError`."""
+    class none of the release's Kafka jars holds is a :class:`MutationError`."""
     out = []
     for name in names:
         dotted = pit.CLASSES.get(name, name)
-        if dotted not in storage_classes:
-            raise MutationError(f"--classes {name}: no class {dotted} in Kafka {release}'s kafka-storage jar")
+        if not any(dotted in pit.classes_of(j) for j in jars):
+            raise MutationError(f"--classes {name}: no class {dotted} in any of Kafka {release}'s jars ({_names(jars, release)})")
         out.append(dotted)
     return list(dict.fromkeys(out))
+
+
+def _names(jars: tuple[str, ...], release: str) -> str:
+    return ", ".join(sorted(os.path.basename(j).removesuffix(f"-{release}.jar") for j in jars))
 
 
 def pit_for(clazz: str, out: Path, release: str, progress) -> list[Mutant]:
@@ -80,7 +84,7 @@ def judge_batch(task: dict) -> list[dict]:
 
                 outcome = hot_swap.judge(mutant, base, task)
             else:
-                outcome = suite.judge(mutant, base, task["storage_jar"], task["work"], task.get("max_cases"))
+                outcome = suite.judge(mutant, base, task["kafka_jars"], task["work"], task.get("max_cases"))
         except Exception as e:  # noqa: BLE001 — one mutant's harness failure is its row, not the run's end
             outcome = {"suite_status": suite.HARNESS, "witness_case": None, "witness": f"{type(e).__name__}: {e}"[:400],
                        "cases_run": 0, "covering_cases": 0, "suite_seconds": round(time.monotonic() - began, 2)}  # fmt: skip
@@ -100,6 +104,18 @@ def row_of(mutant: Mutant, base: dict, outcome: dict, hot: bool, kafka_io: bool 
 def latest_rows(rows: list[dict], digest: str) -> dict[str, dict]:
     """Each mutant's latest row for the build (files are read in the order they were written)."""
     return {r["key"]: r for r in rows if r["kafka_build"] == digest}
+
+
+def with_kafka_verdicts(latest: dict[str, dict], mutants: list[Mutant]) -> list[dict]:
+    """The rows of ``mutants``, each with Kafka's verdict of this run's PIT report: a row kept from an
+    earlier run (the suite's verdict depends only on the mutant and the build) may carry the verdict
+    of another set of Kafka's tests (KAFKA_TESTS grew by core's)."""
+    out = []
+    for m in mutants:
+        row = latest.get(results.key(m))
+        if row is not None:
+            out.append(row | {"mutant": m.id, "kafka_status": m.kafka_status, "killing_test": m.killing_test})
+    return out
 
 
 def _cut_short(row: dict, config: Config) -> bool:
@@ -132,20 +148,21 @@ def run(config: Config, progress=print) -> dict:
     out = Path(config.out)
     out.mkdir(parents=True, exist_ok=True)
     classpath, _tests, agent = pit.build_module(config.release)
-    storage_jar = pit.storage_jar(classpath, config.release)
-    classes = resolve_classes(config.classes, pit.classes_of(storage_jar), config.release)
+    jars = pit.kafka_jars(classpath, config.release)
+    classes = resolve_classes(config.classes, jars, config.release)
     mutants = [m for c in classes for m in pit_for(c, out, config.release, progress)]
     base_path = str(out / ("baseline-kafka-io.json" if config.kafka_io else "baseline.json"))
     if config.kafka_io:  # the stock verdicts too: a mutant is told apart from the stock release as judged alike
         os.environ[CAPTURE_VARIABLE] = "1"
-    base = suite.baseline(config.release, str(agent), base_path, config.machine_examples, progress, config.cases)
+    base = suite.baseline(config.release, str(agent), base_path, config.machine_examples, progress, config.cases,
+                          suite.prefixes_for(classes))  # fmt: skip
     table = str(out / "results")
     latest = latest_rows(results.read(table), base["digest"])
     todo = [m for m in mutants if results.key(m) not in latest or (config.again and _cut_short(latest[results.key(m)], config))]
     progress(f"mutants: {len(mutants)} of {len(classes)} class(es); {len(mutants) - len(todo)} judged before, {len(todo)} to judge")
     work = str(out / "work")
     os.makedirs(work, exist_ok=True)
-    task = {"baseline": base_path, "storage_jar": storage_jar, "work": work, "max_cases": config.max_cases,
+    task = {"baseline": base_path, "kafka_jars": list(jars), "work": work, "max_cases": config.max_cases,
             "hot_swap": config.hot_swap and not config.kafka_io, "agent": str(agent), "kafka_io": config.kafka_io}  # fmt: skip
     batches = [todo[i : i + config.batch] for i in range(0, len(todo), config.batch)]
     began = time.monotonic()
@@ -166,8 +183,7 @@ def run(config: Config, progress=print) -> dict:
             raise
         finally:
             executor.stop()
-    keys = {results.key(m) for m in mutants}
-    rows = [r for k, r in latest_rows(results.read(table), base["digest"]).items() if k in keys]
+    rows = with_kafka_verdicts(latest_rows(results.read(table), base["digest"]), mutants)
     meta = {
         "release": config.release, "classes": classes, "kafka_tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS,
         "machine_examples": config.machine_examples, "max_cases": config.max_cases,

@@ -23,7 +23,7 @@ import tempfile
 import time
 
 from conformance import regressions
-from conformance.kafka_mutation import mutant_build
+from conformance.kafka_mutation import mutant_build, pit
 from conformance.kafka_mutation.pit import Mutant, MutationError
 from conformance.targets import kafka_jvm
 from conformance.targets.kafka_jvm import KafkaTargetError
@@ -82,8 +82,14 @@ def build_env(classpath: str, agent_options: str | None = None, answer_timeout: 
                 os.environ[k] = v
 
 
-def _agent_options(agent: str, coverage_file: str) -> str:
-    return f"-javaagent:{agent}=coverage:{coverage_file},{','.join(PREFIXES)}"
+def prefixes_for(classes: list[str]) -> tuple[str, ...]:
+    """What the coverage agent records: the log layer (:data:`PREFIXES`) and any mutated class
+    outside it (a class of another Kafka jar), so the cases that run it are known."""
+    return PREFIXES + tuple(sorted(c for c in classes if not c.startswith(PREFIXES)))
+
+
+def _agent_options(agent: str, coverage_file: str, prefixes: tuple[str, ...] = PREFIXES) -> str:
+    return f"-javaagent:{agent}=coverage:{coverage_file},{','.join(prefixes)}"
 
 
 def _read_coverage(path: str) -> list[str]:
@@ -100,17 +106,20 @@ def stock_classpath(release: str) -> str:
 
 
 def baseline(
-    release: str, agent: str, cache: str, machine_examples: int = MACHINE_EXAMPLES, progress=print, only: tuple[str, ...] = ()
+    release: str, agent: str, cache: str, machine_examples: int = MACHINE_EXAMPLES, progress=print, only: tuple[str, ...] = (),
+    prefixes: tuple[str, ...] = PREFIXES,
 ) -> dict:
-    """The stock release's verdict and method coverage per candidate case, and the crash machine's
-    outcome and coverage; kept in ``cache`` (JSON): the cases' part keyed by the release's jar
-    digest and the cases' contents, the machine's by its budget, so a rerun redoes only what
-    changed."""
+    """The stock release's verdict and method coverage (of the classes under ``prefixes``) per
+    candidate case, and the crash machine's outcome and coverage; kept in ``cache`` (JSON): the
+    cases' part keyed by the release's jar digest, the prefixes and the cases' contents, the
+    machine's by its budget, so a rerun redoes only what changed."""
     cases = candidate_cases(release, only)
     if not cases:
         raise MutationError(f"no corpus case of Kafka {release} is named {' or '.join(only)}...")
     build = kafka_jvm.release_build(release)
     key = hashlib.sha256(f"{build.digest}\n".encode())
+    if prefixes != PREFIXES:  # the log layer's own key stays what baselines kept before had
+        key.update(("\0".join(prefixes) + "\n").encode())
     for case in cases:
         with open(case.path, "rb") as f:
             key.update(case.name.encode() + b"\0" + hashlib.sha256(f.read()).digest())
@@ -129,7 +138,7 @@ def baseline(
             changed = True
             cov = os.path.join(tmp, f"{i}.txt")
             began = time.monotonic()
-            with build_env(stock_classpath(release), _agent_options(agent, cov)):
+            with build_env(stock_classpath(release), _agent_options(agent, cov, prefixes)):
                 violation = regressions.replay(case, target_of(release))
             out["cases"][case.name] = {
                 "path": os.path.relpath(case.path, regressions.CHECKOUT), "verdict": regressions.verdict_of(violation),
@@ -144,7 +153,7 @@ def baseline(
             if machine_examples > 0:
                 cov = os.path.join(tmp, "machine.txt")
                 began = time.monotonic()
-                with build_env(stock_classpath(release), _agent_options(agent, cov)):
+                with build_env(stock_classpath(release), _agent_options(agent, cov, prefixes)):
                     witness = run_machine(target_of(release), machine_examples)
                 out["machine"] = {
                     "examples": machine_examples, "witness": witness, "methods": _read_coverage(cov),
@@ -231,8 +240,9 @@ def machine_covers(mutant: Mutant, base: dict) -> bool:
     )
 
 
-def judge(mutant: Mutant, base: dict, storage_jar: str, work: str, max_cases: int | None = None) -> dict:
-    """This suite's outcome on ``mutant``, in a JVM of its own on a patched jar: status (killed,
+def judge(mutant: Mutant, base: dict, kafka_jars: list[str], work: str, max_cases: int | None = None) -> dict:
+    """This suite's outcome on ``mutant``, in a JVM of its own on a patched copy of the one of
+    ``kafka_jars`` that holds its class: status (killed,
     survived, no_coverage, timed_out, harness_error), the witness (the case, its verdict and what
     differed; or the machine's violation), the cases run and the seconds."""
     began = time.monotonic()
@@ -242,7 +252,7 @@ def judge(mutant: Mutant, base: dict, storage_jar: str, work: str, max_cases: in
         return row | {"suite_seconds": round(time.monotonic() - began, 2)}
     folder = tempfile.mkdtemp(prefix="klc-mutant-", dir=work)
     try:
-        patched = mutant_build.patched_jar(storage_jar, mutant, folder)
+        patched = mutant_build.patched_jar(pit.jar_of(mutant.clazz, kafka_jars), mutant, folder)
         classpath = mutant_build.mutant_classpath(kafka_jvm.release_build(base["release"]).jars, patched)
         with build_env(classpath, answer_timeout=MUTANT_ANSWER_TIMEOUT_S):
             row |= run_cases(cases[:max_cases], machine, base)
