@@ -273,6 +273,28 @@ def test_a_hot_swap_kill_the_stock_class_also_shows_is_judged_again_in_a_fresh_j
     assert row["suite_status"] == suite.KILLED and row["witness_case"] == "c"
 
 
+def test_a_worker_the_system_killed_ends_the_run_in_one_line_keeping_the_waves_before(tmp_path, monkeypatch):
+    import concurrent.futures.process
+
+    class Executor:
+        calls, stopped = 0, False
+
+        def map(self, fn, items, progress):
+            Executor.calls += 1
+            if Executor.calls == 2:
+                raise concurrent.futures.process.BrokenProcessPool("A process in the process pool was terminated")
+            return [[{"key": f"k{Executor.calls}"}] for _ in items]
+
+        def stop(self):
+            Executor.stopped = True
+
+    table = str(tmp_path / "results")
+    seen = []
+    with pytest.raises(MutationError, match="worker process died .* running the same command again resumes"):
+        run.judge_waves(Executor(), [[{}], [{}], [{}]], {}, table, 1, seen.append)
+    assert [r["key"] for r in results.read(table)] == ["k1"] and seen == [1] and Executor.stopped
+
+
 def _row(mutant, kafka, suite_status, mutator="VoidMethodCallMutator", cls=OFFSET_INDEX) -> dict:
     return {"key": mutant, "release": "4.3.1", "kafka_build": "d", "mutant": mutant, "class": cls, "method": "m",
             "descriptor": "()V", "line": 1, "mutator": mutator, "description": "x", "kafka_status": kafka,

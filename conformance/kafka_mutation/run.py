@@ -5,6 +5,7 @@ class PIT already ran, the baseline of the same jars and cases, the mutants alre
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -118,6 +119,31 @@ def with_kafka_verdicts(latest: dict[str, dict], mutants: list[Mutant]) -> list[
     return out
 
 
+def judge_waves(executor, batches: list[list[dict]], task: dict, table: str, workers: int, progress) -> None:
+    """The batches judged a wave (``workers`` batches) at a time, each wave's rows appended to the
+    results table as it ends.  A worker the system killed (out of memory) ends the run with a
+    :class:`MutationError`: the waves before it are kept, and a rerun resumes after them."""
+    try:
+        wave = max(1, workers)
+        for w in range(0, len(batches), wave):
+            items = [task | {"mutants": b} for b in batches[w : w + wave]]
+            rows = [r for batch_rows in executor.map(judge_batch, items, lambda n: None) for r in batch_rows]
+            name = hashlib.sha256("\n".join(r["key"] for r in rows).encode()).hexdigest()[:16]
+            results.append(table, rows, f"{int(time.time())}-{name}")
+            progress(sum(len(b) for b in batches[: w + wave]))
+    except concurrent.futures.process.BrokenProcessPool:
+        raise MutationError(
+            f"a worker process died while judging mutants (killed by the system: out of memory?); the waves "
+            f"judged before it are kept in {table}, and running the same command again resumes"
+        ) from None
+    except BaseException:  # interrupted (SIGINT, SIGTERM): the batches in flight are dropped, not awaited
+        if hasattr(executor, "cancel"):
+            executor.cancel()
+        raise
+    finally:
+        executor.stop()
+
+
 def _cut_short(row: dict, config: Config) -> bool:
     """A survivor judged by fewer covering cases than it has, which ``config`` would run more of,
     a survivor judged without Kafka's I/O captured when ``config`` captures it, or a mutant the
@@ -167,22 +193,8 @@ def run(config: Config, progress=print) -> dict:
     batches = [todo[i : i + config.batch] for i in range(0, len(todo), config.batch)]
     began = time.monotonic()
     if batches:
-        executor = _executor(config)
-        try:
-            wave = max(1, config.workers)
-            for w in range(0, len(batches), wave):
-                items = [task | {"mutants": [attrs.asdict(m) for m in b]} for b in batches[w : w + wave]]
-                rows = [r for batch_rows in executor.map(judge_batch, items, lambda n: None) for r in batch_rows]
-                name = hashlib.sha256("\n".join(r["key"] for r in rows).encode()).hexdigest()[:16]
-                results.append(table, rows, f"{int(time.time())}-{name}")
-                judged = sum(len(b) for b in batches[: w + wave])
-                progress(f"suite: {judged}/{len(todo)} mutants judged ({time.monotonic() - began:.0f} s)")
-        except BaseException:  # interrupted (SIGINT, SIGTERM): the batches in flight are dropped, not awaited
-            if hasattr(executor, "cancel"):
-                executor.cancel()
-            raise
-        finally:
-            executor.stop()
+        judge_waves(_executor(config), [[attrs.asdict(m) for m in b] for b in batches], task, table, config.workers,
+                    lambda judged: progress(f"suite: {judged}/{len(todo)} mutants judged ({time.monotonic() - began:.0f} s)"))  # fmt: skip
     rows = with_kafka_verdicts(latest_rows(results.read(table), base["digest"]), mutants)
     meta = {
         "release": config.release, "classes": classes, "kafka_tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS,
