@@ -241,6 +241,9 @@ class RecoveryTracker:
             self.corrupted(outcome.path)
         elif outcome.kind == "injected":
             self.injected(*outcome.injected)
+        elif outcome.kind == "renamed" and outcome.path:  # a partition dir set aside: no longer served
+            self.required.pop(outcome.path, None)
+            self.anchored.discard(outcome.path)
 
     def crashed(self, reference: Reference | None, during_open: bool) -> None:
         self.faulted = self.ever_faulted = True

@@ -151,4 +151,12 @@ final class Logs {
     boolean queuedForDeletion(File dir) {
         return false;
     }
+
+    /** -future and -stray directories are not followed through the Scala LogManager (4.1–4.3) yet:
+     *  a load that meets one is unsupported (Generation.refuseMovedDirs). */
+    static final boolean LISTS_MOVED_DIRS = false;
+
+    Optional<UnifiedLog> getFutureLog(TopicPartition tp) {
+        return Optional.empty();
+    }
 }

@@ -117,6 +117,17 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     }
 
     @Override
+    public boolean futureLoadedFrom(TopicPartition tp, File dir) {
+        Optional<UnifiedLog> log = manager.getFutureLog(tp);
+        return log.isPresent() && log.get().dir().getAbsoluteFile().equals(dir.getAbsoluteFile());
+    }
+
+    @Override
+    protected boolean listsMovedDirs() {
+        return Logs.LISTS_MOVED_DIRS;
+    }
+
+    @Override
     public boolean online(File dataDir) {
         return manager.isLogDirOnline(dataDir.getAbsolutePath());
     }
@@ -161,7 +172,14 @@ final class Broker extends Generation<Logs, UnifiedLog> {
 
     @Override
     protected List<UnifiedLog> logs() {
-        return new ArrayList<>(manager.allLogs());
+        List<UnifiedLog> current = new ArrayList<>(manager.allLogs());
+        current.removeIf(UnifiedLog::isFuture); // a future log is not served: futureLog reaches it
+        return current;
+    }
+
+    @Override
+    protected Optional<UnifiedLog> futureLog(UnifiedLog current) {
+        return manager.getFutureLog(current.topicPartition());
     }
 
     @Override

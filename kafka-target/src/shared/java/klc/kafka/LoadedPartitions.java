@@ -30,6 +30,9 @@ final class LoadedPartitions {
 
         /** Whether the load queued the log of this {@code -delete} directory for deletion. */
         boolean queuedForDeletion(File dir);
+
+        /** Whether the partition's future log (KIP-113) is the one loaded from this {@code -future} directory. */
+        boolean futureLoadedFrom(TopicPartition tp, File dir);
     }
 
     private LoadedPartitions() { }
@@ -63,8 +66,8 @@ final class LoadedPartitions {
     private static void entry(ObjectNode entry, File dir, File child, TopicPartition tp, String failed, Manager manager) {
         entry.put("dir", dir.getName());
         entry.put("partition", child.getName());
-        boolean deleting = child.getName().endsWith("-delete");
-        if (deleting ? manager.queuedForDeletion(child) : manager.loadedIn(tp, dir)) {
+        String kind = kindOf(child.getName());
+        if (loaded(kind, dir, child, tp, failed, manager)) {
             entry.putNull("error");
         } else if (failed != null) {
             entry.put("error", failed);
@@ -76,8 +79,31 @@ final class LoadedPartitions {
         ArrayNode recovered = entry.putArray("recovered");
         Recoveries.of(dir, child.getName()).forEach(recovered::add);
         entry.put("recovered_bytes", Recoveries.bytesOf(dir, child.getName()));
-        if (deleting) {
-            entry.put("kind", "delete"); // loaded, then queued for deletion: not served (§2.3)
+        if (!kind.isEmpty()) {
+            entry.put("kind", kind); // loaded, then not served: queued for deletion, a future log, set aside
+        }
+    }
+
+    /** The directory's suffix (§2.3): "delete", "future", "stray", or "" for a partition's own. */
+    static String kindOf(String name) {
+        for (String kind : new String[] {"delete", "future", "stray"}) {
+            if (name.endsWith("-" + kind)) {
+                return kind;
+            }
+        }
+        return "";
+    }
+
+    /** Whether the directory's log loaded where Kafka 4.4.0's LogManager.loadLog puts it: a
+     *  {@code -delete} one queued for deletion, a {@code -future} one as the partition's future log,
+     *  a {@code -stray} one loaded and held by nothing (only a failed startup or an offline dir
+     *  says it did not load), any other as the partition's current log. */
+    private static boolean loaded(String kind, File dir, File child, TopicPartition tp, String failed, Manager manager) {
+        switch (kind) {
+            case "delete": return manager.queuedForDeletion(child);
+            case "future": return manager.futureLoadedFrom(tp, child);
+            case "stray": return failed == null && manager.online(dir);
+            default: return manager.loadedIn(tp, dir);
         }
     }
 }

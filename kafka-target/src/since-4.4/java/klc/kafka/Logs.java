@@ -63,6 +63,14 @@ final class Logs {
         return manager.getLog(tp);
     }
 
+    /** Whether the load's -future and -stray directories are listed (LoadedPartitions). */
+    static final boolean LISTS_MOVED_DIRS = true;
+
+    /** The partition's future log (KIP-113), keyed apart from its current one. */
+    Optional<UnifiedLog> getFutureLog(TopicPartition tp) {
+        return manager.getLog(tp, true);
+    }
+
     boolean isLogDirOnline(String dir) {
         return manager.isLogDirOnline(dir);
     }
