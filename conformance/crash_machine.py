@@ -139,6 +139,7 @@ class CrashMachine(LogMachine):
         self.io_errors = 0
         self.corruptions = 0
         self.injections = 0
+        self.set_aside = 0  # rename_dir steps taken
         self.swarm: frozenset[str] = frozenset()
         self.interruptible: frozenset[str] = frozenset(INTERRUPTIBLE)
         self.branches_reached: set[str] = set()  # loader branches of every open (campaign rows)
@@ -556,6 +557,31 @@ class CrashMachine(LogMachine):
             if path is not None:
                 self._corrupt(data, path, files, data.draw(st.sampled_from(CORRUPTIONS), label="kind"), copied=True)
         return tp
+
+    @precondition(lambda self: not self.running and self.set_aside < 1 and len(self.created) > 1)
+    @rule(data=st.data())
+    def rename_dir(self, data):
+        """A partition directory set aside while the broker is down (§2.3 rule 2), with the table's
+        chance ("set a partition dir aside"): a future replica (KIP-113) copied into the other data
+        dir beside its current log, or a stray one renamed in place — no longer served.  Kafka
+        releases other than the pinned one do not list such dirs (unsupported there), so not drawn
+        for them; a partition stays to crash inside."""
+        if any(t.startswith("kafka:") for t in self.targets) or not chance(data.draw, "set a partition dir aside"):
+            return
+        n = self.session.header.data_dirs
+        dirs = set(self.session.source.image()[1])
+        found = sorted((d, tp) for tp in self.created for d in range(n) if f"d{d}/{tp[0]}-{tp[1]}" in dirs)
+        kinds = [k for k in choices("set aside as") if k == "stray" or n > 1]
+        if not found or not kinds:
+            return
+        d, tp = data.draw(st.sampled_from(found), label="dir set aside")
+        kind = data.draw(st.sampled_from(kinds), label="set aside as")
+        future = kind == "future"
+        self.set_aside += 1
+        self._do(fault_steps.RenameDir(tp[0], tp[1], kind, d, (d + 1) % n if future else None, copy=future))
+        if not future:
+            self._forget(tp)
+        event(f"rename_dir: {kind}")
 
     @precondition(lambda self: not self.running)
     @rule(data=st.data())

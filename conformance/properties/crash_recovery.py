@@ -52,6 +52,7 @@ class Reference:
     took: dict[str, set[str]]  # loader branch → partitions whose load took it
     epochs_ahead: set[str]  # epochs_ahead_of_log_start of the image before the load
     injected: set[str] = attrs.Factory(set)  # partitions a legacy segment was written to after it
+    set_aside: set[str] = attrs.Factory(set)  # partition dirs a rename_dir step took away after it
     legacy_batches: set[str] = attrs.Factory(set)  # partitions whose image holds a legacy batch
 
     @classmethod
@@ -71,7 +72,7 @@ class Reference:
     def not_compared(self, legacy: set[str], corrupted) -> set[str]:
         """Partitions whose log is not compared: the injected ones (not there at the reference
         load), and Kafka's own rows."""
-        skip = set(self.injected)
+        skip = self.injected | self.set_aside
         skip |= kafkas_own.exempt(
             "recovery-truncates-what-a-clean-load-trusts", {k for k in self.clean if tainted(k, corrupted)}
         )
@@ -243,7 +244,10 @@ class RecoveryTracker:
             self.injected(*outcome.injected)
         elif outcome.kind == "renamed" and outcome.path:  # a partition dir set aside: no longer served
             self.required.pop(outcome.path, None)
+            self.injected_batches.pop(outcome.path, None)
             self.anchored.discard(outcome.path)
+            if self.reference is not None:  # the interrupted load had it; the next one does not
+                self.reference.set_aside.add(outcome.path)
 
     def crashed(self, reference: Reference | None, during_open: bool) -> None:
         self.faulted = self.ever_faulted = True
