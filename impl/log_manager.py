@@ -583,6 +583,49 @@ class LogManager:
         self.checkpoint_log_start_offsets(data_dir)
         return name
 
+    def current_dir_of(self, topic: str, partition: int) -> str | None:
+        """The data dir of the partition's current log, or None."""
+        return self._dir_of.get((topic, partition))
+
+    def future_dir_of(self, topic: str, partition: int) -> str | None:
+        """The data dir of the partition's future log, or None."""
+        return self._future_dir_of.get((topic, partition))
+
+    @storage_errors
+    def replace_current_with_future(self, topic: str, partition: int) -> str:
+        """LogManager.replaceCurrentWithFutureLog (KIP-113): the future log's directory renamed to
+        the partition's own name (atomicMoveWithFallback: its data dir fsynced) and served in place
+        of the current log; then the current log's directory renamed ``-delete`` (§2.3 rule 2), the
+        log closed (a producer snapshot, indexes trimmed), its data dir's checkpoints written
+        without it, and the log queued for deletion.  The ``-delete`` name."""
+        tp = (topic, partition)
+        if tp not in self.logs:
+            raise LogError("KafkaStorageException", f"The current replica for {topic}-{partition} is offline")
+        if tp not in self.futures:
+            raise LogError("KafkaStorageException", f"The future replica for {topic}-{partition} is offline")
+        dest, dest_dir = self.futures[tp], self._future_dir_of[tp]
+        source, source_dir = self.logs[tp], self._dir_of[tp]
+        path = f"{dest_dir}/{topic}-{partition}"
+        self.storage.rename(dest.dir, path)
+        self.storage.fsync_dir(dest_dir)
+        dest.moved_to(path)
+        del self.futures[tp], self._future_dir_of[tp]
+        self.logs[tp], self._dir_of[tp] = dest, dest_dir
+
+        def taken(name: str) -> bool:
+            return any(self.storage.exists(f"{d}/{name}") for d in self.data_dirs)
+
+        name = log_delete_dir_name(topic, partition, self.unique_ids(topic, partition, taken))
+        gone = f"{source_dir}/{name}"
+        self.storage.rename(source.dir, gone)
+        self.storage.fsync_dir(source_dir)
+        source.moved_to(gone)
+        source.close()
+        self.checkpoint_recovery_points(source_dir)
+        self.checkpoint_log_start_offsets(source_dir)
+        self.deleting.append(Deleting(source, source_dir, gone, self.clock()))
+        return name
+
     def delete_logs(self) -> None:
         """The ``kafka-delete-logs`` task (LogManager.deleteLogs): each queued log whose
         ``file.delete.delay.ms`` (the broker's) has passed is deleted, oldest first — its files, then

@@ -251,6 +251,42 @@ class LogManager:
         self.checkpoint_log_start_offsets(pf.data_dir)
         return pf.dir_name
 
+    def current_dir_of(self, topic: str, partition: int) -> str | None:
+        """The data dir of the partition's current log, or None."""
+        pf = self.partitions.get((topic, partition))
+        return pf.data_dir if pf else None
+
+    def future_dir_of(self, topic: str, partition: int) -> str | None:
+        """The data dir of the partition's future log, or None."""
+        pf = self.futures.get((topic, partition))
+        return pf.data_dir if pf else None
+
+    def replace_current_with_future(self, topic: str, partition: int) -> str:
+        """LogManager.replaceCurrentWithFutureLog (KIP-113): the future log's directory renamed to
+        the partition's own name in its data dir (the dir fsynced) and served in place of the
+        current log; then the current log's directory renamed ``-delete`` (§2.3 rule 2), the log
+        closed (UnifiedLog.close: a producer snapshot, indexes trimmed), its data dir's checkpoints
+        written without it and the log queued for deletion.  The ``-delete`` name.  Pending file
+        deletions of both logs name their old directories and delete nothing."""
+        tp = (topic, partition)
+        if tp not in self.partitions:
+            raise LogError("KafkaStorageException", f"The current replica for {topic}-{partition} is offline")
+        if tp not in self.futures:
+            raise LogError("KafkaStorageException", f"The future replica for {topic}-{partition} is offline")
+        dest, source = self.futures.pop(tp), self.partitions.pop(tp)
+        dest.dir_name = ""
+        dest.log.delete_tasks, dest.log.snapshot_delete_tasks = [], []
+        self.partitions[tp] = dest
+        on_disk = self.directories() | {source.path}
+        taken = lambda name: any(f"{d}/{name}" in on_disk for d in self.data_dirs)  # noqa: E731
+        source.dir_name = log_delete_dir_name(topic, partition, self.unique_ids(topic, partition, taken))
+        source.log.delete_tasks, source.log.snapshot_delete_tasks = [], []
+        source.log.close()
+        self.checkpoint_recovery_points(source.data_dir)
+        self.checkpoint_log_start_offsets(source.data_dir)
+        self.deleting.append(Deleting(source, self.clock()))
+        return source.dir_name
+
     def delete_logs(self, now: int) -> None:
         """The ``kafka-delete-logs`` task (LogManager.deleteLogs): every queued log whose
         ``file.delete.delay.ms`` (the broker's) has passed is deleted, directory and all, oldest
@@ -542,8 +578,6 @@ def _load_subdir(manager: LogManager, image, dirs: set[str], d: str, name: str, 
 def _load_log(manager: LogManager, image, d: str, topic: str, partition: int, found: _DirFound, outcome) -> None:
     """LogManager.loadLog: the partition's directory loaded (:mod:`model.loader`) into the manager."""
     path = f"{d}/{outcome.name}"
-    if (topic, partition) in manager.partitions and outcome.kind == "":
-        raise PartitionLoadError(path, f"Duplicate log directories for {topic}-{partition}")
     pf = load_partition(
         _children(image, path), path, topic, partition, manager.config, manager.clock, manager.jitter,
         found.had_marker, found.recovery_points.get((topic, partition), 0),
@@ -557,7 +591,10 @@ def _load_log(manager: LogManager, image, d: str, topic: str, partition: int, fo
             f"KafkaStorageException: The log dir {d} is already offline due to a previous IO exception",
         )
     pf.data_dir = d
-    if (topic, partition) in manager.futures and outcome.kind == "future":  # loaded, then IllegalStateException
+    # loadLog makes the log (its load runs whole), then refuses a second one (IllegalStateException)
+    if (topic, partition) in manager.partitions and outcome.kind == "":
+        raise PartitionLoadError(path, f"Duplicate log directories for {topic}-{partition}")
+    if (topic, partition) in manager.futures and outcome.kind == "future":
         other = manager.futures[(topic, partition)].path
         raise PartitionLoadError(path, f"Duplicate log directories found: {path}, {other}")
     if outcome.kind:

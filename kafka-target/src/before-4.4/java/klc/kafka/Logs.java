@@ -159,4 +159,8 @@ final class Logs {
     Optional<UnifiedLog> getFutureLog(TopicPartition tp) {
         return Optional.empty();
     }
+
+    String replaceCurrentWithFutureLog(TopicPartition tp) {
+        throw new Unsupported("replace_current_with_future: LogManager.replaceCurrentWithFutureLog is driven on Kafka 4.4 only");
+    }
 }

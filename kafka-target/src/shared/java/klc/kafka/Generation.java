@@ -199,6 +199,19 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         return out;
     }
 
+    /** LogManager.replaceCurrentWithFutureLog (KIP-113): the future log renamed to the partition's
+     *  name and served, the current one renamed {@code -delete} (the scenario's name), closed and
+     *  queued for deletion; answers that name. */
+    ObjectNode replaceCurrentWithFuture(String topic, int partition) throws Exception {
+        String renamed = replaceCurrentWithFutureLog(new TopicPartition(topic, partition));
+        return JSON.createObjectNode().put("renamed", renamed);
+    }
+
+    /** LogManager.replaceCurrentWithFutureLog(tp): the current log's new {@code -delete} name. */
+    protected String replaceCurrentWithFutureLog(TopicPartition tp) throws Exception {
+        throw new Unsupported("replace_current_with_future: LogManager.replaceCurrentWithFutureLog is driven on Kafka 4.4 only");
+    }
+
     /** LogManager.asyncDelete(tp): the renamed directory's name, or null. */
     protected String asyncDelete(TopicPartition tp) throws Exception {
         throw new Unsupported("delete_partition: LogManager.asyncDelete is driven on Kafka 4.4 only");

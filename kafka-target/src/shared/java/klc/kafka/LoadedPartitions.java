@@ -9,7 +9,11 @@ import org.apache.kafka.common.TopicPartition;
 import java.io.File;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The {@code loaded} list of an {@code open} answer, the same for every generation: one entry per
@@ -48,6 +52,8 @@ final class LoadedPartitions {
 
     /** ``failed``: why the startup failed (every partition not loaded then carries it), or null. */
     private static void list(ArrayNode loaded, List<File> dataDirs, String failed, Manager manager) {
+        Map<File, Boolean> duplicates = failed != null && failed.contains("Duplicate log directories")
+                ? duplicates(dataDirs, manager) : Map.of();
         for (File dir : dataDirs) {
             File[] children = dir.listFiles(File::isDirectory);
             if (children == null) {
@@ -57,17 +63,49 @@ final class LoadedPartitions {
             for (File child : children) {
                 TopicPartition tp = manager.partitionOf(child);
                 if (tp != null) {
-                    entry(loaded.addObject(), dir, child, tp, failed, manager);
+                    entry(loaded.addObject(), dir, child, tp, failed, manager, duplicates);
                 }
             }
         }
     }
 
-    private static void entry(ObjectNode entry, File dir, File child, TopicPartition tp, String failed, Manager manager) {
+    /** The directories of a partition's current (or future) log found twice, when the startup
+     *  failed on them (LogManager.loadLog's IllegalStateException): each one → whether it is the
+     *  failed one — every one but the first in data dir and name order. Which of them Kafka
+     *  registered first is a race between the data dirs' recovery pools; the model names the later
+     *  ones failed, and so does this list. */
+    private static Map<File, Boolean> duplicates(List<File> dataDirs, Manager manager) {
+        Map<String, List<File>> groups = new LinkedHashMap<>();
+        for (File dir : dataDirs) {
+            File[] children = dir.listFiles(File::isDirectory);
+            if (children == null) {
+                continue;
+            }
+            Arrays.sort(children, Comparator.comparing(File::getName));
+            for (File child : children) {
+                TopicPartition tp = manager.partitionOf(child);
+                String kind = kindOf(child.getName());
+                if (tp != null && (kind.isEmpty() || kind.equals("future"))) {
+                    groups.computeIfAbsent(tp + "/" + kind, k -> new ArrayList<>()).add(child);
+                }
+            }
+        }
+        Map<File, Boolean> out = new HashMap<>();
+        for (List<File> group : groups.values()) {
+            for (int i = 0; group.size() > 1 && i < group.size(); i++) {
+                out.put(group.get(i), i > 0);
+            }
+        }
+        return out;
+    }
+
+    private static void entry(ObjectNode entry, File dir, File child, TopicPartition tp, String failed, Manager manager,
+                              Map<File, Boolean> duplicates) {
         entry.put("dir", dir.getName());
         entry.put("partition", child.getName());
         String kind = kindOf(child.getName());
-        if (loaded(kind, dir, child, tp, failed, manager)) {
+        Boolean duplicate = duplicates.get(child);
+        if (duplicate != null ? !duplicate : loaded(kind, dir, child, tp, failed, manager)) {
             entry.putNull("error");
         } else if (failed != null) {
             entry.put("error", failed);
