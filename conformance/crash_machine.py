@@ -140,6 +140,7 @@ class CrashMachine(LogMachine):
         self.corruptions = 0
         self.injections = 0
         self.set_aside = 0  # rename_dir steps taken
+        self.moving: set[tuple[str, int]] = set()  # partitions with a future copy to promote
         self.swarm: frozenset[str] = frozenset()
         self.interruptible: frozenset[str] = frozenset(INTERRUPTIBLE)
         self.branches_reached: set[str] = set()  # loader branches of every open (campaign rows)
@@ -579,9 +580,30 @@ class CrashMachine(LogMachine):
         future = kind == "future"
         self.set_aside += 1
         self._do(fault_steps.RenameDir(tp[0], tp[1], kind, d, (d + 1) % n if future else None, copy=future))
-        if not future:
+        if future:
+            self.moving.add(tp)
+        else:
             self._forget(tp)
+            self.moving.discard(tp)
         event(f"rename_dir: {kind}")
+
+    @precondition(lambda self: self._up() and self.moving)
+    @rule(data=st.data())
+    def replace_current_with_future(self, data):
+        """A replica move between data dirs completed (LogManager.replaceCurrentWithFutureLog,
+        KIP-113) on a partition a future copy was made for; with the table's chance a power loss
+        inside it ("promotion: power loss inside it", from the in-rule budget as a truncation's):
+        between its renames the next load finds two current dirs and the startup fails."""
+        tp = data.draw(st.sampled_from(sorted(self.moving)), label="promoted")
+        self.moving.discard(tp)
+        step = sc.ReplaceCurrentWithFuture(*tp)
+        if self._may_crash_in_rule() and chance(data.draw, "promotion: power loss inside it", "promotion crash"):
+            if not self.running:
+                self._open()
+            self._crash(data, inside=True, during=step, counted=self._dry_run(step), in_rule=True)
+            return
+        result = self._do(step)
+        event(f"replace_current_with_future: {'error' if 'error' in result else 'promoted'}")
 
     @precondition(lambda self: not self.running)
     @rule(data=st.data())
