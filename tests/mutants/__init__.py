@@ -980,6 +980,42 @@ DIR_MUTANTS = (
         caught_by=("regression-corpus",),
     ),
     Mutant(
+        name="promotion-keeps-the-current-dir",
+        module="impl.log_manager",
+        old="""        self.storage.rename(source.dir, gone)
+        self.storage.fsync_dir(source_dir)
+        source.moved_to(gone)
+""",
+        new="""        gone = source.dir
+""",
+        description="a completed replica move leaves the current log's directory under the partition's name instead of renaming it -delete (replaceCurrentWithFutureLog): the next load finds two current dirs of the partition and the startup fails (KIP-113, §2.3 rule 2)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="promotion-renames-the-current-first",
+        module="impl.log_manager",
+        old="""        path = f"{dest_dir}/{topic}-{partition}"
+        self.storage.rename(dest.dir, path)
+        self.storage.fsync_dir(dest_dir)
+        dest.moved_to(path)
+""",
+        new="",
+        description="a replica move's promotion renames the current log -delete before the future log takes the partition's name, where replaceCurrentWithFutureLog renames the future first: a crash between the two leaves no current dir (the partition's data only in a -future and a -delete dir) instead of two that fail the startup",
+        caught_by=("regression-corpus",),
+        more=(
+            (
+                """        source.moved_to(gone)
+""",
+                """        source.moved_to(gone)
+        path = f"{dest_dir}/{topic}-{partition}"
+        self.storage.rename(dest.dir, path)
+        self.storage.fsync_dir(dest_dir)
+        dest.moved_to(path)
+""",
+            ),
+        ),
+    ),
+    Mutant(
         name="delete-dir-recovered-at-load",
         module="impl.loader",
         old='        if self.dir.endswith("-delete"):\n',
