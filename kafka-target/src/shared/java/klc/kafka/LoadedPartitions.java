@@ -54,8 +54,19 @@ final class LoadedPartitions {
     private static void list(ArrayNode loaded, List<File> dataDirs, String failed, Manager manager) {
         Map<File, Boolean> duplicates = failed != null && failed.contains("Duplicate log directories")
                 ? duplicates(dataDirs, manager) : Map.of();
-        for (File dir : dataDirs) {
-            File[] children = dir.listFiles(File::isDirectory);
+        for (PartitionDir p : partitionDirs(dataDirs, manager)) {
+            entry(loaded.addObject(), p.dataDir(), p.dir(), p.tp(), failed, manager, duplicates);
+        }
+    }
+
+    /** A partition directory of a data dir, with the partition Kafka parses from its name. */
+    private record PartitionDir(File dataDir, File dir, TopicPartition tp) { }
+
+    /** Every data dir's partition directories, in data dir and name order. */
+    private static List<PartitionDir> partitionDirs(List<File> dataDirs, Manager manager) {
+        List<PartitionDir> out = new ArrayList<>();
+        for (File dataDir : dataDirs) {
+            File[] children = dataDir.listFiles(File::isDirectory);
             if (children == null) {
                 continue;
             }
@@ -63,10 +74,11 @@ final class LoadedPartitions {
             for (File child : children) {
                 TopicPartition tp = manager.partitionOf(child);
                 if (tp != null) {
-                    entry(loaded.addObject(), dir, child, tp, failed, manager, duplicates);
+                    out.add(new PartitionDir(dataDir, child, tp));
                 }
             }
         }
+        return out;
     }
 
     /** The directories of a partition's current (or future) log found twice, when the startup
@@ -76,18 +88,10 @@ final class LoadedPartitions {
      *  ones failed, and so does this list. */
     private static Map<File, Boolean> duplicates(List<File> dataDirs, Manager manager) {
         Map<String, List<File>> groups = new LinkedHashMap<>();
-        for (File dir : dataDirs) {
-            File[] children = dir.listFiles(File::isDirectory);
-            if (children == null) {
-                continue;
-            }
-            Arrays.sort(children, Comparator.comparing(File::getName));
-            for (File child : children) {
-                TopicPartition tp = manager.partitionOf(child);
-                String kind = kindOf(child.getName());
-                if (tp != null && (kind.isEmpty() || kind.equals("future"))) {
-                    groups.computeIfAbsent(tp + "/" + kind, k -> new ArrayList<>()).add(child);
-                }
+        for (PartitionDir p : partitionDirs(dataDirs, manager)) {
+            String kind = kindOf(p.dir().getName());
+            if (kind.isEmpty() || kind.equals("future")) {
+                groups.computeIfAbsent(p.tp() + "/" + kind, k -> new ArrayList<>()).add(p.dir());
             }
         }
         Map<File, Boolean> out = new HashMap<>();
