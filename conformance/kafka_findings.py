@@ -12,13 +12,13 @@ the exact shape of its violation, so anything else a scenario does stays judged.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 import attrs
 
 from conformance import scenario as sc
 from conformance.properties import CONFORMS, DURABLE, INDEX_AGREES, PREFIX, READ_COMMITTED
+from conformance.properties.storage_protocol import BROKEN_PROMISE
 from model.indexes import ABORTED_TXN_SIZE, TimeIndex
 from model.producer_state import REBUILDING
 
@@ -262,18 +262,15 @@ TRUNCATE_REMOVES_THE_LOWEST_FIRST = Finding(
 )
 
 
-_PROMISE = re.compile(r"/(\d{20})\.log: the batches below the recovery point \d+ \(from (\d+)\)")
-
-
 def _promise_broken_below_the_start(violation) -> bool:
     """A durability promise (model.durability) broken for a segment whose base lies below the
     recovery point the flush began from: LocalLog.flush fsyncs the directory only when a flushed
     segment's base is at or above that point."""
-    found = _PROMISE.search(violation.witness)
+    found = BROKEN_PROMISE.search(violation.witness)
     return (
         violation.frames == ("model.durability.promised",)
         and found is not None
-        and int(found.group(1)) < int(found.group(2))
+        and int(found["base"]) < int(found["start"])
     )
 
 

@@ -4,6 +4,8 @@ shutdown writes a dir's clean-shutdown marker last (§6.3, else ``clean-restart`
 
 from __future__ import annotations
 
+import re
+
 from conformance import scenario as sc
 from conformance.properties import CLEAN_RESTART, DURABLE
 from conformance.verdicts import describe
@@ -23,6 +25,11 @@ def _parent(path: str) -> str:
 def problem(step, ops) -> tuple[str, str] | None:
     """(property, witness) for the first rule ``ops`` (one step's operations) break, or None."""
     return _checkpoint_problem(step, ops) or (_marker_problem(ops) if isinstance(step, sc.Shutdown) else None)
+
+
+# a broken promise's witness names the segment file and the recovery points (promise_problem's
+# wording): what a finding's shape reads back (conformance.kafka_findings)
+BROKEN_PROMISE = re.compile(r"/(?P<base>\d{20})\.log: the batches below the recovery point \d+ \(from (?P<start>\d+)\)")
 
 
 def promise_problem(promises, storage, root: str) -> str | None:
