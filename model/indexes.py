@@ -561,6 +561,7 @@ def rebuild_from_log(
                 offsets.trim_to_valid_size()
                 times.trim_to_valid_size()
                 e.partial = (offsets, times)
+                e.position = valid_bytes  # the refused batch's: the recovery stopped before its epoch
                 raise
             last_index_entry = valid_bytes
         valid_bytes += h.size

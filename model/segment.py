@@ -314,17 +314,23 @@ class Segment:
         The producers of the batches kept are :meth:`recover_producer_state`'s."""
         self.txn_index.reset()  # rebuilt from the markers by the producer updates (rule 57)
         max_ts = (-1, self.base_offset)  # recover leaves maxTimestampAndOffsetSoFar known, not lazy (§4.6)
+        overflow = None
         for batch in iterate_file(bytes(self.log)).batches:
             h = batch.header()
             if h.max_timestamp > max_ts[0]:
                 max_ts = (h.max_timestamp, h.last_offset)
             if not self.fits(h.last_offset):
-                # the batches before it were indexed first, and an index refusal among them comes first
-                raise SegmentOffsetOverflow(self, self._rebuilt_indexes(batch.position)[:2])
-            if h.magic >= 2 and h.partition_leader_epoch >= 0:
-                if not log.epochs or h.partition_leader_epoch > log.epochs[-1][0]:
-                    log.assign_epoch(h.partition_leader_epoch, h.offset)
-        offsets, times, valid = self._rebuilt_indexes()
+                overflow = batch.position
+                break
+        try:
+            offsets, times, valid = self._rebuilt_indexes(overflow)
+        except IndexFailure as e:
+            self._assign_epochs(log, e.position)
+            raise
+        self._assign_epochs(log, overflow)
+        if overflow is not None:
+            # the batches before it were indexed first, and an index refusal among them comes first
+            raise SegmentOffsetOverflow(self, (offsets, times))
         removed = self.size - valid
         del self.log[valid:]
         if removed:
@@ -332,6 +338,18 @@ class Segment:
         self.offset_index, self.time_index = offsets, times
         self.max_ts = max_ts
         return removed
+
+    def _assign_epochs(self, log, stop_at: int | None) -> None:
+        """§4.6 step 3f(i): each v2 batch before ``stop_at`` (where the recovery stopped: an index's
+        refusal or an offset overflow, both raised before the batch's epoch is read) assigns a
+        leader epoch newer than the cache's latest."""
+        for batch in iterate_file(bytes(self.log)).batches:
+            if stop_at is not None and batch.position >= stop_at:
+                return
+            h = batch.header()
+            if h.magic >= 2 and h.partition_leader_epoch >= 0:
+                if not log.epochs or h.partition_leader_epoch > log.epochs[-1][0]:
+                    log.assign_epoch(h.partition_leader_epoch, h.offset)
 
     def _rebuilt_indexes(self, stop_at: int | None = None) -> tuple[OffsetIndex, TimeIndex, int]:
         """:func:`rebuild_from_log` on this segment; a refusal leaves the entries rebuilt before it
