@@ -307,9 +307,6 @@ class CrashMachine(LogMachine):
     @rule(tp=LogMachine.partitions, data=st.data())
     def clean(self, tp, data):
         """A cleaning round (``CLEANING``): interrupted by a power loss, or run to its end."""
-        if tp in self.transactional:
-            event("clean: not run on a log with transactions")
-            return
         if self._holds_legacy(tp):
             event("clean: not run over legacy batches")
             return
@@ -403,7 +400,7 @@ class CrashMachine(LogMachine):
             return sc.Open()
         tps = sorted(self.created)
         topic, partition = data.draw(st.sampled_from(tps), label="partition")
-        unclean = (topic, partition) in self.transactional or self._holds_legacy((topic, partition))
+        unclean = self._holds_legacy((topic, partition))
         kinds = self.interruptible - ({"clean"} if unclean else set())
         kind = data.draw(st.sampled_from(sorted(kinds) or ["tick"]), label="interrupted")
         return sc.STEPS[kind].drawn(self, data, topic, partition)

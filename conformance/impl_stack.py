@@ -34,6 +34,7 @@ LOG_STACK = (
     "impl.segment",
     "impl.split",
     "impl.producer_state",
+    "impl.cleaned_transaction_metadata",
     "impl.cleaner",
     "impl.log",
     "impl.loader",

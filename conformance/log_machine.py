@@ -89,7 +89,6 @@ class LogMachine(RuleBasedStateMachine):
         # (partition, producer id) → its epoch, next sequence and last batch, as the producer sees them
         self.producers: dict[tuple, tuple[int, int, sc.BatchSpec | None]] = {}
         self.open_txns: set[tuple] = set()  # (partition, producer) with a transactional batch written, no marker yet
-        self.transactional: set[tuple] = set()  # partitions a transactional batch was written to
         self.coordinators: dict[tuple, int] = {}  # (partition, producer) → the coordinator epoch last written
         self.scores: dict[str, float] = {}
 
@@ -231,7 +230,6 @@ class LogMachine(RuleBasedStateMachine):
         if "last" in result and result["first"] >= self.leo.get(tp, 0):  # written, not a retry answered
             self.leo[tp] = result["last"] + 1
             if transactional:
-                self.transactional.add(tp)
                 self.open_txns.add((tp, producer))
             self.producers[(tp, producer)] = (epoch, sequence + len(batch.records), batch)
 
@@ -276,7 +274,6 @@ class LogMachine(RuleBasedStateMachine):
         if "last" in result:
             self.leo[tp] = result["last"] + 1
             self.coordinators[(tp, producer)] = coordinator
-            self.transactional.add(tp)
             self.open_txns.discard((tp, producer))
 
     @precondition(lambda self: self._up())
@@ -414,9 +411,6 @@ class LogMachine(RuleBasedStateMachine):
         if not self._cleans():
             event("clean: not run on a Kafka release before 4.1")
             return
-        if tp in self.transactional:  # the cleaner's transaction handling is not modelled (UNSUPPORTED)
-            event("clean: not run on a log with transactions")
-            return
         if self._holds_legacy(tp):  # Kafka 4.x's rebuild of legacy batches is not modelled (UNSUPPORTED)
             event("clean: not run over legacy batches")
             return
@@ -454,7 +448,6 @@ class LogMachine(RuleBasedStateMachine):
             del self.producers[key]
         self.open_txns = {k for k in self.open_txns if k[0] != tp}
         self.coordinators = {k: v for k, v in self.coordinators.items() if k[0] != tp}
-        self.transactional.discard(tp)
 
     @precondition(lambda self: self._up())
     @rule()

@@ -535,8 +535,8 @@ class PreviousBrokerEpoch(Step):
 
 
 # the refusals model and impl give where a cleaning round meets what they do not model (model/cleaner.py):
-# a legacy batch that would lose records (Kafka rebuilds it) and a control batch a damaged attribute
-# byte made (Kafka's CleanedTransactionMetadata handles it)
+# a legacy batch that would lose records (Kafka rebuilds it) and a control batch whose marker key
+# Kafka's ControlRecordType.parse cannot read (only damage makes one; Kafka's failure is not modelled)
 CLEANING_NOT_MODELLED = ("UnsupportedLegacyRebuild", "UnsupportedControlBatch")
 LEGACY_ROUND = "a log-cleaner round over a legacy (magic 0/1) batch: Kafka 4.x rebuilds every one it keeps as v2"
 
@@ -554,10 +554,6 @@ class Clean(Step):
 
     def call(self, manager, dirs):
         log = manager.log(self.topic, self.partition)
-        if log.holds_transactions():
-            # the cleaner's handling of aborted and open transactions (discarding aborted data,
-            # keeping the last stable offset uncleanable) is not modelled: not judged
-            raise Unsupported("a log-cleaner round on a log with transactional batches")
         if log.holds_legacy_batches():
             # Kafka 4.x's filterTo writes no legacy batch as it was: every one a round keeps is
             # rebuilt as a v2 batch (KIP-724), which model and impl do not model

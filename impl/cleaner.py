@@ -5,8 +5,11 @@ on real files through the storage protocol (spec §1.3, §1.4, §5.9, §7.9).
 What one round does (the shared contract):
 
 * firstDirtyOffset = the log start offset (no cleaner-offset-checkpoint is kept); firstUncleanableOffset
-  = ``max(firstDirty, min(high watermark, active segment's base))`` (LogCleanerManager.cleanableOffsets
-  with no transactions, no compaction lag, HW = LEO);
+  = ``max(firstDirty, min(last stable offset, active segment's base))`` (LogCleanerManager.cleanableOffsets
+  with no compaction lag, HW = LEO);
+* transactions (:mod:`impl.cleaned_transaction_metadata`): aborted data dropped and never mapped,
+  markers kept until their transaction's data is gone and their delete horizon (KIP-534) passed,
+  an active producer's last batch kept (emptied if need be), the cleaned ``.txnindex`` rebuilt;
 * :func:`build_offset_map` — one pass over the dirty segments: key bytes → offset of its last record;
 * :func:`group_segments_by_size` — Kafka's grouping, with the KAFKA-5413 relative-offset check;
 * per group, :func:`_clean_segments`: a ``.cleaned`` segment at the group's first base, each source
@@ -33,7 +36,13 @@ from __future__ import annotations
 
 import struct
 
-from impl.errors import LogError, LogFormatError
+from impl.cleaned_transaction_metadata import (
+    CleanedTransactionMetadata,
+    UnreadableMarker,
+    collect_aborted_transactions,
+    marker_type,
+)
+from impl.errors import IndexFailure, LogError, LogFormatError
 from impl.file_records import BatchHeader
 from impl.record_walk import _varint, record_fields
 from impl.record_writer import attributes_of, encode_batch, encode_empty_batch, encode_record, to_long
@@ -125,13 +134,29 @@ def _short_v2(h: BatchHeader) -> _Fail:
     return _fail(CORRUPT, "batch-too-small", h.position, f"a v2 batch of {h.size} bytes has no full header")
 
 
-def _unsupported_control(h: BatchHeader) -> _Fail:
-    return _fail(
-        "UnsupportedControlBatch",
-        "control-batch",
-        h.position,
-        "control batches (transaction markers) are not modelled by the cleaner",
-    )
+def _control_kind(view, h: BatchHeader) -> int | None:
+    """The marker type of control batch ``h`` (None: emptied); a control batch only damage makes
+    is refused as not modelled (impl.cleaned_transaction_metadata.marker_type)."""
+    try:
+        data, recs = record_fields(view, h)
+        return marker_type([(_v2_key(data, r[2]), _varint(data, r[3])[0]) for r in recs])
+    except (UnreadableMarker, LogFormatError, IndexError, ValueError) as e:
+        reason = f"a control batch Kafka's cleaner reads: {e}"
+        raise _fail("UnsupportedControlBatch", "control-batch", h.position, reason) from None
+
+
+def _transactions_read(view, h: BatchHeader, txns: CleanedTransactionMetadata) -> bool:
+    """Cleaner.shouldDiscardBatch: the batch told to the transaction metadata; True when it may go
+    (aborted data, or a marker nothing of whose transaction was read)."""
+    if h.magic < 2:  # a legacy batch is never transactional, but the round reaches its offsets
+        return txns.on_batch_read(h.last_offset, -1, False)
+    if h.attributes & 0x20:
+        kind = _control_kind(view, h)
+        try:
+            return txns.on_control_batch_read(h.last_offset, h.producer_id, kind)
+        except IndexFailure as e:  # TransactionIndex.append of the cleaned segment
+            raise _fail(e.kind, e.reason, h.position, str(e)) from None
+    return txns.on_batch_read(h.last_offset, h.producer_id, bool(h.attributes & 0x10))
 
 
 # --- the read buffer (Cleaner.growBuffersOrFail / growBuffers) -------------------------------------
@@ -218,9 +243,11 @@ def build_offset_map(log, start: int, end: int) -> tuple[dict[bytes, int], int]:
     for ``start``; a batch's records are walked once.  Unbounded: see the module docstring."""
     offsets: dict[bytes, int] = {}
     dirty = log.segments_in_range(start, end)
+    txns = CleanedTransactionMetadata()
+    txns.add_aborted_transactions(collect_aborted_transactions(log, start, end))
     for segment in dirty:
         try:
-            _map_segment(segment, offsets, start, log.config.max_message_bytes)
+            _map_segment(segment, offsets, start, log.config.max_message_bytes, txns)
         except _Fail as e:
             raise _declared(e, segment.log_path) from None
         except LogFormatError as e:
@@ -229,7 +256,7 @@ def build_offset_map(log, start: int, end: int) -> tuple[dict[bytes, int], int]:
     return offsets, (end - 1 if dirty else -1)
 
 
-def _map_segment(segment: LogSegment, offsets: dict, start: int, max_message: int) -> None:
+def _map_segment(segment: LogSegment, offsets: dict, start: int, max_message: int, txns) -> None:
     position = segment.translate_position(start) if segment.base_offset < start else 0
     size = segment.size
     view = segment.view()
@@ -242,8 +269,9 @@ def _map_segment(segment: LogSegment, offsets: dict, start: int, max_message: in
             for h in _batches_in(view, position, chunk_end):
                 if h.magic >= 2 and h.size < 61:
                     raise _short_v2(h)
-                if h.magic >= 2 and h.attributes & 0x20:
-                    raise _unsupported_control(h)
+                if _transactions_read(view, h, txns) or (h.magic >= 2 and h.attributes & 0x20):
+                    valid += h.size  # aborted data maps no key; a marker's record is no key
+                    continue
                 data, recs = record_fields(view, h)
                 if h.magic >= 2:
                     for offset, _ts, key_at, _v, _h, _e in recs:
@@ -328,6 +356,8 @@ class _Filter:
         self.retention_ms = retention_ms
         self.upper_bound = upper_bound
         self.retain_legacy_deletes = True  # per source segment
+        self.txns = CleanedTransactionMetadata()  # one for the round, carried across its groups
+        self.producers: dict[int, tuple[int, int]] = {}  # active producer → (last data offset, epoch)
 
 
 class _Chunk:
@@ -362,21 +392,40 @@ def _filter_chunk(view, pos: int, end: int, capacity: int, f: _Filter) -> _Chunk
     for h in _batches_in(view, pos, end):
         if h.magic >= 2 and h.size < 61:
             raise _short_v2(h)
-        if h.magic >= 2 and h.attributes & 0x20:
-            raise _unsupported_control(h)
         chunk.bytes_read += h.size
-        # checkBatchRetention: no producer state is modelled (no active producer), so only the
-        # round's last batch is RETAIN_EMPTY; nothing is DELETE (no aborted transactions)
-        retain_empty = h.last_offset + 1 == f.upper_bound
-        _filter_batch(view, h, f, chunk, retain_empty)
+        retain_empty, drop_records, empty_txn_marker = _retention(view, h, f)
+        if drop_records and not retain_empty:
+            continue  # BatchRetention.DELETE
+        _filter_batch(view, h, f, chunk, retain_empty, drop_records, empty_txn_marker)
         if len(chunk.out) > capacity:
             break  # the write buffer had to grow (KAFKA-5316): filterTo returns after this batch
     return chunk
 
 
-def _filter_batch(view, h: BatchHeader, f: _Filter, chunk: _Chunk, retain_empty: bool) -> None:
+def _retention(view, h: BatchHeader, f: _Filter) -> tuple[bool, bool, bool]:
+    """checkBatchRetention: (kept even if emptied, its records all dropped, a marker whose
+    transaction left nothing — containsMarkerForEmptyTxn).  A marker's records go only once its
+    delete horizon has passed (KIP-534); an active producer's last batch (its last sequence, or
+    with no data left a marker of its epoch) and the round's last batch are kept emptied."""
+    can_discard = _transactions_read(view, h, f.txns)
+    if h.magic < 2:
+        return h.last_offset + 1 == f.upper_bound, False, False
+    control = bool(h.attributes & 0x20)
+    horizon_passed = bool(h.attributes & 0x40) and h.base_timestamp <= f.now
+    drop = can_discard and (horizon_passed or not control)
+    last = f.producers.get(h.producer_id) if h.producer_id >= 0 else None
+    producers_last = last is not None and (
+        h.last_offset == last[0] if last[0] >= 0 else control and h.producer_epoch == last[1]
+    )
+    return producers_last or h.last_offset + 1 == f.upper_bound, drop, can_discard and control
+
+
+def _filter_batch(
+    view, h: BatchHeader, f: _Filter, chunk: _Chunk, retain_empty: bool, drop_records: bool, empty_txn_marker: bool
+) -> None:
     data, recs = record_fields(view, h)
     v2 = h.magic >= 2
+    control = v2 and bool(h.attributes & 0x20)
     horizon = h.base_timestamp if v2 and h.attributes & 0x40 else None
     retain_deletes = (horizon is None or f.now < horizon) if v2 else f.retain_legacy_deletes
     retained = []
@@ -386,7 +435,10 @@ def _filter_batch(view, h: BatchHeader, f: _Filter, chunk: _Chunk, retain_empty:
     offsets, latest = f.offsets, f.latest
     for r in recs:
         offset = r[0]
-        if v2:
+        if drop_records or control:
+            has_value = _varint(data, r[3])[0] >= 0
+            keep = not drop_records
+        elif v2:
             has_value = _varint(data, r[3])[0] >= 0
             if offset > latest:
                 keep = True
@@ -410,7 +462,7 @@ def _filter_batch(view, h: BatchHeader, f: _Filter, chunk: _Chunk, retain_empty:
         else:
             write_original = False
     if retained:
-        set_horizon = v2 and tombstones and horizon is None
+        set_horizon = v2 and (tombstones or empty_txn_marker) and horizon is None
         if write_original and not set_horizon:
             chunk.out += view[h.position : h.position + h.size]
             chunk.retained(h.max_timestamp, h.last_offset, h.last_offset, h.position)
@@ -569,9 +621,15 @@ def _set_last_modified(segment: LogSegment, ms: int) -> None:
 
 def _clean_segments(log, group: list[LogSegment], f: _Filter, legacy_horizon: int) -> None:
     cleaned = _new_cleaned(log, group[0].base_offset)
+    f.txns.cleaned_index = cleaned.txn_index
+    f.producers = {e[0]: (e[3], e[1]) for e in log.producer_state.producers.values()}
     installing = False
     try:
-        for source in group:
+        for i, source in enumerate(group):
+            # the aborted transactions over the source's offsets: to the next source's base, the
+            # last one's to its readNextOffset (§4.5 rule 3), so the cleaned index is rebuilt whole
+            upper = group[i + 1].base_offset if i + 1 < len(group) else _read_next_offset(source)
+            f.txns.add_aborted_transactions(collect_aborted_transactions(log, source.base_offset, upper))
             f.retain_legacy_deletes = log.storage.mtime_ms(source.log_path) > legacy_horizon
             try:
                 _clean_into(source, cleaned, f, log.config.max_message_bytes)
@@ -588,6 +646,14 @@ def _clean_segments(log, group: list[LogSegment], f: _Filter, legacy_horizon: in
         # deletes them on any failure before the swap starts (after that the loader finishes it)
         if not installing:
             _discard(cleaned)
+        raise
+
+
+def _read_next_offset(source: LogSegment) -> int:
+    try:
+        return source.read_next_offset()
+    except LogFormatError as e:
+        e.file = source.log_path
         raise
 
 
@@ -615,7 +681,9 @@ def clean(log) -> dict:
         raise LogError("NotCompacted", f"{log.dir}: cleanup.policy is {log.config.cleanup_policy!r}")
     now = log.clock()
     first_dirty = log.log_start_offset
-    first_uncleanable = max(first_dirty, min(log.high_watermark, log.active_segment.base_offset))
+    # LogCleanerManager.cleanableOffsets: below the last stable offset (an open transaction's first
+    # offset, else the high watermark = the log end) and the active segment; no compaction lag
+    first_uncleanable = max(first_dirty, min(log.last_stable_offset(), log.active_segment.base_offset))
     # the horizon for v0/v1 tombstones: the last segment below firstDirty's mtime − delete.retention.ms
     below = log.segments_in_range(0, first_dirty)
     legacy_horizon = log.storage.mtime_ms(below[-1].log_path) - log.config.delete_retention_ms if below else 0

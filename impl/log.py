@@ -709,11 +709,6 @@ class PartitionLog:
     # --- compaction (LogCleaner) -------------------------------------------------------------------
 
     @storage_errors
-    def holds_transactions(self) -> bool:
-        """Whether a segment holds a transactional batch (a marker included)."""
-        return any(h.magic >= 2 and h.attributes & 0x10 for s in self.segments for h in BatchScan(s.view()))
-
-    @storage_errors
     def holds_legacy_batches(self) -> bool:
         """Whether an inactive segment (what a cleaning round reads) holds a magic 0/1 batch."""
         return any(h.magic < 2 for s in self.segments[:-1] for h in BatchScan(s.view()))

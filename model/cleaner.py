@@ -21,10 +21,12 @@ appends — and so its index entries — fall: a read buffer of 262144 bytes
 something, the buffers doubled by ``growBuffersOrFail`` when not even one batch fits.  The cleaner
 never checks a CRC (no ``ensureValid``): a batch whose CRC is wrong is filtered like any other.
 
-Not modelled, because nothing here produces them: producer state (a batch holding its producer's
-last sequence is kept even when empty, RETAIN_EMPTY — no producer ids reach this log), transaction
-indexes (no aborted transaction is ever known: markers are judged as Kafka judges them when the
-index is empty).
+Transactions (``CleanedTransactionMetadata``, KIP-98, KIP-534): the round stops below the last
+stable offset; the data of aborted transactions (the transaction indexes' entries) is dropped
+and maps no key; a marker stays until no data of its transaction is left and the delete horizon
+the round that first found it so wrote in its header has passed; an active producer's last batch
+is kept, emptied if need be, for the producer state; the cleaned segment's transaction index
+holds the aborted transactions whose markers were kept because their data was still there.
 
 The ``log`` every function here takes is a :class:`model.log.Log`, which runs a round through
 ``Log.clean``; this module imports only the segment layer (:mod:`model.segment`), so the log can
@@ -33,6 +35,8 @@ import it without a circle.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import struct
 from collections.abc import Iterator
 
@@ -56,6 +60,7 @@ from model.records import (
     encode_batch_v2,
     encode_record,
 )
+from model.indexes import AbortedTxn, TransactionIndex
 from model.segment import INT32_MAX, Segment, prefix
 from model.split import SplitError, split
 
@@ -144,10 +149,6 @@ def _chunk_batches(data: bytes, position: int, capacity: int) -> Iterator[Batch]
             raise RecordFormatError(
                 CORRUPT_RECORD, "batch-too-small", p, f"a v2 batch of {batch.size} bytes has no full header"
             )
-        if magic == 2 and batch.is_control:  # only a damaged attribute byte makes one here
-            raise RecordFormatError(
-                "UnsupportedControlBatch", "control-batch", p, "transaction markers are not modelled by the cleaner"
-            )
         yield batch
         p += batch.size
 
@@ -199,33 +200,123 @@ def _first_batch_size(data: bytes, position: int, end: int) -> int | None:
     return size + LOG_OVERHEAD
 
 
-# --- transaction markers (CleanedTransactionMetadata, with no aborted transaction known) -------------
+# --- transactions (CleanedTransactionMetadata) ----------------------------------------------------------
+
+
+def _marker_type(batch: Batch) -> str | None:
+    """``ControlRecordType.parse`` of a control batch's first record's key: None for an empty
+    batch (one an earlier round emptied), else ABORT, COMMIT or another type (kept as it is).  A
+    control batch only damage makes — a record that does not decode, a key missing, under 4 bytes
+    or of a negative version (Kafka: InvalidRecordException, or NullPointerException keyless), an
+    ABORT/COMMIT value under 6 bytes (which Kafka's cleaner never reads) — is refused
+    (``UnsupportedControlBatch``): what Kafka's cleaner does with one is not modelled."""
+    try:
+        records = batch.records()
+    except RecordFormatError as e:
+        raise RecordFormatError(
+            "UnsupportedControlBatch", "control-batch", batch.position, f"a control batch Kafka's cleaner reads: {e}"
+        ) from None
+    if not records:
+        return None
+    if any(struct.unpack_from(">h", r.key, 0)[0] < 0 for r in records):  # keys under 4 bytes raised above
+        raise RecordFormatError(
+            "UnsupportedControlBatch", "control-batch", batch.position, "a control record key Kafka cannot parse"
+        )
+    return {"ABORT": "ABORT", "COMMIT": "COMMIT"}.get(records[0].control_type, "OTHER")
+
+
+@attrs.define
+class _Aborted:
+    """An aborted transaction the round has reached (``AbortedTransactionMetadata``): its index
+    entry, and whether a batch of it was read (and so dropped) in this round."""
+
+    txn: AbortedTxn
+    batch_seen: bool = False
 
 
 @attrs.define
 class _Transactions:
-    """``CleanedTransactionMetadata`` when the transaction indexes list no aborted transaction (they
-    are not modelled): a transactional data batch is never discardable and records its producer as
-    having an ongoing committed transaction; an ABORT marker is discardable; a COMMIT marker is
-    discardable unless a batch of its transaction was seen; an empty control batch is discardable."""
+    """``CleanedTransactionMetadata``: which transactional batches and markers a round may drop.
 
+    The aborted transactions of the transaction indexes (``pending``, by first offset) become
+    ongoing as the round reaches their first offset; a transactional batch of a producer with an
+    ongoing aborted transaction is aborted data (dropped, never mapped); any other transactional
+    batch marks its producer's transaction as committed data seen.  A marker is discardable when
+    nothing of its transaction was read this round: an ABORT whose data was read is kept and its
+    entry written to the cleaned segment's transaction index (``cleaned_index``); a COMMIT is kept
+    while its producer's committed data was read; an empty control batch is discardable; a marker
+    of another type is kept."""
+
+    pending: list[tuple[int, int, AbortedTxn]] = attrs.Factory(list)
+    ongoing_aborted: dict[int, _Aborted] = attrs.Factory(dict)
     committed: set[int] = attrs.Factory(set)
+    cleaned_index: TransactionIndex | None = None
+    order: Iterator[int] = attrs.Factory(itertools.count)  # ties of first offset: as collected
+
+    def add_aborted(self, txns: list[AbortedTxn]) -> None:
+        for t in txns:
+            heapq.heappush(self.pending, (t.first_offset, next(self.order), t))
+
+    def _reach(self, offset: int) -> None:
+        """``consumeAbortedTxnsUpTo``: every pending transaction starting at or before ``offset``
+        becomes ongoing for its producer, unless one is already."""
+        while self.pending and self.pending[0][0] <= offset:
+            txn = heapq.heappop(self.pending)[2]
+            self.ongoing_aborted.setdefault(txn.producer_id, _Aborted(txn))
+
+    def on_control_batch_read(self, batch: Batch, h: Header) -> bool:
+        self._reach(h.last_offset)
+        kind = _marker_type(batch)
+        if kind is None:
+            return True
+        if kind == "ABORT":
+            aborted = self.ongoing_aborted.pop(h.producer_id, None)
+            if aborted is not None and aborted.batch_seen:  # kept until its data is gone
+                if self.cleaned_index is not None:
+                    try:
+                        self.cleaned_index.append(aborted.txn)
+                    except IndexFailure as e:  # TransactionIndex.append: last offsets must increase
+                        raise RecordFormatError(e.kind, e.reason, batch.position, str(e)) from None
+                return False
+            return True
+        if kind == "COMMIT":
+            seen = h.producer_id in self.committed
+            self.committed.discard(h.producer_id)
+            return not seen
+        return False
 
     def on_batch_read(self, batch: Batch, h: Header) -> bool:
-        if batch.is_control:
-            records = batch.records()
-            if not records:
-                return True
-            if records[0].control_type == "ABORT":
-                return True
-            if records[0].control_type == "COMMIT":
-                seen = h.producer_id in self.committed
-                self.committed.discard(h.producer_id)
-                return not seen
+        """A data batch: True when it is aborted data."""
+        self._reach(h.last_offset)
+        if not batch.is_transactional:
             return False
-        if batch.is_transactional:
-            self.committed.add(h.producer_id)
+        aborted = self.ongoing_aborted.get(h.producer_id)
+        if aborted is not None:
+            aborted.batch_seen = True
+            return True
+        self.committed.add(h.producer_id)
         return False
+
+    def on_read(self, batch: Batch, h: Header) -> bool:
+        """``shouldDiscardBatch``."""
+        return self.on_control_batch_read(batch, h) if batch.is_control else self.on_batch_read(batch, h)
+
+
+def collect_aborted(log, base: int, upper: int) -> list[AbortedTxn]:
+    """``UnifiedLog.collectAbortedTransactions(base, upper)``: from the segment holding ``base``
+    on, each transaction index's entries ending at or past the log start offset (Kafka passes the
+    log start, not ``base``) and starting below ``upper``, until an index answers complete (an
+    entry whose last stable offset reaches ``upper``, §3.7.6)."""
+    floor = log.floor(base)
+    if floor is None:
+        return []
+    out: list[AbortedTxn] = []
+    for s in [floor, *log.after(floor.base_offset)]:
+        txns, complete = s.txn_index.collect_aborted_txns(log.log_start_offset, upper)
+        out += txns
+        if complete:
+            break
+    return out
 
 
 # --- the offset map ----------------------------------------------------------------------------------
@@ -243,11 +334,12 @@ def build_offset_map(log, start: int, end: int) -> OffsetMap:
     """``Cleaner.buildOffsetMap`` / ``buildOffsetMapForSegment``: every keyed record at an offset ≥
     ``start`` in the segments holding [start, end), read from where each segment's offset index puts
     ``start``.  ``latest_offset`` follows each batch reaching ``start`` and is set to the next
-    segment's base − 1 after each segment (to ``end`` − 1 after the last).  Aborted transactions
-    would be skipped; none are known here."""
+    segment's base − 1 after each segment (to ``end`` − 1 after the last).  The batches of aborted
+    transactions (the transaction indexes' entries over [start, end)) put no key."""
     omap = OffsetMap()
     dirty = _segments(log, start, end)
     txns = _Transactions()
+    txns.add_aborted(collect_aborted(log, start, end))
     for seg, next_start in zip(dirty, [s.base_offset for s in dirty[1:]] + [end], strict=True):
         data = bytes(seg.log)
         position = seg.offset_index.lookup(start)[1]
@@ -257,8 +349,7 @@ def build_offset_map(log, start: int, end: int) -> OffsetMap:
                 start_position = position
                 for batch in _chunk_batches(data, position, capacity):
                     h = batch.header()
-                    txns.on_batch_read(batch, h)
-                    if not batch.is_control:
+                    if not txns.on_read(batch, h) and not batch.is_control:
                         for r in batch.records():
                             if r.key is not None and r.offset >= start:
                                 omap.put(r.key, r.offset)
@@ -323,6 +414,8 @@ class _Round:
     delete_retention_ms: int
     upper: int  # upperBoundOffsetOfCleaningRound: the first uncleanable offset
     txns: _Transactions
+    # lastRecordsOfActiveProducers: producer id → (last data offset or −1, epoch)
+    producers: dict[int, tuple[int, int]] = attrs.Factory(dict)
 
 
 @attrs.define
@@ -364,15 +457,32 @@ def _should_retain(rnd: _Round, batch: Batch, h: Header, r: LogicalRecord, retai
     return latest and (r.value is not None or keep_deletes)
 
 
+def _last_of_producer(rnd: _Round, batch: Batch, h: Header) -> bool:
+    """Whether the batch holds what an active producer's state rests on: its last data offset (the
+    last sequence), or — a producer with no data left — a marker of its current epoch (fencing)."""
+    last = rnd.producers.get(h.producer_id)
+    if last is None:
+        return False
+    offset, epoch = last
+    if offset >= 0:
+        return h.last_offset == offset
+    return batch.is_control and h.producer_epoch == epoch
+
+
 def _batch_retention(rnd: _Round, batch: Batch, h: Header) -> tuple[str, bool, bool]:
     """The cleaner's ``checkBatchRetention``: (retention, discard its records, containsMarkerForEmptyTxn).
-    The last batch of the round is kept even when empty, so the log keeps its last offset."""
-    can_discard = rnd.txns.on_batch_read(batch, h)
+    A batch of aborted data goes; a marker goes once nothing of its transaction was read and its
+    delete horizon (set by the round that first found it discardable, KIP-534) has passed.  An
+    active producer's last batch, and the last batch of the round (so the log keeps its last
+    offset), are kept even when emptied."""
+    can_discard = rnd.txns.on_read(batch, h)
     if batch.is_control:
         discard_records = can_discard and batch.has_delete_horizon and h.base_timestamp <= rnd.now
     else:
         discard_records = can_discard
-    if h.last_offset + 1 == rnd.upper:
+    if h.producer_id >= 0 and _last_of_producer(rnd, batch, h):
+        retention = RETAIN_EMPTY
+    elif h.last_offset + 1 == rnd.upper:
         retention = RETAIN_EMPTY
     elif discard_records:
         retention = DELETE
@@ -557,15 +667,24 @@ def clean_segments(rnd: _Round, log, group: list[Segment], legacy_delete_horizon
     The new segment never enters the log before it is installed, so an abort or a failure leaves
     nothing of it (Kafka deletes the ``.cleaned`` files; any stale ``.cleaned`` files of that base,
     deleted first by ``createNewCleanedSegment``, never exist in a loaded log: the loader removed
-    them, §5.2)."""
+    them, §5.2).
+
+    The cleaned segment's transaction index holds the entries of the aborted transactions whose
+    markers the round kept because their data was read in it (:class:`_Transactions`); each
+    source adds the aborted transactions over its offsets, up to the next source's base or, for
+    the last, its readNextOffset (§4.5 rule 3)."""
     cleaned = log.new_segment(group[0].base_offset)
+    rnd.txns.cleaned_index = cleaned.txn_index
+    rnd.producers = {p[0]: (p[3], p[1]) for p in log.producer_state.producers.values()}
     for i, source in enumerate(group):
         if i == len(group) - 1:
-            # the aborted-transaction range of the last source ends at its readNextOffset (§4.5 rule 3)
             try:
-                source.read_next_offset()
+                upper = source.read_next_offset()
             except RecordFormatError as e:
                 raise CleaningError(e.kind, _file(log, source), e.position, str(e)) from None
+        else:
+            upper = group[i + 1].base_offset
+        rnd.txns.add_aborted(collect_aborted(log, source.base_offset, upper))
         retain_legacy_deletes = source.mtime_ms > legacy_delete_horizon
         try:
             clean_into(rnd, log, source, cleaned, retain_legacy_deletes)
@@ -601,10 +720,11 @@ def clean(log) -> dict:
     if "compact" not in log.config.cleanup_policy:
         raise LogError("NotCompacted", f"{log.name} has cleanup.policy={log.config.cleanup_policy}")
     now = log.clock()
-    # LogCleanerManager.cleanableOffsets: the high watermark is the log end offset here, and there
-    # is no compaction lag or unstable offset; the active segment is never cleaned
+    # LogCleanerManager.cleanableOffsets: never at or past the last stable offset (the first
+    # offset of an open transaction; the high watermark, the log end here) nor the active segment;
+    # min.compaction.lag.ms is 0
     first_dirty = log.log_start_offset
-    first_uncleanable = max(first_dirty, min(log.log_end_offset, log.active.base_offset))
+    first_uncleanable = max(first_dirty, min(log.last_stable_offset(), log.active.base_offset))
     log.installed_groups = []
     if first_dirty >= first_uncleanable:
         return {"groups": []}

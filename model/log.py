@@ -616,10 +616,6 @@ class Log:
         for s in self.segments:
             s.close()
 
-    def holds_transactions(self) -> bool:
-        """Whether a segment holds a transactional batch (a marker included)."""
-        return any(b.is_v2 and b.is_transactional for s in self.segments for b in s.batches())
-
     def holds_legacy_batches(self) -> bool:
         """Whether an inactive segment (what a cleaning round reads) holds a magic 0/1 batch."""
         return any(not b.is_v2 for s in self.segments[:-1] for b in s.batches())

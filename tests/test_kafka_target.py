@@ -138,15 +138,14 @@ def test_a_roll_jitter_is_the_scenarios_on_kafka(monkeypatch):
     assert run(case, ("model", "kafka")).violations
 
 
-def test_a_step_the_target_cannot_run_is_unsupported_not_passed():
-    """A cleaning round on a log with a transactional batch: the adapter refuses it itself
-    (CleanerRound.java), not only the model before it."""
-    txn = {"records": [{"timestamp": 1700000000000, "key": "k", "value": "v"}], "producer_id": 1,
-           "producer_epoch": 0, "base_sequence": 0, "transactional": True}  # fmt: skip
-    steps = [{"op": "create"}, {"op": "append", "batches": [txn]}, {"op": "roll"}, _append("a"), {"op": "clean"}]
-    verdict = run(_scenario(steps, **{"cleanup.policy": "compact"}), ("kafka",))
-    assert not verdict.ok and not verdict.violations
-    assert verdict.unsupported == "step 4 (clean t-0): kafka 4.4.0: a log-cleaner round on a log with transactional batches"
+def test_a_cleaning_round_on_kafka_stops_at_the_last_stable_offset():
+    """With a transaction open in the second segment, Kafka's round (CleanerRound.java, bounded as
+    LogCleanerManager.cleanableOffsets bounds it) cleans the first segment alone, as the model
+    does; once the COMMIT is written, the next round takes all three inactive segments."""
+    case = sc.Scenario.load(os.path.join(CORPORA, "log", "cleaning-stops-at-the-last-stable-offset.json"))
+    verdict = run(case, ("model", "kafka"))
+    assert verdict.ok, verdict.violations
+    assert _clean_results(verdict, "kafka") == [{"groups": [[0]]}, {"groups": [[0, 2, 4]]}]
 
 
 CLEAN_CASE = os.path.join(CORPORA, "log", "compaction-rounds-on-kafkas-own-cleaner.json")

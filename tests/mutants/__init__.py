@@ -153,6 +153,56 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="aborted-data-kept-by-the-cleaner",
+        module="impl.cleaned_transaction_metadata",
+        old="            ongoing[1] = True\n            return True\n",
+        new="            ongoing[1] = True\n            return False\n",
+        description="a cleaning round keeps (and maps the keys of) the batches of an aborted transaction, where "
+        "Kafka's CleanedTransactionMetadata has them dropped (pinned by "
+        "corpora/log/cleaning-drops-aborted-transactions.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="cleaned-txn-index-left-empty",
+        module="impl.cleaned_transaction_metadata",
+        old="                self.cleaned_index.append(ongoing[0])",
+        new="                pass",
+        description="the cleaned segment's .txnindex loses the aborted transactions whose markers the round kept, "
+        "where Kafka writes them into it: a read_committed fetch hands the consumer aborted data (pinned by "
+        "corpora/log/cleaning-drops-aborted-transactions.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="cleaning-past-the-last-stable-offset",
+        module="impl.cleaner",
+        old="min(log.last_stable_offset(), log.active_segment.base_offset)",
+        new="min(log.high_watermark, log.active_segment.base_offset)",
+        description="a cleaning round reaches past the first offset of an open transaction, where "
+        "LogCleanerManager.cleanableOffsets stops it at the last stable offset (pinned by "
+        "corpora/log/cleaning-stops-at-the-last-stable-offset.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="marker-dropped-before-its-horizon",
+        module="impl.cleaner",
+        old="    drop = can_discard and (horizon_passed or not control)\n",
+        new="    drop = can_discard\n",
+        description="a cleaning round drops a transaction marker as soon as nothing of its transaction is left, "
+        "where Kafka first writes a delete horizon into it and drops it only once delete.retention.ms has passed "
+        "(KIP-534; pinned by corpora/log/cleaning-keeps-a-marker-until-its-delete-horizon.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="producers-last-batch-dropped",
+        module="impl.cleaner",
+        old="    return producers_last or h.last_offset + 1 == f.upper_bound, drop, can_discard and control\n",
+        new="    return h.last_offset + 1 == f.upper_bound, drop, can_discard and control\n",
+        description="a cleaning round drops an active producer's last batch once it is emptied, where Kafka keeps "
+        "its header for the producer's sequence and epoch (pinned by "
+        "corpora/log/cleaning-keeps-each-producers-last-batch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="log-append-time-not-stamped",
         module="impl.log",
         old='                if self.config.message_timestamp_type == "LogAppendTime":\n',

@@ -23,8 +23,9 @@ import java.util.Map;
  * One round of Kafka's own log cleaner on a partition, as the {@code clean} step defines it (spec
  * §5.9, §7.9; docs/scenario-format.md): kafka-storage's {@link Cleaner} ({@code doClean}) with the
  * dirty section the whole inactive log — no cleaner-offset checkpoint, so the first dirty offset is
- * the log start offset; the first uncleanable offset is the active segment's base (the high
- * watermark is the log end offset, {@code min.compaction.lag.ms} 0, no unstable offset) — grouped
+ * the log start offset; the first uncleanable offset is the lower of the last stable offset (the
+ * high watermark is the log end offset) and the active segment's base ({@code min.compaction.lag.ms}
+ * 0), as {@code LogCleanerManager.cleanableOffsets} bounds it — grouped
  * and cleaned by Kafka's own {@code groupSegmentsBySize} (KAFKA-5413) and {@code cleanSegments}.
  * What LogCleanerManager decides before a round (which log; compacted ones only) is the step's.
  *
@@ -57,10 +58,6 @@ final class CleanerRound {
     private CleanerRound() { }
 
     static ObjectNode clean(UnifiedLog log, Time time) throws Exception {
-        if (holdsTransactions(log)) {
-            // aborted data, the last stable offset's bound and markers' retention are not modelled
-            throw new Unsupported("a log-cleaner round on a log with transactional batches");
-        }
         if (holdsLegacyBatches(log)) {
             // filterTo rebuilds every legacy batch it keeps as v2 (KIP-724): not modelled
             throw new Unsupported("a log-cleaner round over a legacy (magic 0/1) batch: Kafka 4.x rebuilds every one it keeps as v2");
@@ -69,7 +66,9 @@ final class CleanerRound {
             throw new NotCompacted(log.name() + " has cleanup.policy=" + log.config().getList("cleanup.policy"));
         }
         long firstDirty = log.logStartOffset();
-        long firstUncleanable = Math.max(firstDirty, Math.min(log.logEndOffset(), log.activeSegment().baseOffset()));
+        // LogCleanerManager.cleanableOffsets: below the last stable offset (the high watermark is
+        // the log end offset here) and the active segment; min.compaction.lag.ms is 0
+        long firstUncleanable = Math.max(firstDirty, Math.min(log.lastStableOffset(), log.activeSegment().baseOffset()));
         ObjectNode out = Generation.JSON.createObjectNode();
         if (firstDirty >= firstUncleanable) {
             out.putArray("groups"); // LogCleanerManager never picks a log with nothing cleanable
@@ -140,26 +139,6 @@ final class CleanerRound {
                         break;
                     }
                     if (batch.magic() < 2) {
-                        return true;
-                    }
-                }
-            } catch (CorruptRecordException e) {
-                // the valid batches end here
-            }
-        }
-        return false;
-    }
-
-    /** Whether a segment holds a v2 transactional batch (a marker included) among the batches
-     *  before its first damaged one: what the model's and impl's {@code holds_transactions} ask. */
-    private static boolean holdsTransactions(UnifiedLog log) {
-        for (LogSegment s : log.logSegments()) {
-            try {
-                for (var batch : s.log().batches()) {
-                    if (!batch.isValid()) {
-                        break;
-                    }
-                    if (batch.magic() >= 2 && batch.isTransactional()) {
                         return true;
                     }
                 }
