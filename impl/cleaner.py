@@ -641,9 +641,9 @@ def _clean_segments(log, group: list[LogSegment], f: _Filter, legacy_horizon: in
         _set_last_modified(cleaned, log.storage.mtime_ms(group[-1].log_path))
         installing = True
         log._replace_segments([cleaned], group)
-    except Exception:
-        # Kafka deletes the .cleaned files on LogCleaningAbortedException only; the contract
-        # deletes them on any failure before the swap starts (after that the loader finishes it)
+    except _Aborted:
+        # Cleaner.cleanSegments deletes the .cleaned files on LogCleaningAbortedException only;
+        # any other failure leaves them for the next load to delete (§5.2 step 2f)
         if not installing:
             _discard(cleaned)
         raise

@@ -664,16 +664,17 @@ def clean_segments(rnd: _Round, log, group: list[Segment], legacy_delete_horizon
     segment whose offsets exceed base + 2^31 − 1, §7.9) — the base of the source that was split and
     installed in its place (``splitOverflowedSegment``, §5.5) before the round is aborted.
 
-    The new segment never enters the log before it is installed, so an abort or a failure leaves
-    nothing of it (Kafka deletes the ``.cleaned`` files; any stale ``.cleaned`` files of that base,
-    deleted first by ``createNewCleanedSegment``, never exist in a loaded log: the loader removed
-    them, §5.2).
+    The new segment never enters the log before it is installed.  An abort (the split) deletes its
+    ``.cleaned`` files; any other failure leaves them in the directory (:attr:`Log.cleaned_left`):
+    Kafka's ``cleanSegments`` deletes them on ``LogCleaningAbortedException`` only.  The next load
+    deletes them (§5.2 step 2f), and so does a later round's ``createNewCleanedSegment`` of that base.
 
     The cleaned segment's transaction index holds the entries of the aborted transactions whose
     markers the round kept because their data was read in it (:class:`_Transactions`); each
     source adds the aborted transactions over its offsets, up to the next source's base or, for
     the last, its readNextOffset (§4.5 rule 3)."""
-    cleaned = log.new_segment(group[0].base_offset)
+    cleaned = _new_cleaned(log, group[0].base_offset)
+    log.cleaned_left[cleaned.base_offset] = cleaned
     rnd.txns.cleaned_index = cleaned.txn_index
     rnd.producers = {p[0]: (p[3], p[1]) for p in log.producer_state.producers.values()}
     for i, source in enumerate(group):
@@ -690,20 +691,35 @@ def clean_segments(rnd: _Round, log, group: list[Segment], legacy_delete_horizon
             clean_into(rnd, log, source, cleaned, retain_legacy_deletes)
         except _Split:
             try:
-                new = split(source, log.new_segment, rnd.now)
+                new = split(source, lambda base: _new_cleaned(log, base), rnd.now)
             except SplitError as e:
                 raise CleaningError(e.kind, _file(log, source), e.position, f"cannot split: {e}") from None
             except (IndexFailure, LogError) as e:
                 raise CleaningError(e.kind, _file(log, source), 0, f"cannot split: {e}") from None
             log.replace_segments(new, [source])
+            _forget_cleaned(log, cleaned)  # the abort deletes its files
             return source.base_offset
     try:
         cleaned.on_become_inactive()
     except IndexFailure as e:
         raise CleaningError(e.kind, _file(log, group[-1]), group[-1].size, str(e)) from None
     cleaned.mtime_ms = group[-1].mtime_ms
+    _forget_cleaned(log, cleaned)
     log.replace_segments([cleaned], group)
     return None
+
+
+def _new_cleaned(log, base: int) -> Segment:
+    """``LocalLog.createNewCleanedSegment``: the ``.cleaned`` files a failed round left at ``base``
+    deleted, a new segment opened."""
+    log.cleaned_left.pop(base, None)
+    return log.new_segment(base)
+
+
+def _forget_cleaned(log, cleaned: Segment) -> None:
+    """The round's segment no longer has ``.cleaned`` files: installed, or deleted by an abort."""
+    if log.cleaned_left.get(cleaned.base_offset) is cleaned:
+        del log.cleaned_left[cleaned.base_offset]
 
 
 # --- one round -----------------------------------------------------------------------------------------

@@ -78,6 +78,9 @@ class Log:
     delete_tasks: list[tuple[int, int]] = attrs.Factory(list)  # (due ms, base): deletes whatever is there then
     # base → a new segment replace_segments left out of the map while its files went on disk (§5.9)
     strays: dict[int, Segment] = attrs.Factory(dict)
+    # base → a cleaning round's new segment while its files are <base>.*.cleaned: Cleaner.cleanSegments
+    # deletes them on an abort only, any other failure leaves them to the next load (§5.2 step 2f)
+    cleaned_left: dict[int, Segment] = attrs.Factory(dict)
     producer_state: ProducerStateManager = attrs.Factory(lambda: ProducerStateManager({}))
     snapshot_delete_tasks: list[tuple[int, str]] = attrs.Factory(list)  # (due ms, <offset>.snapshot.deleted)
     kafkas_deleted: int | None = None  # the last retention's count as Kafka's gives it, if not the same

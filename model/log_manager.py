@@ -584,6 +584,22 @@ def segment_files(log: Log, indexes: bool = True) -> dict[str, bytes]:
             out[f"{prefix(s.base_offset)}.timeindex"] = s.time_index.file_bytes()
         if s.txn_index.exists and not s.deleted:  # a file once its first entry is written (§3.7)
             out[f"{prefix(s.base_offset)}.txnindex"] = s.txn_index.data
+    for s in log.cleaned_left.values():
+        out.update(_cleaned_files(s, indexes))
+    return out
+
+
+def _cleaned_files(s, indexes: bool) -> dict[str, bytes]:
+    """The files of a failed round's new segment (``Log.cleaned_left``): its ``.log.cleaned``, and
+    its lazy indexes once its first append made them (``LogSegment.append`` reads both), preallocated
+    as the round left them."""
+    name = prefix(s.base_offset)
+    out = {f"{name}.log.cleaned": bytes(s.log)}
+    if indexes and s.size:
+        out[f"{name}.index.cleaned"] = s.offset_index.file_bytes()
+        out[f"{name}.timeindex.cleaned"] = s.time_index.file_bytes()
+    if s.txn_index.exists:
+        out[f"{name}.txnindex.cleaned"] = s.txn_index.data
     return out
 
 

@@ -173,6 +173,16 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="failed-cleaning-round-deletes-its-cleaned-files",
+        module="impl.cleaner",
+        old="    except _Aborted:\n        # Cleaner.cleanSegments deletes",
+        new="    except Exception:\n        # Cleaner.cleanSegments deletes",
+        description="a cleaning round that fails (not aborted) deletes its .cleaned files, where Kafka's "
+        "cleanSegments deletes them on LogCleaningAbortedException only and leaves them to the next load "
+        "(pinned by corpora/log/failed-cleaning-round-leaves-its-cleaned-files.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="cleaning-past-the-last-stable-offset",
         module="impl.cleaner",
         old="min(log.last_stable_offset(), log.active_segment.base_offset)",
