@@ -139,6 +139,8 @@ class CrashMachine(LogMachine):
         self.io_errors = 0
         self.corruptions = 0
         self.injections = 0
+        self.set_aside = 0  # rename_dir steps taken
+        self.moving: set[tuple[str, int]] = set()  # partitions with a future copy to promote
         self.swarm: frozenset[str] = frozenset()
         self.interruptible: frozenset[str] = frozenset(INTERRUPTIBLE)
         self.branches_reached: set[str] = set()  # loader branches of every open (campaign rows)
@@ -553,6 +555,52 @@ class CrashMachine(LogMachine):
             if path is not None:
                 self._corrupt(data, path, files, data.draw(st.sampled_from(CORRUPTIONS), label="kind"), copied=True)
         return tp
+
+    @precondition(lambda self: not self.running and self.set_aside < 1 and len(self.created) > 1)
+    @rule(data=st.data())
+    def rename_dir(self, data):
+        """A partition directory set aside while the broker is down (§2.3 rule 2), with the table's
+        chance ("set a partition dir aside"): a future replica (KIP-113) copied into the other data
+        dir beside its current log, or a stray one renamed in place — no longer served.  Kafka
+        releases other than the pinned one do not list such dirs (unsupported there), so not drawn
+        for them; a partition stays to crash inside."""
+        if any(t.startswith("kafka:") for t in self.targets) or not chance(data.draw, "set a partition dir aside"):
+            return
+        n = self.session.header.data_dirs
+        dirs = set(self.session.source.image()[1])
+        found = sorted((d, tp) for tp in self.created for d in range(n) if f"d{d}/{tp[0]}-{tp[1]}" in dirs)
+        kinds = [k for k in choices("set aside as") if k == "stray" or n > 1]
+        if not found or not kinds:
+            return
+        d, tp = data.draw(st.sampled_from(found), label="dir set aside")
+        kind = data.draw(st.sampled_from(kinds), label="set aside as")
+        future = kind == "future"
+        self.set_aside += 1
+        self._do(fault_steps.RenameDir(tp[0], tp[1], kind, d, (d + 1) % n if future else None, copy=future))
+        if future:
+            self.moving.add(tp)
+        else:
+            self._forget(tp)
+            self.moving.discard(tp)
+        event(f"rename_dir: {kind}")
+
+    @precondition(lambda self: self._up() and self.moving)
+    @rule(data=st.data())
+    def replace_current_with_future(self, data):
+        """A replica move between data dirs completed (LogManager.replaceCurrentWithFutureLog,
+        KIP-113) on a partition a future copy was made for; with the table's chance a power loss
+        inside it ("promotion: power loss inside it", from the in-rule budget as a truncation's):
+        between its renames the next load finds two current dirs and the startup fails."""
+        tp = data.draw(st.sampled_from(sorted(self.moving)), label="promoted")
+        self.moving.discard(tp)
+        step = sc.ReplaceCurrentWithFuture(*tp)
+        if self._may_crash_in_rule() and chance(data.draw, "promotion: power loss inside it", "promotion crash"):
+            if not self.running:
+                self._open()
+            self._crash(data, inside=True, during=step, counted=self._dry_run(step), in_rule=True)
+            return
+        result = self._do(step)
+        event(f"replace_current_with_future: {'error' if 'error' in result else 'promoted'}")
 
     @precondition(lambda self: not self.running)
     @rule(data=st.data())

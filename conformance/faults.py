@@ -50,6 +50,7 @@ from conformance.scenario import (
     encode_legacy_message,
 )
 from conformance.targets import HarnessError, digest
+from model.names import log_dir_name_with_suffix
 from conformance.tracing import PowerLoss
 from conformance.verdicts import describe, own_frames, where
 from model import compression
@@ -82,7 +83,7 @@ class FaultOutcome:
     image: tuple | None = None
     stops_broker: bool = False
     clock_ms: int | None = None
-    kind: str = "refused"  # "crashed", "corrupted", "injected" or "refused"
+    kind: str = "refused"  # "crashed", "corrupted", "injected", "renamed" or "refused"
     during: Step | None = None  # the step a crash interrupted, as the model ran it whole
     model_result: dict | None = None
     reference: Reference | None = None  # the model's uninterrupted load, if ``during`` was one
@@ -463,6 +464,72 @@ class InjectLegacySegment(FaultStep):
         ]
         results = {t.name: {"messages": len(batches)} for t in ctx.targets}
         return FaultOutcome(results, (files, [*dirs, key], mtimes), kind="injected", injected=(key, batches))
+
+
+@attrs.frozen
+class RenameDir(FaultStep):
+    """A partition directory set aside while the broker is down, as Kafka names such directories
+    (spec §2.3 rule 2): ``d<dir>/<topic>-<partition>`` renamed ``<topic>-<partition>.<id>-<kind>``
+    in data dir ``to_dir`` (default: its own), or with ``copy`` copied there and kept.  A disk-state
+    step, not a fault: ``future`` is a replica moving between data dirs (KIP-113) — a copy in
+    another dir is a move caught up but not promoted, a rename one whose current log is gone;
+    ``stray`` is a log KRaft's metadata no longer assigns to this broker (``isStrayReplica``, which
+    needs the metadata image and is not modelled: docs/departures.md).  The id is the scenario's
+    (conformance.targets.unique_id_source), so every target finds the same name."""
+
+    op = "rename_dir"
+    runs_as = "disk"
+    partition_level = True
+    topic: str = "t"
+    partition: int = 0
+    kind: str = "future"
+    dir: int = 0
+    to_dir: int | None = None
+    copy: bool = False
+
+    @classmethod
+    def fields_from_json(cls, d, where):
+        kind = _str(d, "kind", where, "future")
+        if kind not in RENAMED_KINDS:
+            raise ScenarioError(f"{where}: 'kind' must be one of {', '.join(RENAMED_KINDS)}")
+        out = {"kind": kind, "dir": _int(d, "dir", where, 0, 0, 15), "copy": _bool(d, "copy", where, False)}
+        if d.get("to_dir") is not None:
+            out["to_dir"] = _int(d, "to_dir", where, None, 0, 15)
+        return out
+
+    def strike(self, ctx):
+        """Rename (or copy) the directory in every target's disk image (the broker is down)."""
+        source = f"d{self.dir}/{self.topic}-{self.partition}"
+        to_dir = self.dir if self.to_dir is None else self.to_dir
+        error = None
+        if any(t.running for t in ctx.targets):
+            error = "Running"
+        elif max(self.dir, to_dir) >= ctx.data_dirs:
+            error = "NoSuchDataDir"
+        else:
+            files, dirs, mtimes = ctx.source.image()
+            if source not in dirs:
+                error = "NoSuchPartitionDir"
+        if error:
+            return FaultOutcome({t.name: {"error": error} for t in ctx.targets})
+        on_disk = set(dirs)
+        taken = lambda name: any(f"d{i}/{name}" in on_disk for i in range(ctx.data_dirs))  # noqa: E731
+        unique = ctx.source.unique_ids(self.topic, self.partition, taken, self.kind)
+        target = f"d{to_dir}/{log_dir_name_with_suffix(self.topic, self.partition, unique, self.kind)}"
+        moved = lambda p: target + p[len(source) :]  # noqa: E731
+        inside = [p for p in files if p.startswith(source + "/")]
+        files = {**files, **{moved(p): files[p] for p in inside}}
+        mtimes = {**mtimes, **{moved(p): mtimes[p] for p in inside if p in mtimes}}
+        dirs = [*dirs, target]
+        if not self.copy:
+            files = {p: b for p, b in files.items() if p not in inside}
+            mtimes = {p: t for p, t in mtimes.items() if p not in inside}
+            dirs = [x for x in dirs if x != source]
+        results = {t.name: {"renamed": target} for t in ctx.targets}
+        return FaultOutcome(results, (files, dirs, mtimes), kind="renamed", path=source if not self.copy else "")
+
+
+RENAMED_KINDS = ("future", "stray")
 
 
 def _legacy_segment(d: dict, where: str) -> dict:

@@ -419,6 +419,27 @@ class DeletePartition(Step):
 
 
 @attrs.frozen
+class ReplaceCurrentWithFuture(Step):
+    """A replica move between data dirs completed (KIP-113, LogManager.replaceCurrentWithFutureLog):
+    the partition's future log (a ``-future`` dir the load found) is renamed to the partition's
+    name in its data dir and served; the current log's directory is renamed ``-delete`` (the
+    scenario's unique id, as ``delete_partition``'s), closed, checkpointed out of its data dir and
+    queued for deletion.  A future log in its current log's data dir cannot be renamed over it
+    (Kafka's move fails and takes the dir offline): not modelled, ``unsupported``."""
+
+    op = "replace_current_with_future"
+    interruptible = True
+    topic: str = "t"
+    partition: int = 0
+
+    def call(self, manager, dirs):
+        future = manager.future_dir_of(self.topic, self.partition)
+        if future is not None and manager.current_dir_of(self.topic, self.partition) == future:
+            raise Unsupported("replace_current_with_future: the future log is in its current log's data dir")
+        return {"renamed": manager.replace_current_with_future(self.topic, self.partition)}
+
+
+@attrs.frozen
 class Retention(Step):
     op = "retention"
     interruptible = True

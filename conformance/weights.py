@@ -113,6 +113,15 @@ TABLE = (
     Weight("delete partition", Fraction(1, 4),
            "LogManager.asyncDelete (§2.3 rule 2): a -delete dir's rename and checkpoints, its deletion at a tick past"
            " file.delete.delay.ms, a crash inside either, and the load that finds one (loaded unrecovered, queued)"),
+    Weight("set a partition dir aside", Fraction(1, 3),
+           "rename_dir while the broker is down (§2.3 rule 2): the next load keys the dir apart, never serving it"
+           " (Kafka 4.4.0's LogManager.loadLog), and it stays through ticks, checkpoints and shutdowns"),
+    Weight("set aside as", {"future": 1, "stray": 1},
+           "a future replica (KIP-113) copied into the other data dir beside its current log, checkpointed and"
+           " closed with that dir's logs; or a stray one, renamed in place, loaded whole and then held by nothing"),
+    Weight("promotion: power loss inside it", Fraction(1, 2),
+           "replaceCurrentWithFutureLog's two renames, the close and the checkpoints: between the renames the next"
+           " load finds two current dirs of the partition and the startup fails (IllegalStateException)"),
     Weight("cleaning round: power loss inside it", Fraction(1, 3),
            ".cleaned to .swap, originals to .deleted, .swap to final: crash states (§5.9, KAFKA-12520)"),
     Weight("after open", {"nothing": 1, "follower truncation": 1, "follower catch-up": 1},

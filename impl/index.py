@@ -586,6 +586,14 @@ class LazyIndex:
                 self._index = index
             return self._index
 
+    def moved_to(self, new_path: str) -> None:
+        """Its directory was renamed (LocalLog.renameDir's updateParentDir): the same file, a new path."""
+        with self._lock:
+            self._path = new_path
+            if self._index is not None:
+                self._index.path = new_path
+                self._index._file.path = new_path
+
     def rename_to(self, new_path: str) -> None:
         with self._lock:
             if self._storage.exists(self._path):

@@ -729,6 +729,19 @@ class PartitionLog:
         for segment in self.segments:
             segment.close()
 
+    def moved_to(self, directory: str) -> None:
+        """UnifiedLog.renameDir after the storage renamed the directory: LocalLog's dir and its
+        segments' (updateParentDir), the producer state's snapshots and the leader-epoch checkpoint
+        now live in ``directory``.  Segments a pending deletion holds keep their old paths (Kafka's
+        removed segments are no longer in the map it updates): they delete nothing."""
+        self.dir = directory
+        for segment in self.segments:
+            segment.moved_to(directory)
+        state = self.producer_state
+        state.dir = directory
+        state.snapshots = {o: f"{directory}/{p.rsplit('/', 1)[1]}" for o, p in state.snapshots.items()}
+        self.epoch_cache.path = f"{directory}/{self.epoch_cache.path.rsplit('/', 1)[1]}"
+
     def close_handlers(self) -> None:
         for segment in self.segments:
             segment.close_handlers()

@@ -162,6 +162,12 @@ class LogManager:
         self.dirs = {d: DataDirState(d) for d in self.data_dirs}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self._dir_of: dict[tuple[str, int], str] = {}
+        # future logs (KIP-113: a replica moving between data dirs), keyed apart and never served;
+        # checkpointed, flushed and closed with their data dir's logs
+        self.futures: dict[tuple[str, int], PartitionLog] = {}
+        self._future_dir_of: dict[tuple[str, int], str] = {}
+        # logs of -stray dirs: loaded, then held by nothing (Kafka 4.4.0's loadLog only logs them)
+        self.strays: list[tuple[str, PartitionLog]] = []  # (data dir, log)
         self.failed: dict[tuple[str, int], str] = {}  # partitions whose load failed → why
         self.loads: list[PartitionLoad] = []
         self.failure_policy = failure_policy
@@ -277,6 +283,9 @@ class LogManager:
                     del self._dir_of[(load.topic, load.partition)]
                     load.log = None
                     load.error = f"{d}/{load.name}: log dir {d} offline ({state.queued_offline})"
+                elif load.data_dir == d and load.error is None and load.kind in ("future", "stray"):
+                    load.error = f"{d}/{load.name}: log dir {d} offline ({state.queued_offline})"
+            self._drop_held_in(d)
 
     def _offline(self, data_dir: str, e: OSError) -> PartitionLoad:
         """§6.6: an I/O error outside any one partition takes the whole data dir offline."""
@@ -286,8 +295,18 @@ class LogManager:
         for tp in [tp for tp, d in self._dir_of.items() if d == data_dir]:
             self.logs.pop(tp).close_handlers()
             del self._dir_of[tp]
+        self._drop_held_in(data_dir)
         where = e.filename or data_dir
         return PartitionLoad(data_dir, "", None, None, None, f"{where}: {e.strerror or e}; log dir {data_dir} offline")
+
+    def _drop_held_in(self, data_dir: str) -> None:
+        """A data dir gone offline: its future and stray logs closed and no longer held."""
+        for tp in [tp for tp, d in self._future_dir_of.items() if d == data_dir]:
+            self.futures.pop(tp).close_handlers()
+            del self._future_dir_of[tp]
+        for held in [s for s in self.strays if s[0] == data_dir]:
+            self.strays.remove(held)
+            held[1].close_handlers()
 
     def recovery_threads(self) -> int:
         """Threads loading one dir's partitions: the config's, or 1 where the storage is not
@@ -407,9 +426,24 @@ class LogManager:
                 state.path, name, topic, partition, None, loaded.error, loader.report, fatal=not loaded.io_error,
                 kind=kinds[name],
             )  # fmt: skip
-        if kinds[name] == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)
+        kind = kinds[name]
+        if kind == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)
             self.deleting.append(Deleting(log, state.path, path, self.clock()))
             return PartitionLoad(state.path, name, topic, partition, None, None, loader.report, kind="delete")
+        if kind == "stray":  # loaded and logged, then held by nothing: never served, closed or deleted
+            self.strays.append((state.path, log))
+            return PartitionLoad(state.path, name, topic, partition, None, None, loader.report, kind="stray")
+        if kind == "future":  # the partition's future log, keyed apart from its current one (KIP-113)
+            if tp in self.futures:
+                log.close_handlers()
+                other = f"{self._future_dir_of[tp]}/{self.futures[tp].dir.rsplit('/', 1)[-1]}"
+                return PartitionLoad(
+                    state.path, name, topic, partition, None,
+                    f"Duplicate log directories found: {path}, {other}", loader.report, fatal=True, kind="future",
+                )  # fmt: skip
+            self.futures[tp] = log
+            self._future_dir_of[tp] = state.path
+            return PartitionLoad(state.path, name, topic, partition, None, None, loader.report, kind="future")
         if tp in self.logs:
             log.close_handlers()
             other = self._dir_of[tp]
@@ -496,7 +530,16 @@ class LogManager:
             raise LogError("UnknownTopicOrPartitionException", f"{topic}-{partition} has no log") from None
 
     def logs_in(self, data_dir: str) -> list[tuple[tuple[str, int], PartitionLog]]:
-        return sorted((tp, log) for tp, log in self.logs.items() if self._dir_of[tp] == data_dir)
+        """LogManager.logsInDir: the dir's current logs, then its future logs by partition (a future
+        log beside its current one in the same dir takes its place, as Kafka's map does)."""
+        out = {tp: log for tp, log in self.logs.items() if self._dir_of[tp] == data_dir}
+        out.update({tp: log for tp, log in self.futures.items() if self._future_dir_of[tp] == data_dir})
+        return sorted(out.items())
+
+    def held_logs(self) -> list[PartitionLog]:
+        """Every log whose files the broker holds open: current, future, queued for deletion, stray."""
+        deleting, strays = [d.log for d in self.deleting], [log for _, log in self.strays]
+        return [*self.logs.values(), *self.futures.values(), *deleting, *strays]
 
     @storage_errors
     def tick(self) -> int:
@@ -538,6 +581,49 @@ class LogManager:
         self.deleting.append(Deleting(log, data_dir, path, self.clock()))
         self.checkpoint_recovery_points(data_dir)
         self.checkpoint_log_start_offsets(data_dir)
+        return name
+
+    def current_dir_of(self, topic: str, partition: int) -> str | None:
+        """The data dir of the partition's current log, or None."""
+        return self._dir_of.get((topic, partition))
+
+    def future_dir_of(self, topic: str, partition: int) -> str | None:
+        """The data dir of the partition's future log, or None."""
+        return self._future_dir_of.get((topic, partition))
+
+    @storage_errors
+    def replace_current_with_future(self, topic: str, partition: int) -> str:
+        """LogManager.replaceCurrentWithFutureLog (KIP-113): the future log's directory renamed to
+        the partition's own name (atomicMoveWithFallback: its data dir fsynced) and served in place
+        of the current log; then the current log's directory renamed ``-delete`` (§2.3 rule 2), the
+        log closed (a producer snapshot, indexes trimmed), its data dir's checkpoints written
+        without it, and the log queued for deletion.  The ``-delete`` name."""
+        tp = (topic, partition)
+        if tp not in self.logs:
+            raise LogError("KafkaStorageException", f"The current replica for {topic}-{partition} is offline")
+        if tp not in self.futures:
+            raise LogError("KafkaStorageException", f"The future replica for {topic}-{partition} is offline")
+        dest, dest_dir = self.futures[tp], self._future_dir_of[tp]
+        source, source_dir = self.logs[tp], self._dir_of[tp]
+        path = f"{dest_dir}/{topic}-{partition}"
+        self.storage.rename(dest.dir, path)
+        self.storage.fsync_dir(dest_dir)
+        dest.moved_to(path)
+        del self.futures[tp], self._future_dir_of[tp]
+        self.logs[tp], self._dir_of[tp] = dest, dest_dir
+
+        def taken(name: str) -> bool:
+            return any(self.storage.exists(f"{d}/{name}") for d in self.data_dirs)
+
+        name = log_delete_dir_name(topic, partition, self.unique_ids(topic, partition, taken))
+        gone = f"{source_dir}/{name}"
+        self.storage.rename(source.dir, gone)
+        self.storage.fsync_dir(source_dir)
+        source.moved_to(gone)
+        source.close()
+        self.checkpoint_recovery_points(source_dir)
+        self.checkpoint_log_start_offsets(source_dir)
+        self.deleting.append(Deleting(source, source_dir, gone, self.clock()))
         return name
 
     def delete_logs(self) -> None:
@@ -593,13 +679,15 @@ class LogManager:
     def update_topic_config(self, topic: str, overrides: dict) -> None:
         """LogManager.updateTopicConfig: UnifiedLog.updateConfig on every log of ``topic``, the
         broker's config with ``overrides`` in force; its segments keep what they were created with."""
-        for (t, _), log in self.logs.items():
+        for (t, _), log in [*self.logs.items(), *self.futures.items()]:  # logsByTopic: future logs too
             if t == topic:
                 log.config = self.config.updated(overrides)
 
     @storage_errors
     def retention(self) -> int:
-        return sum(log.delete_old_segments() for _, log in sorted(self.logs.items()))
+        """cleanupLogs: deleteOldSegments on each current log, then on its future log if any."""
+        logs = [x for tp, log in sorted(self.logs.items()) for x in (log, self.futures.get(tp)) if x]
+        return sum(log.delete_old_segments() for log in logs)
 
     # --- shutdown (§6.3, §6.4) ------------------------------------------------------------------------
 
@@ -647,4 +735,5 @@ class LogManager:
             else:
                 outcome[d] = "not every partition finished loading: no clean-shutdown marker (KAFKA-15375)"
         self.logs.clear()
+        self.futures.clear()
         return outcome

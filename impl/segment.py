@@ -760,6 +760,18 @@ class LogSegment:
             self.storage.rename(self.txn_index.path, txn_new)
         self.txn_index.path = txn_new
 
+    def moved_to(self, directory: str) -> None:
+        """LogSegments.updateParentDir: the directory was renamed; every file keeps its name there
+        (open handles stay valid: a rename moves no file)."""
+        moved = lambda path: f"{directory}/{path.rsplit('/', 1)[1]}"  # noqa: E731
+        self.dir = directory
+        self.log_path = self._log.path = moved(self.log_path)
+        self.offset_index.moved_to(moved(self.offset_index.path))
+        self.time_index.moved_to(moved(self.time_index.path))
+        self.txn_index.path = moved(self.txn_index.path)
+        if self.txn_index._file is not None:
+            self.txn_index._file.path = self.txn_index.path
+
     def files(self) -> list[str]:
         return [self.log_path, self.offset_index.path, self.time_index.path, self.txn_index.path]
 

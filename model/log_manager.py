@@ -137,6 +137,12 @@ class LogManager:
         self.broker_epoch = broker_epoch
         self.previous_broker_epoch: int | None = None  # read from the markers at startup (§6.4)
         self.partitions: dict[tuple[str, int], PartitionFiles] = {}
+        # future logs (a replica moving between data dirs, KIP-113): keyed apart from the current
+        # ones, never served; checkpointed, flushed and closed with their data dir's logs
+        self.futures: dict[tuple[str, int], PartitionFiles] = {}
+        # logs found in -stray dirs: loaded, then held by nothing (never served, closed, checkpointed
+        # or deleted: Kafka 4.4.0's LogManager.loadLog only logs them), their files as the load left them
+        self.strays: list[PartitionFiles] = []
         self.dir_files: dict[str, dict[str, bytes]] = {d: {} for d in self.data_dirs}  # name → bytes
         self.extra_dirs: set[str] = set()  # directories kept as found (bad names, failed loads)
         self.extra_mtimes: dict[str, int] = {}  # modification times of kept .log files
@@ -175,8 +181,8 @@ class LogManager:
 
     def logs_on_disk(self) -> list[PartitionFiles]:
         """The logs whose files the broker holds: those it serves and those it loaded but does not
-        serve (a ``-delete`` dir waiting for its deletion, §2.3)."""
-        return list(self.partitions.values()) + [h.files for h in self.deleting]
+        serve (a future log, a ``-delete`` dir waiting for its deletion, a ``-stray`` dir, §2.3)."""
+        return [*self.partitions.values(), *self.futures.values(), *(h.files for h in self.deleting), *self.strays]
 
     # --- logs -------------------------------------------------------------------------------------
 
@@ -204,7 +210,11 @@ class LogManager:
         return log
 
     def logs_in(self, data_dir: str):
-        return sorted((tp, p.log) for tp, p in self.partitions.items() if p.data_dir == data_dir)
+        """LogManager.logsInDir: the current logs of ``data_dir``, then its future logs, by partition
+        (a future log in the same dir as its current one takes its place, as Kafka's map does)."""
+        out = {tp: p.log for tp, p in self.partitions.items() if p.data_dir == data_dir}
+        out.update({tp: p.log for tp, p in self.futures.items() if p.data_dir == data_dir})
+        return sorted(out.items())
 
     def dir_of(self, topic: str, partition: int) -> str:
         return self.partitions[(topic, partition)].data_dir
@@ -241,6 +251,42 @@ class LogManager:
         self.checkpoint_log_start_offsets(pf.data_dir)
         return pf.dir_name
 
+    def current_dir_of(self, topic: str, partition: int) -> str | None:
+        """The data dir of the partition's current log, or None."""
+        pf = self.partitions.get((topic, partition))
+        return pf.data_dir if pf else None
+
+    def future_dir_of(self, topic: str, partition: int) -> str | None:
+        """The data dir of the partition's future log, or None."""
+        pf = self.futures.get((topic, partition))
+        return pf.data_dir if pf else None
+
+    def replace_current_with_future(self, topic: str, partition: int) -> str:
+        """LogManager.replaceCurrentWithFutureLog (KIP-113): the future log's directory renamed to
+        the partition's own name in its data dir (the dir fsynced) and served in place of the
+        current log; then the current log's directory renamed ``-delete`` (§2.3 rule 2), the log
+        closed (UnifiedLog.close: a producer snapshot, indexes trimmed), its data dir's checkpoints
+        written without it and the log queued for deletion.  The ``-delete`` name.  Pending file
+        deletions of both logs name their old directories and delete nothing."""
+        tp = (topic, partition)
+        if tp not in self.partitions:
+            raise LogError("KafkaStorageException", f"The current replica for {topic}-{partition} is offline")
+        if tp not in self.futures:
+            raise LogError("KafkaStorageException", f"The future replica for {topic}-{partition} is offline")
+        dest, source = self.futures.pop(tp), self.partitions.pop(tp)
+        dest.dir_name = ""
+        dest.log.delete_tasks, dest.log.snapshot_delete_tasks = [], []
+        self.partitions[tp] = dest
+        on_disk = self.directories() | {source.path}
+        taken = lambda name: any(f"{d}/{name}" in on_disk for d in self.data_dirs)  # noqa: E731
+        source.dir_name = log_delete_dir_name(topic, partition, self.unique_ids(topic, partition, taken))
+        source.log.delete_tasks, source.log.snapshot_delete_tasks = [], []
+        source.log.close()
+        self.checkpoint_recovery_points(source.data_dir)
+        self.checkpoint_log_start_offsets(source.data_dir)
+        self.deleting.append(Deleting(source, self.clock()))
+        return source.dir_name
+
     def delete_logs(self, now: int) -> None:
         """The ``kafka-delete-logs`` task (LogManager.deleteLogs): every queued log whose
         ``file.delete.delay.ms`` (the broker's) has passed is deleted, directory and all, oldest
@@ -274,7 +320,7 @@ class LogManager:
         """LogManager.updateTopicConfig: every log of ``topic`` takes the broker's config with
         ``overrides`` in force (UnifiedLog.updateConfig); its segments keep what they were created
         with (index interval, index size, roll jitter), and a log created later takes the broker's."""
-        for (t, _), p in self.partitions.items():
+        for (t, _), p in [*self.partitions.items(), *self.futures.items()]:  # logsByTopic: future logs too
             if t == topic:
                 p.log.config = self.config.updated(overrides)
 
@@ -283,7 +329,9 @@ class LogManager:
         log, in (topic, partition) order; the number of segments deleted.  Sets
         :attr:`kafkas_retention`: Kafka's count where a damaged final time-index entry makes it
         differ (KAFKA-10207), else None."""
-        counts = [(p.log.delete_old_segments(), p.log.kafkas_deleted) for _, p in sorted(self.partitions.items())]
+        # a future log's old segments go right after its current log's (cleanupLogs)
+        logs = [x for tp, p in sorted(self.partitions.items()) for x in (p, self.futures.get(tp)) if x]
+        counts = [(p.log.delete_old_segments(), p.log.kafkas_deleted) for p in logs]
         ours = sum(n for n, _ in counts)
         kafkas = sum(n if k is None else k for n, k in counts)
         self.kafkas_retention = None if kafkas == ours else kafkas
@@ -311,7 +359,8 @@ class LogManager:
     def shutdown(self) -> dict[str, str | None]:
         outcome = {}
         self.delete_logs_due = None  # so is kafka-delete-logs: a queued log's dir stays for the next load
-        for p in self.partitions.values():  # delayed deletions are dropped; their files stay
+        # delayed deletions are dropped; their files stay
+        for p in [*self.partitions.values(), *self.futures.values(), *self.strays]:
             p.log.delete_tasks = []
             p.log.snapshot_delete_tasks = []
         for d in self.data_dirs:
@@ -425,6 +474,11 @@ def _take_offline(manager: LogManager) -> None:
             manager.extra_dirs.add(path)
             manager.extra_files.update({f"{path}/{n}": b for n, b in _partition_files(pf).items()})
             manager.extra_mtimes.update({p: t for p, t in _partition_mtimes(pf).items()})
+        for tp in [tp for tp, p in manager.futures.items() if p.data_dir == d]:
+            _keep_loaded(manager, manager.futures.pop(tp))
+        for stray in [p for p in manager.strays if p.data_dir == d]:
+            manager.strays.remove(stray)
+            _keep_loaded(manager, stray)
         for gone in [h for h in manager.deleting if h.files.data_dir == d]:  # closed, not deleted
             manager.deleting.remove(gone)
             manager.extra_dirs.add(gone.files.path)
@@ -433,6 +487,13 @@ def _take_offline(manager: LogManager) -> None:
         for o in manager.outcomes:
             if o.data_dir == d and not o.error:
                 o.error = f"{d}/{o.name}: log dir {d} offline ({why})"
+
+
+def _keep_loaded(manager: LogManager, pf: PartitionFiles) -> None:
+    """A loaded log whose data dir went offline: no longer held, its files stay as they are."""
+    manager.extra_dirs.add(pf.path)
+    manager.extra_files.update({f"{pf.path}/{n}": b for n, b in _partition_files(pf).items()})
+    manager.extra_mtimes.update(_partition_mtimes(pf))
 
 
 def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_epoch, mtimes, policy) -> LogManager:
@@ -517,8 +578,6 @@ def _load_subdir(manager: LogManager, image, dirs: set[str], d: str, name: str, 
 def _load_log(manager: LogManager, image, d: str, topic: str, partition: int, found: _DirFound, outcome) -> None:
     """LogManager.loadLog: the partition's directory loaded (:mod:`model.loader`) into the manager."""
     path = f"{d}/{outcome.name}"
-    if (topic, partition) in manager.partitions and outcome.kind != "delete":
-        raise PartitionLoadError(path, f"Duplicate log directories for {topic}-{partition}")
     pf = load_partition(
         _children(image, path), path, topic, partition, manager.config, manager.clock, manager.jitter,
         found.had_marker, found.recovery_points.get((topic, partition), 0),
@@ -532,9 +591,20 @@ def _load_log(manager: LogManager, image, d: str, topic: str, partition: int, fo
             f"KafkaStorageException: The log dir {d} is already offline due to a previous IO exception",
         )
     pf.data_dir = d
-    if outcome.kind == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)
+    # loadLog makes the log (its load runs whole), then refuses a second one (IllegalStateException)
+    if (topic, partition) in manager.partitions and outcome.kind == "":
+        raise PartitionLoadError(path, f"Duplicate log directories for {topic}-{partition}")
+    if (topic, partition) in manager.futures and outcome.kind == "future":
+        other = manager.futures[(topic, partition)].path
+        raise PartitionLoadError(path, f"Duplicate log directories found: {path}, {other}")
+    if outcome.kind:
         pf.dir_name = outcome.name
+    if outcome.kind == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)
         manager.deleting.append(Deleting(pf, manager.clock()))
+    elif outcome.kind == "future":  # the partition's future log (KIP-113), keyed apart
+        manager.futures[(topic, partition)] = pf
+    elif outcome.kind == "stray":  # loaded and logged, then held by nothing (Kafka 4.4.0's loadLog)
+        manager.strays.append(pf)
     else:
         manager.partitions[(topic, partition)] = pf
     outcome.written, outcome.files_now, outcome.log_now = {}, None, None  # only a failure needs them

@@ -98,5 +98,14 @@ def parse_topic_partition(dir_name: str, path: str | None = None) -> tuple[str, 
 def log_delete_dir_name(topic: str, partition: int, unique_id: str) -> str:
     """§2.3 rule 2 (LocalLog.logDeleteDirName): ``<topic>-<partition>.<unique id>-delete``, the
     topic cut so the whole name is at most 255 characters (a file name's limit)."""
-    suffix = f"-{partition}.{unique_id}-delete"
+    return log_dir_name_with_suffix(topic, partition, unique_id, "delete")
+
+
+def log_dir_name_with_suffix(topic: str, partition: int, unique_id: str, kind: str) -> str:
+    """§2.3 rule 2: ``<topic>-<partition>.<unique id>-<kind>``.  A ``-delete`` or ``-stray`` name
+    has its topic cut so the whole is at most 255 characters (LocalLog.logDirNameWithSuffixCappedLength);
+    a ``-future`` one is not cut (LocalLog.logFutureDirName)."""
+    suffix = f"-{partition}.{unique_id}-{kind}"
+    if kind == "future":
+        return topic + suffix
     return topic[: max(0, min(len(topic), 255 - len(suffix)))] + suffix

@@ -165,6 +165,8 @@ def load_dirs_on_kafka(dirs: list[str], config: dict, jvm, count_batches: bool =
             entry = {"dir": d, "name": x["partition"], "topic": topic, "partition": partition, "error": error}
             if x.get("kind"):
                 entry["kind"] = x["kind"]
+                if not error:  # loaded but not served: no state, what its load recovered
+                    entry["recovered_segments"] = x["recovered"]
             entry["not_copied"] = _not_copied(problems, d).get(x["partition"], [])
             p = state.get(f"{x['dir']}/{x['partition']}")
             if p is not None and not error:
@@ -271,7 +273,7 @@ def load_dirs(dirs: list[str], config: LogConfig, count_batches: bool = False) -
                     "removed_segments": r.removed_segments,
                 }
             partitions.append(entry)
-        for log in manager.logs.values():
+        for log in [*manager.logs.values(), *manager.futures.values(), *(log for _, log in manager.strays)]:
             log.close_handlers()
         return _judged({
             "dirs": [
@@ -315,6 +317,19 @@ def _in_dirs(text: str | None, names: dict[str, str]) -> str | None:
     return text
 
 
+MOVED = {
+    "future": "a future replica's directory (KIP-113: a move between data dirs not yet promoted)"
+    ": loaded as the partition's future log, not served",
+    "stray": "a stray replica's directory (one KRaft's metadata no longer assigned here): loaded, then"
+    " neither served nor deleted — an operator removes it",
+}
+
+
+def _recovered(p: dict) -> str:
+    bases = p.get("recovered_segments") or []
+    return f"; its load recovered segment(s) {', '.join(map(str, bases))}" if bases else ""
+
+
 def format_text(report: dict) -> list[str]:
     lines = [f"as Apache Kafka {report['kafka']} loads it (the kafka target)"] if report.get("kafka") else []
     for d in report["dirs"]:
@@ -337,6 +352,9 @@ def format_text(report: dict) -> list[str]:
                 f"{p['name']}: a deleted partition's directory ({p['topic']}-{p['partition']}): loaded without "
                 "recovery and queued for deletion, never served; deleted file.delete.delay.ms after the start"
             )
+            continue
+        if p.get("kind") in MOVED:  # §2.3 rule 2: Kafka 4.4.0's LogManager.loadLog
+            lines.append(f"{p['name']}: {MOVED[p['kind']]} ({p['topic']}-{p['partition']}){_recovered(p)}")
             continue
         if "segments" not in p:  # loaded, then the startup failed: Kafka shows no state of it
             lines.append(f"{p['name']}: loaded, not served (the startup failed)")

@@ -666,3 +666,29 @@ def test_a_round_meeting_a_control_batch_damage_made_is_unsupported():
     verdict = run(_scenario(steps, **{"cleanup.policy": "compact"}), ("model", "impl"))
     assert not verdict.ok and not verdict.violations
     assert verdict.unsupported.startswith("step 7 (clean t-0): a log-cleaner round: UnsupportedControlBatch")
+
+
+def _set_aside(kind: str, copy: bool) -> list[dict]:
+    """A partition with a batch, shut down, its dir set aside as ``kind`` in d0 (``copy``: beside it)."""
+    return [{"op": "create"}, _append("a"), {"op": "shutdown"},
+            {"op": "rename_dir", "kind": kind, "copy": copy}, {"op": "open"}]  # fmt: skip
+
+
+def test_a_promotion_in_one_data_dir_is_unsupported_on_kafka_too():
+    """A future copy beside its current log in one data dir loads on Kafka 4.4.0 as the model says
+    (a future log, keyed apart); its promotion, Kafka's rename over the current dir, is not
+    modelled: unsupported on Kafka as on model and impl, never judged."""
+    steps = [*_set_aside("future", True), {"op": "replace_current_with_future"}]
+    for targets in (("model", "impl"), ("model", "kafka")):
+        verdict = run(_scenario(steps), targets)
+        assert not verdict.violations and "current log's data dir" in (verdict.unsupported or ""), targets
+        assert [x.get("kind", "") for x in verdict.results[4]["model"]["loaded"]] == ["", "future"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["future", "stray"])
+def test_a_set_aside_dir_is_unsupported_before_kafka_4_4(kind):
+    """The adapters of 4.1–4.3 (the Scala LogManager) and of the Scala generations do not follow
+    -future and -stray dirs: an open that meets one is unsupported there, never passed."""
+    verdict = run(_scenario(_set_aside(kind, kind == "future")), ("model", "kafka:4.3.1"))
+    assert not verdict.violations and f"a -{kind} directory" in (verdict.unsupported or ""), verdict.unsupported

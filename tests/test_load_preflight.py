@@ -238,3 +238,42 @@ def test_a_deleted_partitions_dir_is_reported_queued_not_served(tmp_path):
     assert [p["name"] for p in report["partitions"]] == [renamed, "t-1"]
     text = CliRunner().invoke(main, ["load", str(tmp_path / "d0")]).output
     assert f"{renamed}: a deleted partition's directory (t-0): loaded without recovery and queued" in text
+
+
+def _dir_with_future_and_stray_replicas(root: Path) -> tuple[str, str]:
+    """A data dir left by a crash (no clean-shutdown marker) whose t-0 was then set aside as a
+    stray replica and whose t-1 has a future replica beside it (a KIP-113 copy not yet promoted)."""
+    from conformance import scenario as sc
+    from conformance.targets.impl_target import ImplTarget
+
+    steps = [
+        {"op": "create"}, {"op": "create", "partition": 1},
+        {"op": "append", "batches": [{"records": [{"timestamp": 1700000000000, "value": "v"}]}] * 2},
+        {"op": "append", "partition": 1, "batches": [{"records": [{"timestamp": 1700000000000, "value": "v"}]}]},
+    ]  # fmt: skip
+    scenario = sc.Scenario.from_json({"format": "klc-scenario", "version": 1, "config": {}, "steps": steps})
+    target = ImplTarget(scenario, backend="os", root=str(root))
+    target.open()
+    for s in scenario.steps:
+        target.apply(s)
+    target.halt()
+    stray, future = f"t-0.{'a' * 32}-stray", f"t-1.{'b' * 32}-future"
+    os.rename(root / "d0" / "t-0", root / "d0" / stray)
+    shutil.copytree(root / "d0" / "t-1", root / "d0" / future)
+    return stray, future
+
+
+def test_future_and_stray_replicas_are_reported_loaded_not_served(tmp_path):
+    """§2.3 rule 2, Kafka 4.4.0's LogManager.loadLog: a -stray dir is loaded whole (here recovered:
+    the broker crashed) and held by nothing; a -future dir is loaded as its partition's future log,
+    apart from the current t-1, which is served.  The report names each kind."""
+    stray, future = _dir_with_future_and_stray_replicas(tmp_path)
+    report = _load(tmp_path / "d0", status=0)
+    s, f, current = _partition(report, stray), _partition(report, future), _partition(report, "t-1")
+    assert (s["kind"], s["error"], s["topic"], s["partition"]) == ("stray", None, "t", 0)
+    assert (f["kind"], f["error"], f["topic"], f["partition"]) == ("future", None, "t", 1)
+    assert s["recovered_segments"] == [0] and "segments" not in s and "segments" not in f
+    assert "kind" not in current and current["log_end_offset"] == 1
+    text = CliRunner().invoke(main, ["load", str(tmp_path / "d0")]).output
+    assert f"{stray}: a stray replica's directory (" in text and "recovered segment(s) 0" in text
+    assert f"{future}: a future replica's directory (" in text

@@ -58,6 +58,9 @@ def test_scenario_json_round_trip():
          "codec 'brotli'"),
         ({"format": "klc-scenario", "version": 1, "steps": [{"op": "tick", "ms": 1, "x": 2}]}, "unknown field(s) x"),
         ({"format": "klc-scenario", "version": 1, "data_dirs": 0, "steps": []}, "'data_dirs' = 0"),
+        ({"format": "klc-scenario", "version": 1, "steps": [{"op": "rename_dir", "kind": "delete"}]},
+         "'kind' must be one of future, stray"),
+        ({"format": "klc-scenario", "version": 1, "steps": [{"op": "rename_dir", "to_dir": 99}]}, "'to_dir' = 99 is outside"),
     ],
 )  # fmt: skip
 def test_bad_scenarios_are_named_errors(doc, message):
@@ -298,3 +301,25 @@ def test_log_segments_range_follows_kafkas_rule():
     from conformance.log_checks import check_segments_range
 
     check_segments_range()
+
+
+def test_rename_dir_refusals_and_a_promotion_in_one_dir_is_unsupported():
+    """rename_dir (docs/scenario-format.md, "Future and stray directories") changes the disk only
+    while the broker is down and refuses a partition or data dir that is not there, alike on every
+    target; a future copy in its current log's own data dir loads, but its promotion, whose rename
+    over the current dir Kafka cannot make, is unsupported — never judged."""
+    rename = faults.RenameDir
+    s = _scenario(
+        sc.Create("t", 0), _append(), rename("t", 0, "stray"), sc.Shutdown(), rename("t", 1, "stray"),
+        rename("t", 0, "future", 0, 3), rename("t", 0, "future", 0, None, True), sc.Open(),
+        sc.ReplaceCurrentWithFuture("t", 0),
+    )  # fmt: skip
+    verdict = run(s)
+    assert not verdict.violations, verdict.violations
+    answers = [r["model"] for r in verdict.results]
+    assert answers[2:7] == [
+        {"error": "Running"}, {"shutdown": {"d0": True}}, {"error": "NoSuchPartitionDir"}, {"error": "NoSuchDataDir"},
+        {"renamed": "d0/t-0.cdabbd35e47c6abfcc3854f8ed89fc63-future"},
+    ]  # fmt: skip
+    assert [x.get("kind", "") for x in answers[7]["loaded"]] == ["", "future"]
+    assert verdict.unsupported and "current log's data dir" in verdict.unsupported

@@ -17,6 +17,7 @@ from model.checkpoints import CheckpointError, parse_offsets, render_offsets
 from model.producer_state import SUFFIX as SNAPSHOT
 
 OFFSET_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
+NOT_SETTLED = ("-delete", "-stray")  # partition dirs whose log no shutdown closes
 
 
 def judge(obs: Observation):
@@ -106,12 +107,13 @@ def comparable_files(
         files = {p: _without_zero_slots(p, d) if is_index_file(p) else d for p, d in files.items()}
     files = {p: in_sorted_order(d) if p.rsplit("/", 1)[-1] in OFFSET_CHECKPOINTS else d for p, d in files.items()}
     if settled:
-        # a log queued for deletion (a -delete dir) is never settled: no shutdown closes it and no
-        # load resizes its indexes, so they exist only once materialised, as a live log's in between
+        # a log queued for deletion (a -delete dir) or set aside (a -stray dir) is never settled: no
+        # shutdown closes it, so its indexes are as a live log's in between (a -delete one's exist
+        # only once materialised; a -stray one's active pair keeps the size its load resized it to)
         return {
             p: d
             for p, d in files.items()
-            if not (is_index_file(p) and (p.endswith(".deleted") or p.rsplit("/", 1)[0].endswith("-delete")))
+            if not (is_index_file(p) and (p.endswith(".deleted") or p.rsplit("/", 1)[0].endswith(NOT_SETTLED)))
         }
     return {p: d for p, d in files.items() if not is_index_file(p)}
 

@@ -52,6 +52,7 @@ class Reference:
     took: dict[str, set[str]]  # loader branch → partitions whose load took it
     epochs_ahead: set[str]  # epochs_ahead_of_log_start of the image before the load
     injected: set[str] = attrs.Factory(set)  # partitions a legacy segment was written to after it
+    set_aside: set[str] = attrs.Factory(set)  # partition dirs a rename_dir step took away after it
     legacy_batches: set[str] = attrs.Factory(set)  # partitions whose image holds a legacy batch
 
     @classmethod
@@ -71,7 +72,7 @@ class Reference:
     def not_compared(self, legacy: set[str], corrupted) -> set[str]:
         """Partitions whose log is not compared: the injected ones (not there at the reference
         load), and Kafka's own rows."""
-        skip = set(self.injected)
+        skip = self.injected | self.set_aside
         skip |= kafkas_own.exempt(
             "recovery-truncates-what-a-clean-load-trusts", {k for k in self.clean if tainted(k, corrupted)}
         )
@@ -119,6 +120,9 @@ class RecoveryTracker:
         self.reference: Reference | None = None
         self.open_crashed = False
         self.injected_batches: dict[str, list] = {}  # must all be there at the next completed open
+        # a promoted log's key → the current log's it replaced: a crash inside the promotion may
+        # leave the data under either (replaceCurrentWithFutureLog's two renames)
+        self.aliases: dict[str, str] = {}
         self.legacy: set[str] = set()  # partitions an inject_legacy_segment step created
         self.last: tuple[dict, dict] = ({}, {})  # batches and segment bases at the last observe
         # the target whose own journal the last crash image was cut from (None: impl's on the
@@ -157,12 +161,17 @@ class RecoveryTracker:
             rp = state[key]["log_end_offset"] if step is not None and step.shuts_down else state[key]["recovery_point"]
             ls = state[key]["log_start_offset"]
             required[key] = [b for b in bs if b[1] < rp and b[0] >= ls]
+        moved = _promoted(model, step, self.required) if crashed else None
         if crashed:  # the interrupted step may or may not have happened: what both states require
             required = {
                 k: [b for b in v if b in set(self.required.get(k, ()))]
                 for k, v in required.items()
                 if k in self.required
             }
+        if moved is not None:  # a promotion cut short: the data stays required, in either dir
+            old, new = moved
+            required[new] = list(self.required[old])
+            self.aliases[new] = old
         self.required = required
 
     def _cleaning_neighbours(self, model, step, groups, after) -> None:
@@ -243,6 +252,12 @@ class RecoveryTracker:
             self.corrupted(outcome.path)
         elif outcome.kind == "injected":
             self.injected(*outcome.injected)
+        elif outcome.kind == "renamed" and outcome.path:  # a partition dir set aside: no longer served
+            self.required.pop(outcome.path, None)
+            self.injected_batches.pop(outcome.path, None)
+            self.anchored.discard(outcome.path)
+            if self.reference is not None:  # the interrupted load had it; the next one does not
+                self.reference.set_aside.add(outcome.path)
 
     def crashed(self, reference: Reference | None, during_open: bool) -> None:
         self.faulted = self.ever_faulted = True
@@ -276,6 +291,7 @@ class RecoveryTracker:
             self.reference = None
             self.open_crashed = False
             self.injected_batches = {}
+            self.aliases = {}
 
     def _missing(self, t, all_deleted: set[str]) -> str | None:
         """durable: the first required batch the recovered log lacks.  Not judged in a partition a
@@ -290,7 +306,7 @@ class RecoveryTracker:
         for key, need in sorted(required.items()):
             if tainted(key, self.ever_corrupted) or key.split("/")[-1] in failed or key in all_deleted:
                 continue
-            have = set(all_batches.get(key, ()))
+            have = set(all_batches.get(key, ())) | set(all_batches.get(self.aliases.get(key, key), ()))
             missing = [b for b in need if b not in have]
             if missing:
                 b = missing[0]
@@ -385,6 +401,17 @@ def _isolated(t):
             yield ISOLATED, f"{t.name}: the load error of {load['partition']} names no file of it: {error}"
 
 
+def _promoted(model, step, required: dict) -> tuple[str, str] | None:
+    """For a promotion (replace_current_with_future) a crash interrupted: the key whose batches
+    were required before it and the promoted log's key, or None."""
+    if not isinstance(step, sc.ReplaceCurrentWithFuture) or model is None or model.manager is None:
+        return None
+    new_dir = model.manager.current_dir_of(step.topic, step.partition)
+    name = f"{step.topic}-{step.partition}"
+    old = next((k for k in required if k.endswith(f"/{name}") and k != f"{new_dir}/{name}"), None)
+    return None if new_dir is None or old is None else (old, f"{new_dir}/{name}")
+
+
 def _anchored_by(model, step, result, batches) -> set[str]:
     """Partitions whose directory entry ``step`` made durable: a checkpoint, a shutdown or an open
     fsyncs every data dir; a truncation writes its dir's recovery-point checkpoint (which fsyncs the
@@ -392,6 +419,10 @@ def _anchored_by(model, step, result, batches) -> set[str]:
     if step.anchors_data_dirs:
         # a refused step (an open of a running broker, a checkpoint of a stopped one) fsyncs nothing
         return set() if "error" in (result or {}) else set(batches)
+    if isinstance(step, sc.ReplaceCurrentWithFuture) and "renamed" in (result or {}):
+        # the promoted log's directory entry: renamed, then its data dir fsynced
+        d = model.manager.current_dir_of(step.topic, step.partition)
+        return {f"{d}/{step.topic}-{step.partition}"}
     truncated = isinstance(step, sc.TruncateFully) or (
         isinstance(step, sc.Truncate) and (result or {}).get("truncated")
     )

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from conformance import scenario as sc
 from model.file_records import iterate_file
-from model.names import log_delete_dir_name
+from model.names import log_dir_name_with_suffix
 
 
 class HarnessError(RuntimeError):
@@ -96,10 +96,10 @@ def unique_id_source(seed: int):
     crash image names the next directory as the image source would; the kafka target's JVM draws
     the same (``DeleteDirNames.java``, woven into Kafka's ``LocalLog.logDeleteDirName``)."""
 
-    def draw(topic: str, partition: int, taken) -> str:
+    def draw(topic: str, partition: int, taken, kind: str = "delete") -> str:
         for n in itertools.count():
             unique = hashlib.sha256(f"{seed}:{topic}-{partition}:{n}".encode()).hexdigest()[:32]
-            if not taken(log_delete_dir_name(topic, partition, unique)):
+            if not taken(log_dir_name_with_suffix(topic, partition, unique, kind)):
                 return unique
         raise AssertionError("unreachable")
 

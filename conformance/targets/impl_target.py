@@ -173,7 +173,7 @@ class ImplTarget(TargetBase):
 
     def _close_handles(self) -> None:
         if self.backend == "os":
-            for log in [*self.manager.logs.values(), *(d.log for d in self.manager.deleting)]:
+            for log in self.manager.held_logs():
                 log.close_handlers()
             self.raw_storage.close_all()
 

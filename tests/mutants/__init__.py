@@ -1012,10 +1012,78 @@ DIR_MUTANTS = (
     Mutant(
         name="delete-dir-served-at-load",
         module="impl.log_manager",
-        old='        if kinds[name] == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)\n',
+        old='        if kind == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)\n',
         new='        if False:  # a -delete dir loaded as its partition, served\n',
         description="the load serves a partition directory renamed -delete (asyncDelete's rename survived a crash) as the partition's log instead of queuing it for deletion, so a deleted partition comes back (LogManager.loadLog, §2.3 rule 2)",
         caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="future-dir-served-as-current",
+        module="impl.log_manager",
+        old='        if kind == "future":  # the partition\'s future log, keyed apart from its current one (KIP-113)\n',
+        new='        if False:  # a -future dir loaded as its partition\'s current log\n',
+        description="the load takes a -future dir (a replica moving between data dirs, KIP-113) for its partition's current log: beside the current one it is a duplicate that fails the startup, alone it is served, where Kafka 4.4.0's LogManager.loadLog keys it apart as the future log (§2.3 rule 2)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="duplicate-future-dirs-kept",
+        module="impl.log_manager",
+        old="            if tp in self.futures:\n",
+        new="            if False:\n",
+        description="a second -future dir of one partition replaces the first, where Kafka 4.4.0's LogManager.loadLog throws IllegalStateException (Duplicate log directories found) and the startup fails",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="stray-dir-served",
+        module="impl.log_manager",
+        old='        if kind == "stray":  # loaded and logged, then held by nothing: never served, closed or deleted\n',
+        new='        if False:  # a -stray dir loaded as its partition\n',
+        description="the load serves a -stray dir (a log KRaft's metadata no longer assigns to the broker) as its partition's log, where Kafka 4.4.0's LogManager.loadLog loads it and then only logs it (§2.3 rule 2)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="stray-dir-deleted",
+        module="impl.log_manager",
+        old='        if kind == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)\n',
+        new='        if kind in ("delete", "stray"):  # a -stray dir queued for deletion too\n',
+        description="the load queues a -stray dir for deletion as it does a -delete one, so kafka-delete-logs removes a replica an operator may still need; Kafka 4.4.0's LogManager keeps it, never deleting it",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="promotion-keeps-the-current-dir",
+        module="impl.log_manager",
+        old="""        self.storage.rename(source.dir, gone)
+        self.storage.fsync_dir(source_dir)
+        source.moved_to(gone)
+""",
+        new="""        gone = source.dir
+""",
+        description="a completed replica move leaves the current log's directory under the partition's name instead of renaming it -delete (replaceCurrentWithFutureLog): the next load finds two current dirs of the partition and the startup fails (KIP-113, §2.3 rule 2)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
+        name="promotion-renames-the-current-first",
+        module="impl.log_manager",
+        old="""        path = f"{dest_dir}/{topic}-{partition}"
+        self.storage.rename(dest.dir, path)
+        self.storage.fsync_dir(dest_dir)
+        dest.moved_to(path)
+""",
+        new="",
+        description="a replica move's promotion renames the current log -delete before the future log takes the partition's name, where replaceCurrentWithFutureLog renames the future first: a crash between the two leaves no current dir (the partition's data only in a -future and a -delete dir) instead of two that fail the startup",
+        caught_by=("regression-corpus",),
+        more=(
+            (
+                """        source.moved_to(gone)
+""",
+                """        source.moved_to(gone)
+        path = f"{dest_dir}/{topic}-{partition}"
+        self.storage.rename(dest.dir, path)
+        self.storage.fsync_dir(dest_dir)
+        dest.moved_to(path)
+""",
+            ),
+        ),
     ),
     Mutant(
         name="delete-dir-recovered-at-load",

@@ -151,4 +151,16 @@ final class Logs {
     boolean queuedForDeletion(File dir) {
         return false;
     }
+
+    /** -future and -stray directories are not followed through the Scala LogManager (4.1–4.3) yet:
+     *  a load that meets one is unsupported (Generation.refuseMovedDirs). */
+    static final boolean LISTS_MOVED_DIRS = false;
+
+    Optional<UnifiedLog> getFutureLog(TopicPartition tp) {
+        return Optional.empty();
+    }
+
+    String replaceCurrentWithFutureLog(TopicPartition tp) {
+        throw new Unsupported("replace_current_with_future: LogManager.replaceCurrentWithFutureLog is driven on Kafka 4.4 only");
+    }
 }

@@ -117,6 +117,28 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     }
 
     @Override
+    public boolean futureLoadedFrom(TopicPartition tp, File dir) {
+        Optional<UnifiedLog> log = manager.getFutureLog(tp);
+        return log.isPresent() && log.get().dir().getAbsoluteFile().equals(dir.getAbsoluteFile());
+    }
+
+    @Override
+    protected String replaceCurrentWithFutureLog(TopicPartition tp) throws IOException {
+        Optional<UnifiedLog> current = manager.getLog(tp);
+        Optional<UnifiedLog> future = manager.getFutureLog(tp);
+        if (current.isPresent() && future.isPresent() && current.get().parentDir().equals(future.get().parentDir())) {
+            // Kafka's rename over the current dir fails and takes the data dir offline: not modelled
+            throw new Unsupported("replace_current_with_future: the future log is in its current log's data dir");
+        }
+        return manager.replaceCurrentWithFutureLog(tp);
+    }
+
+    @Override
+    protected boolean listsMovedDirs() {
+        return Logs.LISTS_MOVED_DIRS;
+    }
+
+    @Override
     public boolean online(File dataDir) {
         return manager.isLogDirOnline(dataDir.getAbsolutePath());
     }
@@ -161,7 +183,14 @@ final class Broker extends Generation<Logs, UnifiedLog> {
 
     @Override
     protected List<UnifiedLog> logs() {
-        return new ArrayList<>(manager.allLogs());
+        List<UnifiedLog> current = new ArrayList<>(manager.allLogs());
+        current.removeIf(UnifiedLog::isFuture); // a future log is not served: futureLog reaches it
+        return current;
+    }
+
+    @Override
+    protected Optional<UnifiedLog> futureLog(UnifiedLog current) {
+        return manager.getFutureLog(current.topicPartition());
     }
 
     @Override

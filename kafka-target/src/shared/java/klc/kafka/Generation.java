@@ -87,6 +87,9 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     /** Kafka's load (LogManager's startup), the log-dir failure handler, then a started broker's
      *  first steps; answers the {@code loaded} list ({@link LoadedPartitions}). */
     ObjectNode open() throws Exception {
+        if (!listsMovedDirs()) {
+            refuseMovedDirs();
+        }
         Recoveries.reset();
         SegmentJitter.restarted();
         Startup.Step load = startManager();
@@ -196,6 +199,19 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         return out;
     }
 
+    /** LogManager.replaceCurrentWithFutureLog (KIP-113): the future log renamed to the partition's
+     *  name and served, the current one renamed {@code -delete} (the scenario's name), closed and
+     *  queued for deletion; answers that name. */
+    ObjectNode replaceCurrentWithFuture(String topic, int partition) throws Exception {
+        String renamed = replaceCurrentWithFutureLog(new TopicPartition(topic, partition));
+        return JSON.createObjectNode().put("renamed", renamed);
+    }
+
+    /** LogManager.replaceCurrentWithFutureLog(tp): the current log's new {@code -delete} name. */
+    protected String replaceCurrentWithFutureLog(TopicPartition tp) throws Exception {
+        throw new Unsupported("replace_current_with_future: LogManager.replaceCurrentWithFutureLog is driven on Kafka 4.4 only");
+    }
+
     /** LogManager.asyncDelete(tp): the renamed directory's name, or null. */
     protected String asyncDelete(TopicPartition tp) throws Exception {
         throw new Unsupported("delete_partition: LogManager.asyncDelete is driven on Kafka 4.4 only");
@@ -207,10 +223,41 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         return false;
     }
 
+    /** Whether the future log of {@code tp} is the one loaded from {@code dir}. */
+    @Override
+    public boolean futureLoadedFrom(TopicPartition tp, File dir) {
+        return false;
+    }
+
+    /** Whether this generation answers {@code -future} and {@code -stray} directories in the
+     *  {@code loaded} list (Kafka 4.4's Java LogManager; the others are not driven for them yet). */
+    protected boolean listsMovedDirs() {
+        return false;
+    }
+
+    /** A load that would meet a {@code -future} or {@code -stray} directory this adapter does not
+     *  list: unsupported, never judged on a list that leaves them out. */
+    private void refuseMovedDirs() {
+        for (File dir : dataDirs) {
+            File[] children = dir.listFiles(File::isDirectory);
+            for (File child : children == null ? new File[0] : children) {
+                String kind = LoadedPartitions.kindOf(child.getName());
+                if (kind.equals("future") || kind.equals("stray")) {
+                    throw new Unsupported("a -" + kind + " directory (" + dir.getName() + "/" + child.getName()
+                            + "): its load is followed on Kafka 4.4 only, not by this adapter of Kafka " + Release.version());
+                }
+            }
+        }
+    }
+
     ObjectNode retention() throws IOException {
         int deleted = 0;
-        for (L log : sortedLogs()) {
+        for (L log : sortedLogs()) { // LogManager.cleanupLogs: a current log, then its future log
             deleted += deleteOldSegments(log);
+            Optional<L> future = futureLog(log);
+            if (future.isPresent()) {
+                deleted += deleteOldSegments(future.get());
+            }
         }
         return JSON.createObjectNode().put("deleted", deleted);
     }
@@ -243,6 +290,10 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
             if (topicPartition(log).topic().equals(topic)) {
                 updateConfig(log, config, updated);
                 SegmentJitter.altered(topicPartition(log).toString(), merged);
+                Optional<L> future = futureLog(log); // LogManager.logsByTopic: future logs too
+                if (future.isPresent()) {
+                    updateConfig(future.get(), config, updated);
+                }
             }
         }
         return JSON.createObjectNode();
@@ -409,6 +460,11 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
 
     protected abstract List<L> logs();
 
+    /** The future log (KIP-113) of a current log's partition, where this generation follows them. */
+    protected Optional<L> futureLog(L current) {
+        return Optional.empty();
+    }
+
     protected abstract Optional<L> findLog(TopicPartition tp);
 
     protected abstract void createLog(TopicPartition tp, String dataDir) throws IOException;
@@ -467,7 +523,8 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     /** Directories the loader passes over by name, and KRaft's metadata log, which LogManager
      *  leaves to the raft layer; Kafka up to 3.0 knows only the first two. */
     protected boolean ignored(String name) {
-        return (name.endsWith("-delete") && !listsDeleteDirs()) || name.endsWith("-future") || name.endsWith("-stray")
+        return (name.endsWith("-delete") && !listsDeleteDirs())
+                || ((name.endsWith("-future") || name.endsWith("-stray")) && !listsMovedDirs())
                 || name.startsWith("__cluster_metadata-");
     }
 

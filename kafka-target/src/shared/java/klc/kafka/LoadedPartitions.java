@@ -9,7 +9,11 @@ import org.apache.kafka.common.TopicPartition;
 import java.io.File;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The {@code loaded} list of an {@code open} answer, the same for every generation: one entry per
@@ -30,6 +34,9 @@ final class LoadedPartitions {
 
         /** Whether the load queued the log of this {@code -delete} directory for deletion. */
         boolean queuedForDeletion(File dir);
+
+        /** Whether the partition's future log (KIP-113) is the one loaded from this {@code -future} directory. */
+        boolean futureLoadedFrom(TopicPartition tp, File dir);
     }
 
     private LoadedPartitions() { }
@@ -45,8 +52,21 @@ final class LoadedPartitions {
 
     /** ``failed``: why the startup failed (every partition not loaded then carries it), or null. */
     private static void list(ArrayNode loaded, List<File> dataDirs, String failed, Manager manager) {
-        for (File dir : dataDirs) {
-            File[] children = dir.listFiles(File::isDirectory);
+        Map<File, Boolean> duplicates = failed != null && failed.contains("Duplicate log directories")
+                ? duplicates(dataDirs, manager) : Map.of();
+        for (PartitionDir p : partitionDirs(dataDirs, manager)) {
+            entry(loaded.addObject(), p.dataDir(), p.dir(), p.tp(), failed, manager, duplicates);
+        }
+    }
+
+    /** A partition directory of a data dir, with the partition Kafka parses from its name. */
+    private record PartitionDir(File dataDir, File dir, TopicPartition tp) { }
+
+    /** Every data dir's partition directories, in data dir and name order. */
+    private static List<PartitionDir> partitionDirs(List<File> dataDirs, Manager manager) {
+        List<PartitionDir> out = new ArrayList<>();
+        for (File dataDir : dataDirs) {
+            File[] children = dataDir.listFiles(File::isDirectory);
             if (children == null) {
                 continue;
             }
@@ -54,17 +74,42 @@ final class LoadedPartitions {
             for (File child : children) {
                 TopicPartition tp = manager.partitionOf(child);
                 if (tp != null) {
-                    entry(loaded.addObject(), dir, child, tp, failed, manager);
+                    out.add(new PartitionDir(dataDir, child, tp));
                 }
             }
         }
+        return out;
     }
 
-    private static void entry(ObjectNode entry, File dir, File child, TopicPartition tp, String failed, Manager manager) {
+    /** The directories of a partition's current (or future) log found twice, when the startup
+     *  failed on them (LogManager.loadLog's IllegalStateException): each one → whether it is the
+     *  failed one — every one but the first in data dir and name order. Which of them Kafka
+     *  registered first is a race between the data dirs' recovery pools; the model names the later
+     *  ones failed, and so does this list. */
+    private static Map<File, Boolean> duplicates(List<File> dataDirs, Manager manager) {
+        Map<String, List<File>> groups = new LinkedHashMap<>();
+        for (PartitionDir p : partitionDirs(dataDirs, manager)) {
+            String kind = kindOf(p.dir().getName());
+            if (kind.isEmpty() || kind.equals("future")) {
+                groups.computeIfAbsent(p.tp() + "/" + kind, k -> new ArrayList<>()).add(p.dir());
+            }
+        }
+        Map<File, Boolean> out = new HashMap<>();
+        for (List<File> group : groups.values()) {
+            for (int i = 0; group.size() > 1 && i < group.size(); i++) {
+                out.put(group.get(i), i > 0);
+            }
+        }
+        return out;
+    }
+
+    private static void entry(ObjectNode entry, File dir, File child, TopicPartition tp, String failed, Manager manager,
+                              Map<File, Boolean> duplicates) {
         entry.put("dir", dir.getName());
         entry.put("partition", child.getName());
-        boolean deleting = child.getName().endsWith("-delete");
-        if (deleting ? manager.queuedForDeletion(child) : manager.loadedIn(tp, dir)) {
+        String kind = kindOf(child.getName());
+        Boolean duplicate = duplicates.get(child);
+        if (duplicate != null ? !duplicate : loaded(kind, dir, child, tp, failed, manager)) {
             entry.putNull("error");
         } else if (failed != null) {
             entry.put("error", failed);
@@ -76,8 +121,31 @@ final class LoadedPartitions {
         ArrayNode recovered = entry.putArray("recovered");
         Recoveries.of(dir, child.getName()).forEach(recovered::add);
         entry.put("recovered_bytes", Recoveries.bytesOf(dir, child.getName()));
-        if (deleting) {
-            entry.put("kind", "delete"); // loaded, then queued for deletion: not served (§2.3)
+        if (!kind.isEmpty()) {
+            entry.put("kind", kind); // loaded, then not served: queued for deletion, a future log, set aside
+        }
+    }
+
+    /** The directory's suffix (§2.3): "delete", "future", "stray", or "" for a partition's own. */
+    static String kindOf(String name) {
+        for (String kind : new String[] {"delete", "future", "stray"}) {
+            if (name.endsWith("-" + kind)) {
+                return kind;
+            }
+        }
+        return "";
+    }
+
+    /** Whether the directory's log loaded where Kafka 4.4.0's LogManager.loadLog puts it: a
+     *  {@code -delete} one queued for deletion, a {@code -future} one as the partition's future log,
+     *  a {@code -stray} one loaded and held by nothing (only a failed startup or an offline dir
+     *  says it did not load), any other as the partition's current log. */
+    private static boolean loaded(String kind, File dir, File child, TopicPartition tp, String failed, Manager manager) {
+        switch (kind) {
+            case "delete": return manager.queuedForDeletion(child);
+            case "future": return manager.futureLoadedFrom(tp, child);
+            case "stray": return failed == null && manager.online(dir);
+            default: return manager.loadedIn(tp, dir);
         }
     }
 }

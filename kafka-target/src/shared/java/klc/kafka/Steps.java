@@ -42,6 +42,8 @@ final class Steps {
             case "alter_config": return broker.alterConfig(text(r, "topic"), object(r, "config"));
             case "previous_broker_epoch": return broker.previousBrokerEpochAnswer();
             case "delete_partition": return broker.deletePartition(text(r, "topic"), (int) number(r, "partition"));
+            case "replace_current_with_future":
+                return broker.replaceCurrentWithFuture(text(r, "topic"), (int) number(r, "partition"));
             default: break;
         }
         L log = broker.log(text(r, "topic"), (int) number(r, "partition"));

@@ -63,6 +63,21 @@ final class Logs {
         return manager.getLog(tp);
     }
 
+    /** Whether the load's -future and -stray directories are listed (LoadedPartitions). */
+    static final boolean LISTS_MOVED_DIRS = true;
+
+    /** replaceCurrentWithFutureLog(tp); the -delete name the current log's directory took. */
+    String replaceCurrentWithFutureLog(TopicPartition tp) throws IOException {
+        UnifiedLog current = manager.getLog(tp).orElse(null);
+        manager.replaceCurrentWithFutureLog(tp);
+        return current.dir().getName(); // renamed -delete by the call (the current replica is there: it checks)
+    }
+
+    /** The partition's future log (KIP-113), keyed apart from its current one. */
+    Optional<UnifiedLog> getFutureLog(TopicPartition tp) {
+        return manager.getLog(tp, true);
+    }
+
     boolean isLogDirOnline(String dir) {
         return manager.isLogDirOnline(dir);
     }
