@@ -58,6 +58,11 @@ public final class Advices {
         Release.recovering(segment);
     }
 
+    /** Called from the log class's constructors (public: the woven code runs in Kafka's package). */
+    public static void logBuilt(Object log) {
+        LogsBuilt.built(log);
+    }
+
     /** Inlined into LogSegment.recover. */
     static final class OnRecover {
         private OnRecover() { }
@@ -99,7 +104,8 @@ public final class Advices {
         private OnLogBuilt() { }
 
         @Advice.OnMethodExit
-        static void exit() {
+        static void exit(@Advice.This Object log) {
+            Advices.logBuilt(log);
             LoadCrash.partitionLoaded();
         }
     }

@@ -91,6 +91,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
             refuseMovedDirs();
         }
         Recoveries.reset();
+        LogsBuilt.reset();
         SegmentJitter.restarted();
         Startup.Step load = startManager();
         String failed = Startup.run(load, this::takeOfflineDirs, () -> {

@@ -138,13 +138,14 @@ final class LoadedPartitions {
 
     /** Whether the directory's log loaded where Kafka 4.4.0's LogManager.loadLog puts it: a
      *  {@code -delete} one queued for deletion, a {@code -future} one as the partition's future log,
-     *  a {@code -stray} one loaded and held by nothing (only a failed startup or an offline dir
-     *  says it did not load), any other as the partition's current log. */
+     *  a {@code -stray} one loaded and held by nothing (its log built in an online dir, {@link
+     *  LogsBuilt}: a startup that failed on another partition may have loaded it first), any other
+     *  as the partition's current log. */
     private static boolean loaded(String kind, File dir, File child, TopicPartition tp, String failed, Manager manager) {
         switch (kind) {
             case "delete": return manager.queuedForDeletion(child);
             case "future": return manager.futureLoadedFrom(tp, child);
-            case "stray": return failed == null && manager.online(dir);
+            case "stray": return manager.online(dir) && (failed == null || LogsBuilt.contains(child));
             default: return manager.loadedIn(tp, dir);
         }
     }
