@@ -120,9 +120,11 @@ class RecoveryTracker:
         self.reference: Reference | None = None
         self.open_crashed = False
         self.injected_batches: dict[str, list] = {}  # must all be there at the next completed open
-        # a promoted log's key → the current log's it replaced: a crash inside the promotion may
-        # leave the data under either (replaceCurrentWithFutureLog's two renames)
-        self.aliases: dict[str, str] = {}
+        # a promotion a crash interrupted (replaceCurrentWithFutureLog's two renames): the current
+        # log's key → the promoted log's key and what it must hold if the promotion took effect —
+        # the current log's required batches the future log also had (a future log that lags lacks
+        # the rest by design: the promotion replaces the current log's data)
+        self.promotions: dict[str, tuple[str, list]] = {}
         self.legacy: set[str] = set()  # partitions an inject_legacy_segment step created
         self.last: tuple[dict, dict] = ({}, {})  # batches and segment bases at the last observe
         # the target whose own journal the last crash image was cut from (None: impl's on the
@@ -168,10 +170,12 @@ class RecoveryTracker:
                 for k, v in required.items()
                 if k in self.required
             }
-        if moved is not None:  # a promotion cut short: the data stays required, in either dir
+        if moved is not None:  # a promotion cut short: the current log's data, unless it took effect
             old, new = moved
-            required[new] = list(self.required[old])
-            self.aliases[new] = old
+            kept = set(batches.get(new, ()))
+            required.pop(new, None)
+            required[old] = list(self.required[old])
+            self.promotions[old] = (new, [b for b in self.required[old] if b in kept])
         self.required = required
 
     def _cleaning_neighbours(self, model, step, groups, after) -> None:
@@ -291,7 +295,7 @@ class RecoveryTracker:
             self.reference = None
             self.open_crashed = False
             self.injected_batches = {}
-            self.aliases = {}
+            self.promotions = {}
 
     def _missing(self, t, all_deleted: set[str]) -> str | None:
         """durable: the first required batch the recovered log lacks.  Not judged in a partition a
@@ -306,7 +310,10 @@ class RecoveryTracker:
         for key, need in sorted(required.items()):
             if tainted(key, self.ever_corrupted) or key.split("/")[-1] in failed or key in all_deleted:
                 continue
-            have = set(all_batches.get(key, ())) | set(all_batches.get(self.aliases.get(key, key), ()))
+            promoted = self.promotions.get(key)
+            if promoted is not None and key not in all_batches and promoted[0] in all_batches:
+                key, need = promoted  # the promotion took effect: the future log's data is the log's
+            have = set(all_batches.get(key, ()))
             missing = [b for b in need if b not in have]
             if missing:
                 b = missing[0]
