@@ -622,5 +622,5 @@ class LogLoader:
 def _tail_bytes(seg: Segment) -> int:
     """What readNextOffset reads of the log: from the last offset-index entry's position to the end
     (§4.5 rule 3)."""
-    entries = seg.offset_index.logical_entries()
-    return seg.size - (entries[-1][1] if entries else 0)
+    index = seg.offset_index  # its last entry only: a crashed index counts every preallocated slot
+    return seg.size - (index.entry(index.entries - 1)[1] if index.entries else 0)
