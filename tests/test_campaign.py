@@ -34,17 +34,21 @@ def _campaign(out, corpus_dir, target, scenarios=20):
     return run_campaign(config)
 
 
-@pytest.fixture(scope="module")
-def mutant_campaign(tmp_path_factory):
-    out = tmp_path_factory.mktemp("campaign")
+@needs_java
+def test_a_campaign_against_a_mutant_finds_it_once_resumes_and_replays(tmp_path):
+    """Two campaigns against the mutant (the second resumes the first's results) and what they
+    leave, judged in one test: each campaign is a Spark job of about 20 s, which pytest-xdist
+    would otherwise run again on every worker that takes a test needing it."""
+    out = tmp_path
     first = _campaign(out, out / "found", f"mutant:{MUTANT}")
     again = _campaign(out, out / "found", f"mutant:{MUTANT}")
-    return out, first, again
+    _the_mutant_is_found_once(out, first)
+    _rerunning_skips_finished_seeds_and_known_signatures(first, again)
+    _the_corpus_entry_replays_with_klc_replay_and_pytest(first)
+    _pytest_replays_the_failures_from_the_example_database_view(out, first)
 
 
-@needs_java
-def test_campaign_against_a_mutant_finds_it_once(mutant_campaign):
-    out, first, _again = mutant_campaign
+def _the_mutant_is_found_once(out, first):
     assert len(first.rows) == 2 and first.parallelism == 2
     assert any(r["status"] == "fail" for r in first.rows), "the mutant was not found"
     assert all(r["status"] in ("pass", "fail") for r in first.rows), [r["error"] for r in first.rows if r["error"]]
@@ -64,18 +68,14 @@ def test_campaign_against_a_mutant_finds_it_once(mutant_campaign):
     assert finding["signature"] in html
 
 
-@needs_java
-def test_rerunning_skips_finished_seeds_and_known_signatures(mutant_campaign):
-    _out, first, again = mutant_campaign
+def _rerunning_skips_finished_seeds_and_known_signatures(first, again):
     assert again.skipped == 2
     assert {r["seed"] for r in again.rows} == {2, 3}
     assert {r["seed"] for r in first.rows} == {0, 1}
     assert again.findings == [], "a signature already in the corpus is not written again"
 
 
-@needs_java
-def test_the_corpus_entry_replays_with_klc_replay_and_pytest(mutant_campaign):
-    out, first, _again = mutant_campaign
+def _the_corpus_entry_replays_with_klc_replay_and_pytest(first):
     entry = first.findings[0]["corpus_path"]
     scenario = os.path.join(entry, "scenario.json")
     runner = CliRunner()
@@ -87,9 +87,7 @@ def test_the_corpus_entry_replays_with_klc_replay_and_pytest(mutant_campaign):
         check_entry(Scenario.load(scenario), json.load(f))
 
 
-@needs_java
-def test_pytest_replays_the_failures_from_the_example_database_view(mutant_campaign):
-    out, first, _again = mutant_campaign
+def _pytest_replays_the_failures_from_the_example_database_view(out, first):
     failed = [r for r in first.rows if r["status"] == "fail"]
     assert failed and all(r["db_key"] and r["choices"] for r in failed)
     for row in failed:
@@ -181,7 +179,7 @@ def test_a_results_folder_with_foreign_files_is_refused(tmp_path):
 def test_exit_status_is_1_for_a_new_signature_and_0_once_it_is_known(tmp_path):
     """Through the command line, on the process-pool executor (the same tasks without Spark)."""
     args = [
-        "campaign", "--scenarios", "20", "--examples-per-task", "10", "--steps", "30", "--reproduce", "1",
+        "campaign", "--scenarios", "10", "--examples-per-task", "5", "--steps", "30", "--reproduce", "1",
         "--target", f"mutant:{MUTANT}", "--executor", "processes", "--out", str(tmp_path / "o"),
         "--corpus", str(tmp_path / "found"), "--json",
     ]  # fmt: skip
