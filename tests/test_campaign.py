@@ -176,26 +176,34 @@ def test_a_results_folder_with_foreign_files_is_refused(tmp_path):
         check_config(CampaignConfig(out=str(tmp_path / "results" / "x.parquet")))
 
 
-def test_exit_status_is_1_for_a_new_signature_and_0_once_it_is_known(tmp_path):
-    """Through the command line, on the process-pool executor (the same tasks without Spark)."""
+def _cli_campaign(out, corpus, scenarios: int):
+    """``klc campaign`` on the process-pool executor (the same tasks without Spark), 5 examples a seed."""
     args = [
-        "campaign", "--scenarios", "10", "--examples-per-task", "5", "--steps", "30", "--reproduce", "1",
-        "--target", f"mutant:{MUTANT}", "--executor", "processes", "--out", str(tmp_path / "o"),
-        "--corpus", str(tmp_path / "found"), "--json",
+        "campaign", "--scenarios", str(scenarios), "--examples-per-task", "5", "--steps", "30", "--reproduce", "1",
+        "--target", f"mutant:{MUTANT}", "--executor", "processes", "--out", str(out), "--corpus", str(corpus), "--json",
     ]  # fmt: skip
-    first = CliRunner().invoke(main, args)
+    return CliRunner().invoke(main, args)
+
+
+def test_exit_status_is_1_for_a_new_signature_and_0_once_it_is_known(tmp_path):
+    first = _cli_campaign(tmp_path / "o", tmp_path / "found", scenarios=5)
     assert first.exit_code == 1, first.output
     summary = json.loads(first.output)
-    assert summary["failed_tasks"] >= 1 and len(summary["findings"]) == 1
-    # resumed: both seeds are in the results already, nothing new runs
-    again = CliRunner().invoke(main, args)
+    assert summary["failed_tasks"] == 1 and len(summary["findings"]) == 1
+    # resumed: the seed is in the results already, nothing new runs
+    again = _cli_campaign(tmp_path / "o", tmp_path / "found", scenarios=5)
     assert again.exit_code == 0, again.output
-    assert json.loads(again.output)["skipped_seeds"] == 2 and json.loads(again.output)["findings"] == []
-    # run again from scratch (a new results folder) beside the same corpus: the same seeds fail with
-    # the signatures the corpus knows now, so nothing is new.  (Not two more seeds: other seeds may
-    # catch the mutant another way, a new signature.)
-    at = args.index("--out") + 1
-    fresh = CliRunner().invoke(main, [*args[:at], str(tmp_path / "o2"), *args[at + 1 :]])
+    assert json.loads(again.output)["skipped_seeds"] == 1 and json.loads(again.output)["findings"] == []
+
+
+@pytest.mark.slow  # three campaigns under coverage: about a minute; the gate keeps the one above
+def test_a_fresh_run_beside_the_corpus_finds_nothing_new(tmp_path):
+    """Run again from scratch (a new results folder) beside the same corpus: the same seeds fail
+    with the signatures the corpus knows now, so nothing is new.  (Not two more seeds: other seeds
+    may catch the mutant another way, a new signature.)"""
+    first = _cli_campaign(tmp_path / "o", tmp_path / "found", scenarios=10)
+    assert first.exit_code == 1, first.output
+    fresh = _cli_campaign(tmp_path / "o2", tmp_path / "found", scenarios=10)
     assert fresh.exit_code == 0, fresh.output
     summary = json.loads(fresh.output)
     assert summary["failed_tasks"] >= 1 and summary["skipped_seeds"] == 0 and summary["findings"] == []
