@@ -35,7 +35,7 @@ def _campaign(out, corpus_dir, target, scenarios=20):
 
 
 @needs_java
-def test_a_campaign_against_a_mutant_finds_it_once_resumes_and_replays(tmp_path):
+def test_a_campaign_against_a_mutant_finds_it_once_resumes_and_replays(tmp_path, monkeypatch):
     """Two campaigns against the mutant (the second resumes the first's results) and what they
     leave, judged in one test: each campaign is a Spark job of about 20 s, which pytest-xdist
     would otherwise run again on every worker that takes a test needing it."""
@@ -46,6 +46,7 @@ def test_a_campaign_against_a_mutant_finds_it_once_resumes_and_replays(tmp_path)
     _rerunning_skips_finished_seeds_and_known_signatures(first, again)
     _the_corpus_entry_replays_with_klc_replay_and_pytest(first)
     _pytest_replays_the_failures_from_the_example_database_view(out, first)
+    _the_command_exits_1_for_a_new_signature_and_0_once_it_is_known(monkeypatch, first, again)
 
 
 def _the_mutant_is_found_once(out, first):
@@ -176,6 +177,18 @@ def test_a_results_folder_with_foreign_files_is_refused(tmp_path):
         check_config(CampaignConfig(out=str(tmp_path / "results" / "x.parquet")))
 
 
+def _the_command_exits_1_for_a_new_signature_and_0_once_it_is_known(monkeypatch, first, again):
+    """``klc campaign``'s exit status on these two campaigns' results (the whole command on the
+    process pool: the nightly's test below)."""
+    from conformance.campaign import driver
+
+    for result, status in ((first, 1), (again, 0)):
+        monkeypatch.setattr(driver, "run_campaign", lambda config, ui=None, result=result: result)
+        ran = CliRunner().invoke(main, ["campaign", "--target", f"mutant:{MUTANT}", "--json"])
+        assert ran.exit_code == status, ran.output
+        assert len(json.loads(ran.output)["findings"]) == len(result.findings)
+
+
 def _cli_campaign(out, corpus, scenarios: int):
     """``klc campaign`` on the process-pool executor (the same tasks without Spark), 5 examples a seed."""
     args = [
@@ -185,6 +198,7 @@ def _cli_campaign(out, corpus, scenarios: int):
     return CliRunner().invoke(main, args)
 
 
+@pytest.mark.slow  # two campaigns on the process pool under coverage: about a minute of the gate
 def test_exit_status_is_1_for_a_new_signature_and_0_once_it_is_known(tmp_path):
     first = _cli_campaign(tmp_path / "o", tmp_path / "found", scenarios=5)
     assert first.exit_code == 1, first.output
@@ -196,7 +210,7 @@ def test_exit_status_is_1_for_a_new_signature_and_0_once_it_is_known(tmp_path):
     assert json.loads(again.output)["skipped_seeds"] == 1 and json.loads(again.output)["findings"] == []
 
 
-@pytest.mark.slow  # three campaigns under coverage: about a minute; the gate keeps the one above
+@pytest.mark.slow  # two campaigns on the process pool under coverage, as above
 def test_a_fresh_run_beside_the_corpus_finds_nothing_new(tmp_path):
     """Run again from scratch (a new results folder) beside the same corpus: the same seeds fail
     with the signatures the corpus knows now, so nothing is new.  (Not two more seeds: other seeds
