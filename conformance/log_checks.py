@@ -55,10 +55,12 @@ CORPORA = os.path.dirname(CORPUS)
 CRASH_CORPUS = os.path.join(CORPORA, "crash")
 
 
-def check_log_scenarios(module=None, folder: str = CORPUS, first: Collection[str] = ()) -> None:
+def check_log_scenarios(
+    module=None, folder: str = CORPUS, first: Collection[str] = (), backends: tuple[str, ...] = ("sim", "os")
+) -> None:
     with impl_stack(module):
         for path, scenario in corpus_scenarios(folder, first):
-            for backend in ("sim", "os"):
+            for backend in backends:
                 verdict = run(scenario, backend=backend)
                 if verdict.violations:
                     v = verdict.violations[0]
