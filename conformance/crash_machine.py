@@ -349,13 +349,14 @@ class CrashMachine(LogMachine):
         kinds = self.swarm_kinds if in_rule else self.swarm
         return [f for f in FAMILIES if f in kinds]
 
-    def _kafka_journal(self, data):
-        """The kafka target whose own I/O is captured, when the power loss is drawn on its journal
-        ("crash: cut from Kafka's own journal"); None: on impl's."""
+    def _kafka_journal(self, data, weight: str = "crash: cut from Kafka's own journal"):
+        """The kafka target whose own I/O is captured, when the fault is drawn on its journal
+        (``weight``: a power loss cut from it, or an I/O error failing one of its calls); None: on
+        impl's."""
         if not self.capture_kafka_io:
             return None
         kafka = next((t for t in self.session.targets if getattr(t, "io", None) is not None), None)
-        if kafka is None or not coin(data.draw, "crash: cut from Kafka's own journal", label="Kafka's journal"):
+        if kafka is None or not coin(data.draw, weight, label="Kafka's journal"):
             return None
         return kafka
 
@@ -478,10 +479,20 @@ class CrashMachine(LogMachine):
     @precondition(lambda self: self.io_errors < 1 and "fail_io" in self.swarm)
     @rule(data=st.data(), error=st.sampled_from(fault_steps.IO_ERRORS))
     def fail_io(self, data, error):
+        kafka = self._kafka_journal(data, "fail_io: on Kafka's own calls")
         during = self._interrupted_step(data)
-        step = fault_steps.FailIo(during, self._interrupt_at(data, during), error)
+        if isinstance(during, sc.Clean) and not self._cleans():
+            kafka = None  # a release whose adapter runs no cleaning round: impl's operation fails
+        if kafka is not None:  # Kafka's calls are known only once it ran the step
+            at_op = data.draw(st.integers(0, KAFKA_CRASH_POINTS), label="at_op")
+        else:
+            at_op = self._interrupt_at(data, during)
+        step = fault_steps.FailIo(during, at_op, error, "impl" if kafka is None else "kafka")
         self.io_errors += 1
         self._do(step)
+        if kafka is not None and self.session.last_fault is not None:
+            failed = self.session.last_fault.results.get(kafka.name, {}).get("failed")
+            event(f"fail_io: Kafka's own {failed.split()[0]} failed" if failed else "fail_io: past Kafka's last call")
         self._after_fault(step)
 
     @precondition(lambda self: not self.running and "corrupt" in self.swarm and self.corruptions < 2)

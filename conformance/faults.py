@@ -178,10 +178,24 @@ class KafkaJournal:
         return self.target.image_at(None, Fault("process"))[0]
 
     def run(self, fault: Interrupting, during) -> tuple[dict, str | None]:
+        if isinstance(fault, FailIo):
+            return self._fail(fault, during)
         self.target.capture(during)
         n = self.target.last_capture.operations
         self.cut = min(fault.at_op, n)
         return {"crashed_at": self.cut, "operations": n, **({"completed": True} if self.cut == n else {})}, None
+
+    def _fail(self, fault: FailIo, during) -> tuple[dict, str | None]:
+        """``during`` on Kafka with its ``at_op``-th call failing: Kafka's answer, what failed
+        (``failed``: the call, e.g. ``msync d0/t-0/00000000000000000000.index``; ``completed``
+        when ``during`` made fewer calls), and an ``isolated`` witness if the error escaped as
+        something other than Kafka's declared KafkaStorageException."""
+        result, failed = self.target.fail_inside(during, fault.at_op, fault.error)
+        self.cut = None  # the disk as Kafka left it: a process-level fault
+        if failed.call is None:
+            return {**result, "calls": failed.counted, "completed": True}, None
+        out = {**result, "failed": failed.call}
+        return out, fault.escaped(result) or crash_recovery.undeclared_io_error(result, failed.call, fault.error)
 
     def image(self, fault: Fault) -> tuple[dict, list, dict]:
         """The crash image, less the files only Kafka's process keeps (the data dir's ``.lock``,
@@ -196,7 +210,7 @@ def kafka_journal(targets) -> KafkaJournal:
     for t in targets:
         if getattr(t, "io", None) is not None:
             return KafkaJournal(t)
-    raise Unsupported("a crash on Kafka's own journal needs the kafka target with its I/O captured (strace)")
+    raise Unsupported("a fault on Kafka's own journal needs the kafka target with its I/O captured (strace)")
 
 
 class Interrupting(FaultStep):
@@ -324,12 +338,18 @@ class Crash(Interrupting):
 class FailIo(Interrupting):
     """The ``at_op``-th storage operation of ``during`` fails with EIO or ENOSPC.  Kafka turns it
     into a KafkaStorageException and takes the log dir offline (§6.6); the broker here stops with
-    its files as they are (no power loss), and the next ``open`` loads them."""
+    its files as they are (no power loss), and the next ``open`` loads them.
+
+    ``journal`` says whose operation fails: ``impl`` (impl on the simulated backend, the default)
+    or ``kafka`` — the ``at_op``-th of the kafka target's own system calls that change a file under
+    its root, failed in its JVM (:mod:`conformance.kafka_io_errors`), so that Kafka's own error path
+    runs; the disk as Kafka then left it is the image every target loads."""
 
     op = "fail_io"
     during: Any = None
     at_op: int = 0
     error: str = "EIO"
+    journal: str = "impl"
 
     @classmethod
     def fields_from_json(cls, d, where):
@@ -337,11 +357,21 @@ class FailIo(Interrupting):
         error = d.get("error", "EIO")
         if error not in IO_ERRORS:
             raise ScenarioError(f"{where}: 'error' must be one of {', '.join(IO_ERRORS)}")
-        return {**during, "error": error}
+        source = _str(d, "journal", where, "impl")
+        if source not in JOURNALS:
+            raise ScenarioError(f"{where}: 'journal' must be one of {', '.join(JOURNALS)}")
+        return {**during, "error": error, "journal": source}
 
     def failure(self):
         code = errno.EIO if self.error == "EIO" else errno.ENOSPC
         return lambda what, path: OSError(code, f"{os.strerror(code)} ({what})", path)
+
+    def image_source(self, ctx):
+        return kafka_journal(ctx.targets) if self.journal == "kafka" else ImplJournal(ctx.source)
+
+    @property
+    def on_kafka_journal(self) -> bool:  # type: ignore[override]
+        return self.journal == "kafka"
 
     def escaped(self, result):
         return crash_recovery.io_error_problem(result)
@@ -350,7 +380,7 @@ class FailIo(Interrupting):
         out = super().strike(ctx)
         # an I/O error a step got past (it completed): Kafka's own row says whether the image counts
         # as settled (an unreadable checkpoint is read as empty)
-        completed = out.results.get(ctx.source.name, {}).get("completed")
+        completed = out.results.get(out.journal_of or ctx.source.name, {}).get("completed")
         if completed and kafkas_own.applies("unreadable-checkpoint-is-empty"):
             out.settled = False
         return out

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import attrs
 
 from conformance import scenario as sc
-from conformance.properties import CONFORMS, DURABLE, INDEX_AGREES, PREFIX, READ_COMMITTED
+from conformance.properties import CONFORMS, DURABLE, INDEX_AGREES, ISOLATED, PREFIX, READ_COMMITTED
 from conformance.properties.storage_protocol import BROKEN_PROMISE
 from model.indexes import ABORTED_TXN_SIZE, TimeIndex
 from model.producer_state import REBUILDING
@@ -287,7 +287,29 @@ FLUSH_BELOW_THE_RECOVERY_POINT = Finding(
 )
 
 
+def _msync_error_escaped(step: sc.Step, results: dict, model) -> bool:
+    """An I/O error failed a Kafka target's own ``msync`` of an index inside ``step``, and the
+    step raised the JDK's UncheckedIOException."""
+    return step.op == "fail_io" and any(
+        name.startswith("kafka") and r.get("failed", "").startswith("msync ") and r.get("error") == "UncheckedIOException"
+        for name, r in results.items()
+    )
+
+
+MSYNC_ERROR_ESCAPES = Finding(
+    name="msync-error-escapes-as-an-unchecked-exception",
+    release="4.4.0",
+    prop=ISOLATED,
+    summary="an I/O error on an index's msync (MappedByteBuffer.force) reaches Kafka as the JDK's "
+    "UncheckedIOException, which the log's I/O error handling (IOException only) lets through: the "
+    "flush fails, but the log dir is not taken offline and the broker goes on writing to the disk",
+    step_shape=_msync_error_escaped,
+    on_kafkas_image_only=True,
+)
+
+
 FINDINGS = (
+    MSYNC_ERROR_ESCAPES,
     FLUSH_BELOW_THE_RECOVERY_POINT,
     FULL_INDEX_MID_APPEND,
     LOOKUP_BY_A_LOST_MAX,

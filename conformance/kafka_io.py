@@ -1101,6 +1101,7 @@ class IoCapture:
         self.tracer: Tracer | None = None
         self.step: StepCapture | None = None
         self.last: StepCapture | None = None
+        self.failing = None  # (at_op, error, Failed) while a step runs with one call failing
         self.reset()
 
     def reset(self) -> None:
@@ -1134,9 +1135,24 @@ class IoCapture:
         self.last, self.step = self.step, None
         return self.last
 
+    def arm(self, at_op: int, error: str) -> None:
+        """The next requests, until :meth:`disarm`, run with the ``at_op``-th of Kafka's calls that
+        change the file system under the root failing with ``error``
+        (:mod:`conformance.kafka_io_errors`), counted across them."""
+        from conformance.kafka_io_errors import Failed
+
+        self.failing = (at_op, error, Failed())
+
+    def disarm(self):
+        """What the armed failure did (:class:`conformance.kafka_io_errors.Failed`)."""
+        failed, self.failing = self.failing[2], None
+        return failed
+
     def request(self, pid: int, send):
         """``send()`` under the tracer; its effects replayed onto the storage.  A JVM that dies
         leaves the storage unknown (re-read from disk at the next request) and the error raised."""
+        if self.failing is not None:
+            return self._request_failing(pid, send)
         self._attach(pid)
         try:
             self.tracer.drain(self.translator.feed)
@@ -1145,6 +1161,22 @@ class IoCapture:
         except BaseException:
             self._detach(pid)
             raise
+        return answer
+
+    def _request_failing(self, pid: int, send):
+        """``send()`` with one call failing (a process-level fault: the disk as the request leaves
+        it is what the storage holds after it).  strace lets go first: a thread has one tracer."""
+        from conformance import kafka_io_errors
+
+        self._detach(pid)
+        at_op, error, so_far = self.failing
+        if so_far.call is not None:  # an earlier request of the step took the failure
+            answer = send()
+        else:
+            answer, failed = kafka_io_errors.request_failing(pid, self.root, at_op - so_far.counted, error, send)
+            so_far.counted += failed.counted
+            so_far.call = failed.call
+        self.reset()
         return answer
 
     def _detach(self, pid: int) -> None:

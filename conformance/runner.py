@@ -355,6 +355,9 @@ class Session:
             self.verdict.count(prop)
         for prop, witness, frames, stop in outcome.violations:
             self._violation(prop, index, witness, frames, stop)
+        if outcome.violations:  # judged on the journal the fault struck
+            self.kafkas_image = step.on_kafka_journal
+            self._known(step, index, outcome.results)
         if outcome.stopped:
             return
         self.tracker.struck(outcome, self.model)

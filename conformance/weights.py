@@ -83,6 +83,9 @@ TABLE = (
     Weight("crash: cut from Kafka's own journal", Fraction(1, 2),
            "with Kafka's I/O captured, half the power losses fall in Kafka's own write, fsync and rename "
            "order (KAFKA-3968: a segment fsynced, its directory never), half in impl's, the model's protocol"),
+    Weight("fail_io: on Kafka's own calls", Fraction(1, 2),
+           "with Kafka's I/O captured, half the I/O errors fail one of Kafka's own system calls, so its "
+           "error path runs (an msync's UncheckedIOException, §6.6), half impl's operation"),
     Weight("damage: one field changed by one bit", Fraction(1, 2),
            "a checkpoint that still parses (epochs out of order, §6.5); a legacy base offset negative (§5.5)"),
     Weight("damage: a text checkpoint's damage", {"a bit flip": 1, "the drawn kind": 1},

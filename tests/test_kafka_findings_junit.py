@@ -55,6 +55,13 @@ EXPECTED = {
             "testOffsetForTimestampWhenTheMaxWasLoadedBeforeTheTruncation": PASS,
         },
     ),
+    "MsyncErrorEscapesTest": (
+        "msync-error-escapes-as-an-unchecked-exception",
+        {
+            "testIndexMsyncErrorTakesTheLogDirOffline": FAIL,
+            "testSegmentFsyncErrorTakesTheLogDirOffline": PASS,
+        },
+    ),
     "RebuildReadsATornSegmentTest": (
         "rebuild-reads-a-torn-segment",
         {

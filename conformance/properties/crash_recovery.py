@@ -451,6 +451,17 @@ def io_error_problem(result: dict) -> str | None:
     return None
 
 
+def undeclared_io_error(result: dict, call: str, error: str) -> str | None:
+    """isolated: an I/O error inside a step that fails it reaches the caller as Kafka's declared
+    KafkaStorageException (its log dir taken offline, §6.6) — not as another exception, which
+    leaves the dir online over a file the failed call left unknown.  A step that swallowed the
+    error and completed is not judged here (what it left is judged at the next load)."""
+    name = result.get("error")
+    if name is None or name == "KafkaStorageException":
+        return None
+    return f"{call} failed with {error} and the step raised {name}, not KafkaStorageException"
+
+
 def _installed_groups(model, step: sc.Clean, result: dict | None) -> list[list[int]]:
     """The groups a cleaning round installed: its result's, or, when a later group failed the
     round (an error result), the ones installed before it — they stay cleaned, §5.9."""

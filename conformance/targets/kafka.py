@@ -280,6 +280,19 @@ class KafkaTarget(TargetBase):
         result = self.apply(step, points=True)
         return result, self.io.storage
 
+    def fail_inside(self, step: sc.Step, at_op: int, error: str):
+        """Apply ``step`` with the ``at_op``-th of Kafka's own calls that change a file under the
+        root failing with ``error`` (EIO, ENOSPC; :mod:`conformance.kafka_io_errors`): (its result,
+        what failed — ``.call`` None when the step made fewer such calls and ran whole)."""
+        if self.io is None:
+            raise KafkaTargetError("kafka target: capture is off (KafkaTarget(capture=True) or KLC_KAFKA_CAPTURE=1)")
+        self.io.arm(at_op, error)
+        try:
+            result = self.apply(step)
+        finally:
+            failed = self.io.disarm()
+        return result, failed
+
     def image_at(self, k: int | None, fault) -> tuple[dict, list, dict]:
         """The disk a crash leaves under ``fault`` (a :class:`conformance.crash_images.Fault`) at
         operation ``k`` of the last step :meth:`capture` ran, or with ``k`` None now, between

@@ -46,9 +46,15 @@ final class Logs {
      *  {@code cleanShutdown} is whether the data dir had its clean-shutdown marker. */
     static UnifiedLog open(File dir, LogConfig config, long logStartOffset, long recoveryPoint, boolean cleanShutdown,
                            KafkaScheduler scheduler, Time time) throws IOException {
+        return open(dir, config, logStartOffset, recoveryPoint, cleanShutdown, scheduler, time, new LogDirFailureChannel(1));
+    }
+
+    /** The same, reporting I/O errors to {@code failures}, the broker's LogDirFailureChannel. */
+    static UnifiedLog open(File dir, LogConfig config, long logStartOffset, long recoveryPoint, boolean cleanShutdown,
+                           KafkaScheduler scheduler, Time time, LogDirFailureChannel failures) throws IOException {
         return UnifiedLog.create(dir, config, logStartOffset, recoveryPoint, scheduler, new BrokerTopicStats(), time,
                 MAX_TRANSACTION_TIMEOUT_MS, new ProducerStateManagerConfig(PRODUCER_ID_EXPIRATION_MS, false),
-                PRODUCER_ID_EXPIRATION_CHECK_MS, new LogDirFailureChannel(1), cleanShutdown, Optional.empty());
+                PRODUCER_ID_EXPIRATION_CHECK_MS, failures, cleanShutdown, Optional.empty());
     }
 
     /** What the release's LogManager.shutdown does to each log: from 4.4 it first prepares the
