@@ -195,6 +195,40 @@ def explore_kafka(
     )  # fmt: skip
 
 
+def kafka_io_error_scenario(prelude: str, ops: tuple[str, ...], at_op: int, error: str) -> sc.Scenario:
+    """:func:`scenario` with, in place of the crash, Kafka's own ``at_op``-th call that changes a
+    file inside the workload's last operation failing with ``error`` (conformance.kafka_io_errors)."""
+    case = scenario(prelude, ops, at_op, Fault("process"))
+    steps = tuple(
+        faults.FailIo(s.during, at_op, error, "kafka") if isinstance(s, faults.Crash) and s.during is not None else s
+        for s in case.steps
+    )
+    return attrs.evolve(case, steps=steps)
+
+
+def explore_kafka_io_errors(
+    prelude: str, ops: tuple[str, ...], tally: Tally | None = None, release: str | None = None
+) -> Verdict | None:
+    """Every one of Kafka's own calls inside the workload's last operation failed in turn, with
+    each error of ``faults.IO_ERRORS``, until the operation makes fewer calls: the first failing
+    verdict, or None.  The model is the judge of what Kafka's error path leaves on disk."""
+    tally = tally if tally is not None else Tally()
+    target = f"kafka:{release}" if release else "kafka"
+    index = len(PRELUDES[prelude]) + len(ops) - 1
+    at_op = 0
+    while True:
+        for error in faults.IO_ERRORS:
+            verdict = _run(kafka_io_error_scenario(prelude, ops, at_op, error), tally, ("model", target))
+            tally.images += 1
+            if _failed(verdict):
+                return verdict
+        reached = verdict.results[index] if len(verdict.results) > index else {}  # (a known finding stops early)
+        if reached.get(target, {}).get("completed"):
+            return None  # past the operation's last call
+        tally.crash_points += 1
+        at_op += 1
+
+
 # A legacy segment (spec §7.9) whose last two messages overflow its base: the load after it splits
 # it in three (§5.5) through .cleaned/.swap files (§5.9), so every storage operation of a split is a
 # crash point.  No index files here; split_scenario decides (the split then happens in

@@ -22,7 +22,9 @@ from conformance.exhaustive import (
     clean_scenario,
     explore,
     explore_kafka,
+    explore_kafka_io_errors,
     faults_for,
+    kafka_io_error_scenario,
     kafka_scenario,
     scenario,
     split_scenario,
@@ -134,3 +136,38 @@ def test_the_kafka_sweep_finds_kafka_3968_where_it_lived(release, red):
         assert "flushed before the crash, are missing" in verdict.violations[0].witness
     else:
         assert verdict is None, f"{verdict.violations[0] if verdict.violations else verdict.unsupported}"
+
+
+@pytest.mark.slow  # about 30 failed calls a workload on the JVM; the gate: tests/test_kafka_io_errors.py
+@KAFKA_IO
+@pytest.mark.parametrize("prelude, ops", KAFKA_WORKLOADS, ids=[f"{p}:{'-'.join(o)}" for p, o in KAFKA_WORKLOADS])
+def test_every_call_of_kafkas_own_journal_failing_is_handled(prelude, ops):
+    """Each of Kafka 4.4.0's own calls inside the workload's last operation failed in turn with EIO,
+    then ENOSPC (conformance.kafka_io_errors): Kafka answers KafkaStorageException or a checked
+    IOException, or completes, and what its error path left loads as the model says (a known
+    finding — the flush's index msync — ends its case as known)."""
+    tally = Tally()
+    verdict = explore_kafka_io_errors(prelude, ops, tally)
+    assert verdict is None, f"{verdict.violations[0] if verdict.violations else verdict.unsupported}\nscenario: {verdict.scenario.dumps()}"
+    assert tally.crash_points >= 2 and tally.images == 2 * (tally.crash_points + 1)
+
+
+# one release of each adapter generation from 1.1 (0.11 and 1.0 differ from the model before any
+# fault: their offset index names a batch's last offset; the finding's case shows them failing)
+GENERATIONS = ("2.8.2", "3.7.2", "4.1.1")
+
+
+@pytest.mark.slow
+@KAFKA_IO
+@pytest.mark.parametrize("release", GENERATIONS)
+def test_kafkas_own_calls_fail_on_every_adapter_generation(release):
+    """The I/O-error sweep of a truncation and of a flush on one release of each generation: every
+    call fails in turn, and the flush's index msync is the known finding on each."""
+    for ops in (("truncate",), ("flush",)):
+        tally = Tally()
+        verdict = explore_kafka_io_errors("settled", ops, tally, release=release)
+        assert verdict is None, f"{ops}: {verdict.violations[0] if verdict.violations else verdict.unsupported}"
+        assert tally.crash_points >= 3, (ops, tally)
+    known = run(kafka_io_error_scenario("settled", ("flush",), 1, "EIO"), ("model", f"kafka:{release}"))
+    assert known.known and known.known.startswith("msync-error-escapes-as-an-unchecked-exception"), known.known
+    assert f"kafka:{release}: msync d0/t-0/" in known.known and "UncheckedIOException" in known.known

@@ -451,13 +451,26 @@ def io_error_problem(result: dict) -> str | None:
     return None
 
 
+# The JDK's checked exceptions for a failed file-system call (java.io, java.nio.file,
+# java.nio.channels): a Kafka method declares them (``throws IOException``), so every caller must
+# handle them — the broker's callers do, with the handler that takes the log dir offline (§6.6)
+CHECKED_IO_EXCEPTIONS = frozenset({
+    "IOException", "FileSystemException", "NoSuchFileException", "FileAlreadyExistsException",
+    "AccessDeniedException", "DirectoryNotEmptyException", "NotDirectoryException",
+    "AtomicMoveNotSupportedException", "FileSystemLoopException", "ClosedChannelException",
+    "SyncFailedException", "EOFException", "FileNotFoundException",
+})  # fmt: skip
+
+
 def undeclared_io_error(result: dict, call: str, error: str) -> str | None:
     """isolated: an I/O error inside a step that fails it reaches the caller as Kafka's declared
-    KafkaStorageException (its log dir taken offline, §6.6) — not as another exception, which
-    leaves the dir online over a file the failed call left unknown.  A step that swallowed the
-    error and completed is not judged here (what it left is judged at the next load)."""
+    KafkaStorageException (its log dir taken offline, §6.6) or as a checked IOException, which the
+    method declares and the broker's callers handle — never as an unchecked exception, which gets
+    past every IOException handler and leaves the dir online over a file the failed call left
+    unknown.  A step that swallowed the error and completed is not judged here (what it left is
+    judged at the next load)."""
     name = result.get("error")
-    if name is None or name == "KafkaStorageException":
+    if name is None or name == "KafkaStorageException" or name in CHECKED_IO_EXCEPTIONS:
         return None
     return f"{call} failed with {error} and the step raised {name}, not KafkaStorageException"
 
