@@ -6,7 +6,7 @@ import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.record.internal.SimpleRecord;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.server.storage.log.FetchIsolation;
-import org.apache.kafka.server.util.KafkaScheduler;
+import org.apache.kafka.server.util.Scheduler;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
 import org.apache.kafka.storage.internals.log.ProducerStateManagerConfig;
@@ -45,13 +45,13 @@ final class Logs {
     /** Opens the partition dir {@code dir} (named topic-partition) as LogManager's load does:
      *  {@code cleanShutdown} is whether the data dir had its clean-shutdown marker. */
     static UnifiedLog open(File dir, LogConfig config, long logStartOffset, long recoveryPoint, boolean cleanShutdown,
-                           KafkaScheduler scheduler, Time time) throws IOException {
+                           Scheduler scheduler, Time time) throws IOException {
         return open(dir, config, logStartOffset, recoveryPoint, cleanShutdown, scheduler, time, new LogDirFailureChannel(1));
     }
 
     /** The same, reporting I/O errors to {@code failures}, the broker's LogDirFailureChannel. */
     static UnifiedLog open(File dir, LogConfig config, long logStartOffset, long recoveryPoint, boolean cleanShutdown,
-                           KafkaScheduler scheduler, Time time, LogDirFailureChannel failures) throws IOException {
+                           Scheduler scheduler, Time time, LogDirFailureChannel failures) throws IOException {
         return UnifiedLog.create(dir, config, logStartOffset, recoveryPoint, scheduler, new BrokerTopicStats(), time,
                 MAX_TRANSACTION_TIMEOUT_MS, new ProducerStateManagerConfig(PRODUCER_ID_EXPIRATION_MS, false),
                 PRODUCER_ID_EXPIRATION_CHECK_MS, failures, cleanShutdown, Optional.empty());
