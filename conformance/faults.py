@@ -195,7 +195,12 @@ class KafkaJournal:
         if failed.call is None:
             return {**result, "calls": failed.counted, "completed": True}, None
         out = {**result, "failed": failed.call}
-        return out, fault.escaped(result) or crash_recovery.undeclared_io_error(result, failed.call, fault.error)
+        problem = fault.escaped(result) or crash_recovery.undeclared_io_error(result, failed.call, fault.error)
+        # a load's failed dirs are in its answer; a shutdown stops the broker either way (what it
+        # left is judged at the next load)
+        if problem is None and not (during.loads or during.shuts_down or failed.retried):
+            problem = crash_recovery.dir_left_online(result, failed.call, fault.error, failed.data_dir, failed.offline)
+        return out, problem
 
     def image(self, fault: Fault) -> tuple[dict, list, dict]:
         """The crash image, less the files only Kafka's process keeps (the data dir's ``.lock``,

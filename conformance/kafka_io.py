@@ -1175,7 +1175,7 @@ class IoCapture:
         else:
             answer, failed = kafka_io_errors.request_failing(pid, self.root, at_op - so_far.counted, error, send)
             so_far.counted += failed.counted
-            so_far.call = failed.call
+            so_far.call, so_far.retried = failed.call, failed.retried
         self.reset()
         return answer
 

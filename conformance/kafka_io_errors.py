@@ -100,6 +100,13 @@ class Failed:
 
     counted: int = 0
     call: str | None = None  # "fsync d0/t-0/00000000000000000000.log"
+    offline: tuple[str, ...] | None = None  # the data dirs queued offline after the step (None: not asked)
+    retried: bool = False  # the same call (kind and path) was made again after the failed one
+
+    @property
+    def data_dir(self) -> str | None:
+        """The data dir the failed call was in (``d0``)."""
+        return None if self.call is None else self.call.split(" ", 1)[1].split("/", 1)[0]
 
 
 class Injector:
@@ -235,7 +242,10 @@ class Injector:
         if info.op == _INFO_EXIT and tid in self._pending:
             self._set(tid, _RAX, -self.errno)
             self._pending.discard(tid)
-        elif info.op == _INFO_ENTRY and self.failed.call is None and not self._stopping.is_set():
+        elif info.op == _INFO_ENTRY and not self._stopping.is_set():
+            if self.failed.call is not None:  # after the failure: is it made again (a fallback, a retry)?
+                self.failed.retried = self.failed.retried or self._effect(tid, info.nr, list(info.args)) == self.failed.call
+                return
             what = self._effect(tid, info.nr, list(info.args))
             if what is None:
                 return

@@ -122,3 +122,35 @@ def _scenario(at_op: int) -> sc.Scenario:
 def test_kafkas_own_flush_with_one_call_failing(at_op, verdict):
     v = replay_scenario(_scenario(at_op), "kafka")
     assert verdict_of(v) == verdict, str(v)
+
+
+CHECKPOINT_CASE = "corpora/crash/io-error-in-kafkas-own-checkpoint-takes-its-dir-offline.json"
+
+
+@needs_ptrace
+@pytest.mark.no_cover
+def test_a_build_that_keeps_a_failed_dir_online_fails_isolated(tmp_path, monkeypatch):
+    """The dir-offline half of ``isolated`` can fail: the pinned release's kafka-storage with
+    CheckpointFileWithFailureHandler.write's call to LogDirFailureChannel.maybeAddOfflineLogDir
+    removed (ASM, kafka-patch/) fails the checkpoint case, the stock jars pass it."""
+    from conformance.targets import kafka_jvm
+    from tests.kafka_patch import copy_of, release_libs, remove_call
+
+    case = sc.Scenario.load(CHECKPOINT_CASE)
+    stock = release_libs(tmp_path / "stock", None)
+    broken = copy_of(stock, tmp_path / "broken")
+    remove_call(
+        broken, f"kafka-storage-{kafka_jvm.PINNED}.jar", "org/apache/kafka/storage/internals/checkpoint/CheckpointFileWithFailureHandler",
+        "write", "org/apache/kafka/storage/internals/log/LogDirFailureChannel.maybeAddOfflineLogDir",
+    )  # fmt: skip
+    verdicts = {}
+    try:
+        for name, libs in (("stock", stock), ("broken", broken)):
+            monkeypatch.setenv(kafka_jvm.BUILD_VARIABLE, str(libs))
+            verdicts[name] = replay_scenario(case, "kafka")
+    finally:  # the test builds' capturing JVMs serve no later test
+        for classpath in [c for c in kafka_io._JVMS if str(tmp_path) in c]:
+            kafka_io._JVMS.pop(classpath).stop()
+    assert verdicts["stock"] is None, str(verdicts["stock"])
+    assert verdict_of(verdicts["broken"]) == "fail: isolated"
+    assert "create d0/recovery-point-offset-checkpoint.tmp failed with EIO, the step completed, and log dir d0 stayed online" in str(verdicts["broken"])

@@ -475,6 +475,19 @@ def undeclared_io_error(result: dict, call: str, error: str) -> str | None:
     return f"{call} failed with {error} and the step raised {name}, not KafkaStorageException"
 
 
+def dir_left_online(result: dict, call: str, error: str, data_dir: str, offline: tuple[str, ...] | None) -> str | None:
+    """isolated: an I/O error in a data dir that Kafka did not get past by making the call again
+    (a fallback move, a retry) takes that dir offline (LogDirFailureChannel, §6.6, KIP-112),
+    whatever the step then answered — a checkpoint that swallows the KafkaStorageException
+    included — so its partitions move to other replicas instead of being written to a failing
+    disk.  A checked IOException leaves that to the broker's caller, whose handler does it.
+    ``offline``: the dirs Kafka queued offline after the step (None: not known)."""
+    if offline is None or data_dir in offline or result.get("error") in CHECKED_IO_EXCEPTIONS:
+        return None
+    outcome = f"the step raised {result['error']}" if result.get("error") else "the step completed"
+    return f"{call} failed with {error}, {outcome}, and log dir {data_dir} stayed online"
+
+
 def _installed_groups(model, step: sc.Clean, result: dict | None) -> list[list[int]]:
     """The groups a cleaning round installed: its result's, or, when a later group failed the
     round (an error result), the ones installed before it — they stay cleaned, §5.9."""

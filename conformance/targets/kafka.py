@@ -289,9 +289,18 @@ class KafkaTarget(TargetBase):
         self.io.arm(at_op, error)
         try:
             result = self.apply(step)
+            if self.io.failing[2].call is not None and self.tracks_offline_dirs:
+                self.io.failing[2].offline = tuple(self._request("offline_dirs")["offline"])
         finally:
             failed = self.io.disarm()
         return result, failed
+
+    @property
+    def tracks_offline_dirs(self) -> bool:
+        """Kafka takes a data dir offline on an I/O error (KIP-112, from 1.0; 0.11 has no failure
+        channel: an I/O error there fails the broker)."""
+        major, minor = (int(x) for x in self.version.split(".")[:2])
+        return (major, minor) >= (1, 0)
 
     def image_at(self, k: int | None, fault) -> tuple[dict, list, dict]:
         """The disk a crash leaves under ``fault`` (a :class:`conformance.crash_images.Fault`) at

@@ -365,6 +365,19 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
 
     // --- observations -------------------------------------------------------------------------
 
+    /** The data dirs queued on the log-dir failure channel (an I/O error took them offline), by
+     *  name: what ReplicaManager's failure handler would act on next. */
+    ObjectNode offlineDirs() {
+        ObjectNode out = JSON.createObjectNode();
+        var names = out.putArray("offline");
+        for (File dir : dataDirs) {
+            if (queuedOffline(dir.getAbsolutePath())) {
+                names.add(dir.getName());
+            }
+        }
+        return out;
+    }
+
     ObjectNode state() throws IOException {
         ObjectNode out = JSON.createObjectNode();
         ObjectNode parts = out.putObject("partitions");

@@ -30,6 +30,7 @@ final class Steps {
             case "tick": return broker.tick();
             case "state": return broker.state();
             case "index_entries": return broker.indexEntries();
+            case "offline_dirs": return broker.offlineDirs();
             default: break;
         }
         if (!broker.running()) {
