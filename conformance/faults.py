@@ -188,8 +188,8 @@ class KafkaJournal:
     def _fail(self, fault: FailIo, during) -> tuple[dict, str | None]:
         """``during`` on Kafka with its ``at_op``-th call failing: Kafka's answer, what failed
         (``failed``: the call, e.g. ``msync d0/t-0/00000000000000000000.index``; ``completed``
-        when ``during`` made fewer calls), and an ``isolated`` witness if the error escaped as
-        something other than Kafka's declared KafkaStorageException."""
+        when ``during`` made fewer calls), and an ``isolated`` witness if the error escaped
+        undeclared or left its data dir online (conformance.properties.crash_recovery)."""
         result, failed = self.target.fail_inside(during, fault.at_op, fault.error)
         self.cut = None  # the disk as Kafka left it: a process-level fault
         if failed.call is None:

@@ -1143,6 +1143,11 @@ class IoCapture:
 
         self.failing = (at_op, error, Failed())
 
+    @property
+    def failed(self):
+        """What the armed failure did so far (:class:`conformance.kafka_io_errors.Failed`)."""
+        return self.failing[2]
+
     def disarm(self):
         """What the armed failure did (:class:`conformance.kafka_io_errors.Failed`)."""
         failed, self.failing = self.failing[2], None

@@ -289,8 +289,8 @@ class KafkaTarget(TargetBase):
         self.io.arm(at_op, error)
         try:
             result = self.apply(step)
-            if self.io.failing[2].call is not None and self.tracks_offline_dirs:
-                self.io.failing[2].offline = tuple(self._request("offline_dirs")["offline"])
+            if self.io.failed.call is not None and self.tracks_offline_dirs:  # the channel's answer, untraced
+                self.io.failed.offline = tuple(self._request("offline_dirs")["offline"])
         finally:
             failed = self.io.disarm()
         return result, failed
