@@ -31,7 +31,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * KAFKA-15572 (corpora/KAFKA-15572/README.md), on a release's own classes: the flush a roll
+ * KAFKA-15572 (docs/kafka-15572.md), on a release's own classes: the flush a roll
  * schedules races with the rename of the log's directory that promotes a future replica
  * (replaceCurrentWithFutureLog: {@code topic-0.<id>-future} becomes {@code topic-0}).
  *
