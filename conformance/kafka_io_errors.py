@@ -118,7 +118,7 @@ class Injector:
             raise CaptureUnsupported(f"an I/O error inside Kafka's own calls: system calls are decoded on x86-64 only, not {platform.machine()}")
         self.pid, self.root, self.at_op, self.errno = pid, os.path.realpath(root), at_op, ERRORS[error]
         self.failed = Failed()
-        self._tids: dict[int, int] = {}  # tid → the signal to deliver when it is restarted (0: none)
+        self._tids: set[int] = set()  # the threads traced
         self._pending: set[int] = set()  # threads whose skipped call returns the error at its exit
         self._stopping = threading.Event()
         self._ready = threading.Event()
@@ -184,7 +184,7 @@ class Injector:
                     _ptrace(_PTRACE_SEIZE, tid, 0, _OPTIONS)
                 except ProcessLookupError:
                     continue  # the thread ended
-                self._tids[tid] = 0
+                self._tids.add(tid)
                 _ptrace(_PTRACE_INTERRUPT, tid)
 
     def _trace(self) -> None:
@@ -202,7 +202,7 @@ class Injector:
             try:
                 got, status = os.waitpid(tid, os.WNOHANG | _WALL)
             except ChildProcessError:
-                self._tids.pop(tid, None)
+                self._tids.discard(tid)
                 self._pending.discard(tid)
                 continue
             if got == 0:
@@ -213,7 +213,7 @@ class Injector:
 
     def _on_stop(self, tid: int, status: int) -> None:
         if os.WIFEXITED(status) or os.WIFSIGNALED(status):
-            self._tids.pop(tid, None)
+            self._tids.discard(tid)
             self._pending.discard(tid)
             return
         sig, event = os.WSTOPSIG(status), status >> 16
@@ -223,7 +223,7 @@ class Injector:
         elif event == _EVENT_CLONE:
             child = ctypes.c_ulong()
             _ptrace(_PTRACE_GETEVENTMSG, tid, 0, ctypes.addressof(child))
-            self._tids.setdefault(child.value, 0)
+            self._tids.add(child.value)
         elif event == _EVENT_STOP:
             pass  # an interrupt, or a new thread's first stop
         else:
@@ -234,7 +234,7 @@ class Injector:
         try:
             _ptrace(request, tid, 0, sig)
         except ProcessLookupError:
-            self._tids.pop(tid, None)
+            self._tids.discard(tid)
 
     def _on_syscall(self, tid: int) -> None:
         info = _SyscallInfo()
