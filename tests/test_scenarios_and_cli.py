@@ -32,7 +32,8 @@ def _append(n=2, ts=T0):
 def test_every_log_case_replays_clean_on_real_files():
     """impl on the os backend against the model, every log case.  The simulated backend's run of
     each is its recorded ``impl`` verdict (tests/test_regressions.py); the crash cases get the os
-    backend there too, one by one (``test_crash_case_passes_on_the_os_backend``)."""
+    backend there too, one by one (``test_crash_case_passes_on_the_os_backend``: a quarter of them in
+    the gate, all nightly)."""
     assert len(corpus_scenarios(CORPUS)) >= 5
     check_log_scenarios(folder=CORPUS, backends=("os",))
 
