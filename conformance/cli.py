@@ -1017,7 +1017,9 @@ class _CampaignUi:
               help="capture Kafka's own I/O on the suite's side (strace): the durability promises and crashes cut from "
                    "Kafka's journal judge each mutant, a JVM per mutant; with --again, the survivors judged without it too")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
-def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io, as_json) -> None:  # fmt: skip
+@click.option("--kafka-tests", type=click.Choice(["all", "storage"]), default="all", show_default=True,
+              help="Kafka's tests that judge the mutants: kafka-storage's, or those and Scala core's LogLoaderTest, LogManagerTest and LogCleanerTest")  # fmt: skip
+def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io, kafka_tests, as_json) -> None:  # fmt: skip
     """PIT mutants of Kafka's own log classes, killed by Kafka's own unit tests (the release's test
     jars) and by this suite (the corpus cases that run the mutated method, then the crash machine),
     side by side: OUT/report.json and OUT/report.html (docs/kafka-mutation.md).
@@ -1033,7 +1035,8 @@ def mutate_kafka(release, classes, out, executor, master, workers, batch, max_ca
     if not names:
         _harness_exit("mutate-kafka", "--classes names no class")
     config = run.Config(
-        release, names, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io
+        release, names, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io,
+        kafka_tests,
     )
     quiet = as_json
     try:

@@ -336,6 +336,22 @@ def test_bad_arguments_are_refused_in_one_line(args, says):
     assert result.output.strip().splitlines() == [f"klc mutate-kafka: {says}"]
 
 
+def test_a_class_is_run_by_pit_again_only_when_kafkas_test_set_differs(tmp_path, monkeypatch):
+    """``--kafka-tests storage`` judges a large class by kafka-storage's tests alone; PIT's kept
+    report of a class is reused for the same set and redone for another."""
+    from conformance.kafka_mutation import run
+
+    ran = []
+    monkeypatch.setattr(pit, "run_pit", lambda classes, out, release, tests: ran.append(tests) or out.mkdir(parents=True, exist_ok=True))
+    monkeypatch.setattr(pit, "mutants", lambda folder: [])
+    for kafka_tests in ("storage", "storage", "all", "storage"):
+        run.pit_for("a.B", tmp_path, "4.3.1", lambda line: None, run.Config(kafka_tests=kafka_tests).tests)
+    assert ran == [pit.STORAGE_TESTS, pit.KAFKA_TESTS, pit.STORAGE_TESTS]
+    assert set(pit.CORE_TESTS) & set(pit.TEST_SETS["all"]) and not set(pit.CORE_TESTS) & set(pit.TEST_SETS["storage"])
+    refused = CliRunner().invoke(main, ["mutate-kafka", "--kafka-tests", "core"])
+    assert refused.exit_code == 2 and "'core' is not one of 'all', 'storage'" in refused.output
+
+
 @pytest.mark.no_cover
 def test_a_class_the_release_lacks_is_refused(tmp_path):
     if shutil.which("mvn") is None:

@@ -188,6 +188,24 @@ def test_a_wrong_cleaning_answer_from_the_adapter_fails_conforms(monkeypatch, wr
     assert verdict.violations[0].step == 11
 
 
+def test_a_segment_kafka_lists_without_its_file_is_a_verdict_not_a_harness_error(monkeypatch):
+    """A build that lists a segment whose file is not in its data dir (a mutant of
+    LocalLog.createAndDeleteSegment deletes the new file; one of parentDir writes it elsewhere)
+    reads as an empty segment: the log differs from the model's, ``conforms`` fails."""
+    request = KafkaTarget._request
+
+    def elsewhere(self, op, **fields):
+        answer = request(self, op, **fields)
+        if op == "state":
+            for p in answer["partitions"].values():
+                p["segments"] = [(base, size, "elsewhere-" + name) for base, size, name in p["segments"]]
+        return answer
+
+    monkeypatch.setattr(KafkaTarget, "_request", elsewhere)
+    verdict = run(sc.Scenario.load(ROLL_CASE), ("model", "kafka"))
+    assert [v.prop for v in verdict.violations] == ["conforms"], verdict
+
+
 def test_klc_replay_on_kafka_and_its_exit_statuses(tmp_path):
     runner = CliRunner()
     ok = runner.invoke(main, ["replay", "--target", "kafka", ROLL_CASE])

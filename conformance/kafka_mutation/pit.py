@@ -65,6 +65,9 @@ STORAGE_TESTS = tuple(
 # and cleaner's, which load, recover and checkpoint logs through the same classes
 CORE_TESTS = ("kafka.log.LogLoaderTest", "kafka.log.LogManagerTest", "kafka.log.LogCleanerTest")
 KAFKA_TESTS = STORAGE_TESTS + CORE_TESTS
+# ``--kafka-tests``: core's three classes make PIT's per-mutant reruns 1.76x longer (LogLoader,
+# docs/kafka-mutation.md), so a large class can be judged by kafka-storage's alone
+TEST_SETS = {"all": KAFKA_TESTS, "storage": STORAGE_TESTS}
 # the unpacked test jars (kafka-mutation/pom.xml): PIT looks for target tests only in directories
 TEST_DIRS = ("kafka-tests", "kafka-core-tests")
 # candidate tests for Kafka: JUnit tests in Kafka's idiom (kafka-mutation/src/test/java) that kill a

@@ -36,6 +36,11 @@ class Config:
     # Kafka's own I/O captured on the suite's side (conformance.kafka_io): the durability promises
     # and crashes cut from Kafka's journal judge it; a JVM per mutant (the tracer follows one JVM)
     kafka_io: bool = False
+    kafka_tests: str = "all"  # a key of pit.TEST_SETS
+
+    @property
+    def tests(self) -> tuple[str, ...]:
+        return pit.TEST_SETS[self.kafka_tests]
 
 
 def resolve_classes(names: tuple[str, ...], jars: tuple[str, ...], release: str) -> list[str]:
@@ -54,15 +59,16 @@ def _names(jars: tuple[str, ...], release: str) -> str:
     return ", ".join(sorted(os.path.basename(j).removesuffix(f"-{release}.jar") for j in jars))
 
 
-def pit_for(clazz: str, out: Path, release: str, progress) -> list[Mutant]:
-    """PIT's mutants of one class (and its nested classes), run once per OUT and kept."""
+def pit_for(clazz: str, out: Path, release: str, progress, tests: tuple[str, ...] = pit.KAFKA_TESTS) -> list[Mutant]:
+    """PIT's mutants of one class (and its nested classes) judged by Kafka's ``tests``, run once per
+    OUT and kept (run again when the tests differ)."""
     folder = out / "pit" / clazz
     stamp = folder / "done.json"
-    args = {"release": release, "class": clazz, "tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS}
+    args = {"release": release, "class": clazz, "tests": list(tests), "mutators": pit.MUTATORS}
     if not (stamp.exists() and json.loads(stamp.read_text()) == args):
-        progress(f"PIT: {clazz} with Kafka's tests ({len(pit.KAFKA_TESTS)} test classes), one thread")
+        progress(f"PIT: {clazz} with Kafka's tests ({len(tests)} test classes), one thread")
         began = time.monotonic()
-        pit.run_pit([clazz, f"{clazz}$*"], folder, release)
+        pit.run_pit([clazz, f"{clazz}$*"], folder, release, tests)
         stamp.write_text(json.dumps(args))
         progress(f"PIT: {clazz} done in {time.monotonic() - began:.0f} s")
     return pit.mutants(folder)
@@ -176,7 +182,7 @@ def run(config: Config, progress=print) -> dict:
     classpath, _tests, agent = pit.build_module(config.release)
     jars = pit.kafka_jars(classpath, config.release)
     classes = resolve_classes(config.classes, jars, config.release)
-    mutants = [m for c in classes for m in pit_for(c, out, config.release, progress)]
+    mutants = [m for c in classes for m in pit_for(c, out, config.release, progress, config.tests)]
     base_path = str(out / ("baseline-kafka-io.json" if config.kafka_io else "baseline.json"))
     if config.kafka_io:  # the stock verdicts too: a mutant is told apart from the stock release as judged alike
         os.environ[CAPTURE_VARIABLE] = "1"
@@ -197,7 +203,7 @@ def run(config: Config, progress=print) -> dict:
                     lambda judged: progress(f"suite: {judged}/{len(todo)} mutants judged ({time.monotonic() - began:.0f} s)"))  # fmt: skip
     rows = with_kafka_verdicts(latest_rows(results.read(table), base["digest"]), mutants)
     meta = {
-        "release": config.release, "classes": classes, "kafka_tests": list(pit.KAFKA_TESTS), "mutators": pit.MUTATORS,
+        "release": config.release, "classes": classes, "kafka_tests": list(config.tests), "mutators": pit.MUTATORS,
         "machine_examples": config.machine_examples, "max_cases": config.max_cases,
         "hot_swap": config.hot_swap and not config.kafka_io, "kafka_io": config.kafka_io,
         "kafka_build": base["digest"], "baseline_cases": len(base["cases"]), "cases": list(config.cases),
