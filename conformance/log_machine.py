@@ -18,7 +18,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initial
 from conformance import scenario as sc
 from conformance.properties import PropertyViolation
 from conformance.runner import Session
-from conformance.targets.kafka import runs_cleaning_rounds
+from conformance.targets.kafka import follows_set_aside_dirs, runs_cleaning_rounds
 from conformance.weights import chance, choices, weighted
 from model.file_records import iterate_file
 
@@ -112,6 +112,11 @@ class LogMachine(RuleBasedStateMachine):
     def _cleans(self) -> bool:
         """Whether every target runs a cleaning round (kafka.runs_cleaning_rounds)."""
         return all(runs_cleaning_rounds(t) for t in self.targets)
+
+    def _sets_dirs_aside(self) -> bool:
+        """Whether every target deletes partitions and follows -future and -stray dirs
+        (kafka.follows_set_aside_dirs)."""
+        return all(follows_set_aside_dirs(t) for t in self.targets)
 
     def _score(self, label: str, value: float, add: bool = False) -> None:
         """target() may be called once per label per case: keep the best, report at teardown."""
@@ -426,8 +431,8 @@ class LogMachine(RuleBasedStateMachine):
     def delete_partition(self, tp, data):
         """LogManager.asyncDelete (§2.3 rule 2), with the table's chance each time the rule is picked
         ("delete partition"): the partition is no longer served and may be created anew.  Kafka
-        releases other than the pinned one do not run it (unsupported there), so not drawn for them."""
-        if any(t.startswith("kafka:") for t in self.targets) or not chance(data.draw, "delete partition", "delete"):
+        releases before 4.1 do not run it (unsupported there), so not drawn for them."""
+        if not self._sets_dirs_aside() or not chance(data.draw, "delete partition", "delete"):
             return
         model = self.session.targets[0]
         if model.running and tp in model.manager.partitions and model.manager.partitions[tp].log.fresh_segments:

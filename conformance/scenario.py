@@ -450,6 +450,21 @@ class Retention(Step):
 
 
 @attrs.frozen
+class ExpireProducers(Step):
+    """The broker's producer expiration check on every log (``PeriodicProducerExpirationCheck``,
+    every ``producer.id.expiration.check.interval.ms``): a producer with no open transaction whose
+    last batch's max timestamp is ``producer.id.expiration.ms`` (a day) or more behind the clock is
+    forgotten (ProducerStateManager.isProducerExpired: ``>=``), so neither the next snapshot nor a
+    cleaning round keeps it.  Its result: the number forgotten."""
+
+    op = "expire_producers"
+    partition_level = False
+
+    def call(self, manager, dirs):
+        return {"expired": manager.expire_producers()}
+
+
+@attrs.frozen
 class Checkpoint(Step):
     op = "checkpoint"
     interruptible = True

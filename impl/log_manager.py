@@ -689,6 +689,11 @@ class LogManager:
         logs = [x for tp, log in sorted(self.logs.items()) for x in (log, self.futures.get(tp)) if x]
         return sum(log.delete_old_segments() for log in logs)
 
+    def expire_producers(self) -> int:
+        """Each log's PeriodicProducerExpirationCheck, a current log then its future log."""
+        logs = [x for tp, log in sorted(self.logs.items()) for x in (log, self.futures.get(tp)) if x]
+        return sum(log.producer_state.remove_expired(log.clock()) for log in logs)
+
     # --- shutdown (§6.3, §6.4) ------------------------------------------------------------------------
 
     def write_marker(self, data_dir: str) -> None:

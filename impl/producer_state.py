@@ -357,6 +357,15 @@ class ProducerStateManager:
             return
         self.last_snap = self.map_end = log_start
 
+    def remove_expired(self, now_ms: int) -> int:
+        """removeExpiredProducers: a producer with no open transaction last seen
+        producer.id.expiration.ms or more before ``now_ms`` goes; the number gone."""
+        gone = [p for p, e in self.producers.items() if e[7] < 0 and now_ms - e[5] >= PRODUCER_ID_EXPIRATION_MS]
+        for p in gone:
+            del self.producers[p]
+            self.batches.pop(p, None)
+        return len(gone)
+
     def on_log_start_offset_incremented(self, log_start: int) -> None:
         self.map_end = max(self.map_end, log_start)
         self.last_snap = max(self.snapshots, default=log_start)

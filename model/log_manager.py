@@ -337,6 +337,12 @@ class LogManager:
         self.kafkas_retention = None if kafkas == ours else kafkas
         return ours
 
+    def expire_producers(self) -> int:
+        """Every log's producer expiration check at the clock's time, a current log then its future
+        log: the number of producers forgotten."""
+        logs = [x for tp, p in sorted(self.partitions.items()) for x in (p, self.futures.get(tp)) if x]
+        return sum(p.log.producer_state.remove_expired(p.log.clock()) for p in logs)
+
     def live_dirs(self) -> list[str]:
         return [d for d in self.data_dirs if d not in self.offline]
 

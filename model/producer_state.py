@@ -359,6 +359,17 @@ class ProducerStateManager:
             return
         self.last_snap = self.map_end = log_start
 
+    def remove_expired(self, now_ms: int) -> int:
+        """removeExpiredProducers (the broker's periodic check): every producer :func:`expired` at
+        ``now_ms`` is forgotten, with its last batches; the others keep their places.  The number
+        forgotten.  (Kafka's HashMap keeps the table it grew to; the snapshot order after a removal
+        from a map of more than twelve producers is not modelled: docs/departures.md.)"""
+        gone = [pid for pid, entry in self.producers.items() if expired(entry, now_ms)]
+        for pid in gone:
+            del self.producers[pid]
+            self.recent.pop(pid, None)
+        return len(gone)
+
     def on_log_start_offset_incremented(self, log_start: int) -> None:
         """Rule 24: no file goes; the map end moves up to the log start, the last snapshot offset is
         the newest one listed (the log start if none)."""

@@ -705,8 +705,15 @@ def test_a_promotion_in_one_data_dir_is_unsupported_on_kafka_too():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["future", "stray"])
-def test_a_set_aside_dir_is_unsupported_before_kafka_4_4(kind):
-    """The adapters of 4.1–4.3 (the Scala LogManager) and of the Scala generations do not follow
-    -future and -stray dirs: an open that meets one is unsupported there, never passed."""
-    verdict = run(_scenario(_set_aside(kind, kind == "future")), ("model", "kafka:4.3.1"))
+def test_a_set_aside_dir_is_followed_from_kafka_4_1_and_unsupported_before(kind):
+    """The adapters of 4.1–4.3 (the Scala LogManager) follow -future and -stray dirs as 4.4's
+    does; those of the Scala generations do not: an open that meets one is unsupported there,
+    never passed."""
+    steps = _set_aside(kind, kind == "future")
+    verdict = run(_scenario(steps), ("model", "kafka:4.3.1"))
+    assert verdict.ok, (verdict.violations, verdict.unsupported)
+    assert [x.get("kind", "") for x in verdict.results[4]["kafka:4.3.1"]["loaded"]] == (
+        ["", "future"] if kind == "future" else ["stray"]
+    )
+    verdict = run(_scenario(steps), ("model", "kafka:3.9.1"))
     assert not verdict.violations and f"a -{kind} directory" in (verdict.unsupported or ""), verdict.unsupported

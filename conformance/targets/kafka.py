@@ -47,6 +47,7 @@ CAPTURE_VARIABLE = "KLC_KAFKA_CAPTURE"  # "1": every kafka target of the process
 
 NOT_COMPARED = (".lock",)
 CLEANER_FROM = (4, 1)  # the first release whose adapter drives Kafka's own cleaner (CleanerRound.java)
+SET_ASIDE_DIRS_FROM = (4, 1)  # the first whose adapter follows -delete, -future and -stray dirs (Logs.java)
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
 
 
@@ -54,10 +55,21 @@ def runs_cleaning_rounds(target: str) -> bool:
     """Whether the target named ``target`` (as ``--target`` names it: ``model``, ``impl``, ``kafka``,
     ``kafka:VERSION``, ``mutant:NAME``) runs a ``clean`` step: every one but the kafka target of a
     release before 4.1, whose adapter does not drive the Scala ``kafka.log.Cleaner`` (Unsupported)."""
+    return _from(target, CLEANER_FROM)
+
+
+def follows_set_aside_dirs(target: str) -> bool:
+    """Whether ``target`` runs ``delete_partition`` and ``replace_current_with_future`` and loads
+    ``-future`` and ``-stray`` dirs: every one but the kafka target of a release before 4.1, whose
+    adapter (the Scala generations) answers them ``unsupported``."""
+    return _from(target, SET_ASIDE_DIRS_FROM)
+
+
+def _from(target: str, since: tuple[int, int]) -> bool:
     if not target.startswith("kafka:"):
         return True
     m = RELEASE.fullmatch(target.split(":", 1)[1])
-    return m is None or (int(m[1]), int(m[2])) >= CLEANER_FROM
+    return m is None or (int(m[1]), int(m[2])) >= since
 
 
 class KafkaRefusal(Exception):

@@ -203,6 +203,25 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="producers-expire-strictly-after-their-day",
+        module="impl.producer_state",
+        old="gone = [p for p, e in self.producers.items() if e[7] < 0 and now_ms - e[5] >= PRODUCER_ID_EXPIRATION_MS]",
+        new="gone = [p for p, e in self.producers.items() if e[7] < 0 and now_ms - e[5] > PRODUCER_ID_EXPIRATION_MS]",
+        description="the producer expiration check keeps a producer last seen exactly producer.id.expiration.ms ago, "
+        "where Kafka's isProducerExpired (>=) forgets it (pinned by "
+        "corpora/log/producers-expire-a-day-after-their-last-batch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="producer-in-a-transaction-expires",
+        module="impl.producer_state",
+        old="gone = [p for p, e in self.producers.items() if e[7] < 0 and now_ms - e[5] >= PRODUCER_ID_EXPIRATION_MS]",
+        new="gone = [p for p, e in self.producers.items() if now_ms - e[5] >= PRODUCER_ID_EXPIRATION_MS]",
+        description="the producer expiration check forgets a producer whose transaction is open, where Kafka keeps "
+        "it until the transaction completes (pinned by corpora/log/producers-expire-a-day-after-their-last-batch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="producers-last-batch-dropped",
         module="impl.cleaner",
         old="    return producers_last or h.last_offset + 1 == f.upper_bound, drop, can_discard and control\n",

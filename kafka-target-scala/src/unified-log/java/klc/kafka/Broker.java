@@ -361,6 +361,25 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
         producers(p.putArray("producers"), Scala.member(Scala.call(log, "producerStateManager"), "activeProducers"));
     }
 
+    /** The log's PeriodicProducerExpirationCheck: its producer state's removeExpiredProducers(now),
+     *  which the task runs under the log's lock (one thread here). */
+    @Override
+    protected int expireProducers(UnifiedLog log) {
+        if (producerStateManagerConfig() == null) {
+            throw new Unsupported("expire_producers: before 3.4 (KIP-854) Kafka " + Release.version()
+                    + " forgets producers after transactional.id.expiration.ms (7 days), not producer.id.expiration.ms");
+        }
+        Object producers = Scala.call(log, "producerStateManager");
+        int before = count(Scala.member(producers, "activeProducers"));
+        Scala.call(producers, "removeExpiredProducers", clock.milliseconds());
+        return before - count(Scala.member(producers, "activeProducers"));
+    }
+
+    /** activeProducers' size: a Scala map up to 3.4, a Java map after. */
+    private static int count(Object activeProducers) {
+        return activeProducers instanceof scala.collection.Map<?, ?> scala ? scala.size() : ((Map<?, ?>) activeProducers).size();
+    }
+
     /** The producer state in memory, one snapshot entry per producer, by id: what a snapshot written
      *  now would hold (the last batch's sequence, offset and delta; -1, -1, 0 without a batch).
      *  activeProducers is a Scala map of the broker's ProducerStateEntry up to 3.4, a Java map of

@@ -141,26 +141,47 @@ final class Logs {
         manager.checkpointLogStartOffsets();
     }
 
-    /** asyncDelete is not driven through the Scala LogManager (4.1–4.3) yet. */
-    static final boolean DELETES_PARTITIONS = false;
+    /** Whether {@link #asyncDelete} and {@link #queuedForDeletion} are Kafka's here. */
+    static final boolean DELETES_PARTITIONS = true;
 
+    /** asyncDelete(tp) with Scala's defaults (current log, checkpoints written, not stray): renamed
+     *  -delete, queued; the new name, or null. */
     String asyncDelete(TopicPartition tp) {
-        throw new Unsupported("delete_partition: LogManager.asyncDelete is driven on Kafka 4.4 only");
+        Option<UnifiedLog> removed = manager.asyncDelete(
+                tp, manager.asyncDelete$default$2(), manager.asyncDelete$default$3(), manager.asyncDelete$default$4());
+        return removed.isDefined() ? removed.get().dir().getName() : null;
     }
 
+    /** Whether a log of {@code dir} is in LogManager's {@code logsToBeDeleted} queue (Scala's
+     *  pairs of a log and the time it was queued). */
     boolean queuedForDeletion(File dir) {
-        return false;
+        try {
+            java.lang.reflect.Field f = LogManager.class.getDeclaredField("logsToBeDeleted");
+            f.setAccessible(true);
+            for (Object e : (java.util.Collection<?>) f.get(manager)) {
+                UnifiedLog log = (UnifiedLog) ((scala.Tuple2<?, ?>) e)._1();
+                if (log.dir().getAbsoluteFile().equals(dir.getAbsoluteFile())) {
+                    return true;
+                }
+            }
+            return false;
+        } catch (ReflectiveOperationException e) {
+            throw new AdapterFailure("LogManager.logsToBeDeleted is not readable", e);
+        }
     }
 
-    /** -future and -stray directories are not followed through the Scala LogManager (4.1–4.3) yet:
-     *  a load that meets one is unsupported (Generation.refuseMovedDirs). */
-    static final boolean LISTS_MOVED_DIRS = false;
+    /** Whether the load's -future and -stray directories are listed (LoadedPartitions). */
+    static final boolean LISTS_MOVED_DIRS = true;
 
+    /** The partition's future log (KIP-113), keyed apart from its current one. */
     Optional<UnifiedLog> getFutureLog(TopicPartition tp) {
-        return Optional.empty();
+        return OptionConverters.toJava(manager.getLog(tp, true));
     }
 
+    /** replaceCurrentWithFutureLog(tp); the -delete name the current log's directory took. */
     String replaceCurrentWithFutureLog(TopicPartition tp) {
-        throw new Unsupported("replace_current_with_future: LogManager.replaceCurrentWithFutureLog is driven on Kafka 4.4 only");
+        UnifiedLog current = OptionConverters.toJava(manager.getLog(tp, false)).orElse(null);
+        manager.replaceCurrentWithFutureLog(tp);
+        return current.dir().getName(); // renamed -delete by the call (the current replica is there: it checks)
     }
 }

@@ -371,6 +371,14 @@ final class Broker extends Generation<Logs, UnifiedLog> {
         return log.deleteOldSegments();
     }
 
+    /** UnifiedLog.removeExpiredProducers(now): what the log's periodic check runs, under its lock. */
+    @Override
+    protected int expireProducers(UnifiedLog log) {
+        int before = log.producerStateManager().activeProducers().size();
+        log.removeExpiredProducers(clock.milliseconds());
+        return before - log.producerStateManager().activeProducers().size();
+    }
+
     // --- observations -------------------------------------------------------------------------
 
     @Override

@@ -210,12 +210,12 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
 
     /** LogManager.replaceCurrentWithFutureLog(tp): the current log's new {@code -delete} name. */
     protected String replaceCurrentWithFutureLog(TopicPartition tp) throws Exception {
-        throw new Unsupported("replace_current_with_future: LogManager.replaceCurrentWithFutureLog is driven on Kafka 4.4 only");
+        throw new Unsupported("replace_current_with_future: LogManager.replaceCurrentWithFutureLog is driven on Kafka 4.1 and later only");
     }
 
     /** LogManager.asyncDelete(tp): the renamed directory's name, or null. */
     protected String asyncDelete(TopicPartition tp) throws Exception {
-        throw new Unsupported("delete_partition: LogManager.asyncDelete is driven on Kafka 4.4 only");
+        throw new Unsupported("delete_partition: LogManager.asyncDelete is driven on Kafka 4.1 and later only");
     }
 
     /** Whether the load queued the log of this {@code -delete} directory for deletion. */
@@ -231,7 +231,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     }
 
     /** Whether this generation answers {@code -future} and {@code -stray} directories in the
-     *  {@code loaded} list (Kafka 4.4's Java LogManager; the others are not driven for them yet). */
+     *  {@code loaded} list (Kafka 4.1 on: the Scala LogManager of 4.1–4.3 and the Java one of 4.4; the older generations are not driven for them yet). */
     protected boolean listsMovedDirs() {
         return false;
     }
@@ -245,7 +245,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
                 String kind = LoadedPartitions.kindOf(child.getName());
                 if (kind.equals("future") || kind.equals("stray")) {
                     throw new Unsupported("a -" + kind + " directory (" + dir.getName() + "/" + child.getName()
-                            + "): its load is followed on Kafka 4.4 only, not by this adapter of Kafka " + Release.version());
+                            + "): its load is followed on Kafka 4.1 and later only, not by this adapter of Kafka " + Release.version());
                 }
             }
         }
@@ -261,6 +261,29 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
             }
         }
         return JSON.createObjectNode().put("deleted", deleted);
+    }
+
+    /**
+     * Every log's {@code PeriodicProducerExpirationCheck} run once, as the broker's scheduler runs
+     * it every {@code producer.id.expiration.check.interval.ms} (a periodic task is a step of its own
+     * here: StepTasks): a current log, then its future log. The number of producers forgotten.
+     */
+    ObjectNode expireProducers() {
+        int expired = 0;
+        for (L log : sortedLogs()) {
+            expired += expireProducers(log);
+            Optional<L> future = futureLog(log);
+            if (future.isPresent()) {
+                expired += expireProducers(future.get());
+            }
+        }
+        return JSON.createObjectNode().put("expired", expired);
+    }
+
+    /** The log's producer expiration check at the clock's time; the number of producers it forgot. */
+    protected int expireProducers(L log) {
+        throw new Unsupported("expire_producers: the producer expiration check is driven on Kafka 3.1 and later only"
+                + " (the producer state of Kafka " + Release.version() + "'s Log is not compared)");
     }
 
     ObjectNode checkpoint() {

@@ -40,6 +40,7 @@ final class Steps {
             case "create": return broker.create(text(r, "topic"), (int) number(r, "partition"), (int) number(r, "dir"));
             case "retention": return broker.retention();
             case "checkpoint": return broker.checkpoint();
+            case "expire_producers": return broker.expireProducers();
             case "alter_config": return broker.alterConfig(text(r, "topic"), object(r, "config"));
             case "previous_broker_epoch": return broker.previousBrokerEpochAnswer();
             case "delete_partition": return broker.deletePartition(text(r, "topic"), (int) number(r, "partition"));
