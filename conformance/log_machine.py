@@ -18,9 +18,10 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, initial
 from conformance import scenario as sc
 from conformance.properties import PropertyViolation
 from conformance.runner import Session
-from conformance.targets.kafka import follows_set_aside_dirs, runs_cleaning_rounds
+from conformance.targets.kafka import expires_producers, follows_set_aside_dirs, runs_cleaning_rounds
 from conformance.weights import chance, choices, weighted
 from model.file_records import iterate_file
+from model.producer_state import PRODUCER_ID_EXPIRATION_MS
 
 TOPICS = ("t", "orders")
 DAY = 86_400_000
@@ -453,6 +454,26 @@ class LogMachine(RuleBasedStateMachine):
             del self.producers[key]
         self.open_txns = {k for k in self.open_txns if k[0] != tp}
         self.coordinators = {k: v for k, v in self.coordinators.items() if k[0] != tp}
+
+    @precondition(lambda self: self._up() and self.producers)
+    @rule(data=st.data())
+    def expire_producers(self, data):
+        """The broker's producer expiration check on every log (ProducerStateManager.
+        removeExpiredProducers), with the table's chance ("expire producers: at a boundary") after
+        the clock moved to one producer's boundary: its last batch's max timestamp plus
+        producer.id.expiration.ms, a millisecond before it, at it or after it (isProducerExpired's
+        ``>=``).  Not drawn where a kafka target does not run the check (before 3.4)."""
+        if not all(expires_producers(t) for t in self.targets):
+            return
+        model = self.session.targets[0].manager
+        stamps = sorted({e[5] for p in model.partitions.values() for e in p.log.producer_state.producers.values() if e[7] < 0})
+        if stamps and chance(data.draw, "expire producers: at a boundary"):
+            due = data.draw(st.sampled_from(stamps), label="a producer's last timestamp") + PRODUCER_ID_EXPIRATION_MS
+            when = due + data.draw(st.sampled_from((-1, 0, 1)), label="from its boundary")
+            if when > self.clock:
+                self.tick(when - self.clock)
+        expired = self._do(sc.ExpireProducers()).get("expired", 0)
+        event(f"expire_producers: {min(expired, 2)}{'+' if expired > 2 else ''} forgotten")
 
     @precondition(lambda self: self._up())
     @rule()

@@ -113,6 +113,9 @@ TABLE = (
            "the window where its renames and its cut are pending: Kafka fsyncs neither (§4.7)"),
     Weight("truncation: power loss after its catch-up", Fraction(1, 2),
            "the cut pending under the new leader's batches (§4.7, §4.10); always while it is still pending"),
+    Weight("expire producers: at a boundary", Fraction(2, 3),
+           "the producer expiration check after the clock moved to a producer's boundary, a millisecond either"
+           " side or on it (isProducerExpired's >=): a check at an arbitrary time almost never lands there"),
     Weight("delete partition", Fraction(1, 4),
            "LogManager.asyncDelete (§2.3 rule 2): a -delete dir's rename and checkpoints, its deletion at a tick past"
            " file.delete.delay.ms, a crash inside either, and the load that finds one (loaded unrecovered, queued)"),

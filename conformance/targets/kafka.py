@@ -47,6 +47,7 @@ CAPTURE_VARIABLE = "KLC_KAFKA_CAPTURE"  # "1": every kafka target of the process
 
 NOT_COMPARED = (".lock",)
 CLEANER_FROM = (4, 1)  # the first release whose adapter drives Kafka's own cleaner (CleanerRound.java)
+EXPIRY_FROM = (3, 4)  # KIP-854's producer.id.expiration.ms: what the model's producer expiry states
 SET_ASIDE_DIRS_FROM = (4, 1)  # the first whose adapter follows -delete, -future and -stray dirs (Logs.java)
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
 
@@ -63,6 +64,12 @@ def follows_set_aside_dirs(target: str) -> bool:
     ``-future`` and ``-stray`` dirs: every one but the kafka target of a release before 4.1, whose
     adapter (the Scala generations) answers them ``unsupported``."""
     return _from(target, SET_ASIDE_DIRS_FROM)
+
+
+def expires_producers(target: str) -> bool:
+    """Whether ``target`` runs ``expire_producers`` as the model states it: every one but the
+    kafka target of a release before 3.4, which forgets producers by another config (KIP-854)."""
+    return _from(target, EXPIRY_FROM)
 
 
 def _from(target: str, since: tuple[int, int]) -> bool:

@@ -210,7 +210,7 @@ LOG_MUTANTS = (
         description="the producer expiration check keeps a producer last seen exactly producer.id.expiration.ms ago, "
         "where Kafka's isProducerExpired (>=) forgets it (pinned by "
         "corpora/log/producers-expire-a-day-after-their-last-batch.json)",
-        caught_by=("log-scenarios",),
+        caught_by=("log-scenarios", "log-machine"),
     ),
     Mutant(
         name="producer-in-a-transaction-expires",
@@ -219,7 +219,7 @@ LOG_MUTANTS = (
         new="gone = [p for p, e in self.producers.items() if now_ms - e[5] >= PRODUCER_ID_EXPIRATION_MS]",
         description="the producer expiration check forgets a producer whose transaction is open, where Kafka keeps "
         "it until the transaction completes (pinned by corpora/log/producers-expire-a-day-after-their-last-batch.json)",
-        caught_by=("log-scenarios",),
+        caught_by=("log-scenarios", "log-machine"),
     ),
     Mutant(
         name="producers-last-batch-dropped",
