@@ -573,7 +573,7 @@ class CrashMachine(LogMachine):
         """A partition directory set aside while the broker is down (§2.3 rule 2), with the table's
         chance ("set a partition dir aside"): a future replica (KIP-113) copied into the other data
         dir beside its current log, or a stray one renamed in place — no longer served.  Kafka
-        releases before 4.1 do not list such dirs (unsupported there), so not drawn for them; a
+        releases before 3.9 do not load such dirs as modelled (unsupported there), so not drawn for them; a
         partition stays to crash inside."""
         if not self._sets_dirs_aside() or not chance(data.draw, "set a partition dir aside"):
             return

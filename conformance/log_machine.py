@@ -432,7 +432,7 @@ class LogMachine(RuleBasedStateMachine):
     def delete_partition(self, tp, data):
         """LogManager.asyncDelete (§2.3 rule 2), with the table's chance each time the rule is picked
         ("delete partition"): the partition is no longer served and may be created anew.  Kafka
-        releases before 4.1 do not run it (unsupported there), so not drawn for them."""
+        releases before 3.9 do not run it as modelled (unsupported there), so not drawn for them."""
         if not self._sets_dirs_aside() or not chance(data.draw, "delete partition", "delete"):
             return
         model = self.session.targets[0]

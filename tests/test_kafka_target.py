@@ -705,15 +705,28 @@ def test_a_promotion_in_one_data_dir_is_unsupported_on_kafka_too():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["future", "stray"])
-def test_a_set_aside_dir_is_followed_from_kafka_4_1_and_unsupported_before(kind):
-    """The adapters of 4.1–4.3 (the Scala LogManager) follow -future and -stray dirs as 4.4's
-    does; those of the Scala generations do not: an open that meets one is unsupported there,
-    never passed."""
+def test_a_set_aside_dir_is_followed_from_kafka_3_1_and_unsupported_before(kind):
+    """The Scala LogManagers of 3.1–4.3 follow -future dirs as 4.4's does (-stray ones from 3.6,
+    when KRaft's stray replicas came); the Log generation's adapter does not: an open that meets
+    one is unsupported there, never passed."""
     steps = _set_aside(kind, kind == "future")
-    verdict = run(_scenario(steps), ("model", "kafka:4.3.1"))
-    assert verdict.ok, (verdict.violations, verdict.unsupported)
-    assert [x.get("kind", "") for x in verdict.results[4]["kafka:4.3.1"]["loaded"]] == (
-        ["", "future"] if kind == "future" else ["stray"]
-    )
-    verdict = run(_scenario(steps), ("model", "kafka:3.9.1"))
-    assert not verdict.violations and f"a -{kind} directory" in (verdict.unsupported or ""), verdict.unsupported
+    for release in ("4.3.1", "3.9.1"):
+        verdict = run(_scenario(steps), ("model", f"kafka:{release}"))
+        assert verdict.ok, (release, verdict.violations, verdict.unsupported)
+        assert [x.get("kind", "") for x in verdict.results[4][f"kafka:{release}"]["loaded"]] == (
+            ["", "future"] if kind == "future" else ["stray"]
+        )
+    for release in ("2.8.2", *(("3.4.1",) if kind == "stray" else ())):
+        verdict = run(_scenario(steps), ("model", f"kafka:{release}"))
+        assert not verdict.violations and f"a -{kind} directory" in (verdict.unsupported or ""), verdict.unsupported
+
+
+@pytest.mark.slow
+def test_a_delete_dir_at_load_is_unsupported_before_kafka_3_9():
+    """Before 3.9 Kafka's startup runs kafka-delete-logs after a fixed delay, not the model's none
+    (log.initial.task.delay.ms came with 3.9): a load meeting a -delete dir is unsupported there
+    and judged from 3.9."""
+    case = sc.Scenario.load(os.path.join(CORPORA, "crash", "delete-dir-found-at-load-goes-without-delay.json"))
+    assert run(case, ("model", "kafka:3.9.1")).ok
+    verdict = run(case, ("model", "kafka:3.7.2"))
+    assert not verdict.violations and "a -delete directory" in (verdict.unsupported or ""), verdict.unsupported

@@ -48,7 +48,7 @@ CAPTURE_VARIABLE = "KLC_KAFKA_CAPTURE"  # "1": every kafka target of the process
 NOT_COMPARED = (".lock",)
 CLEANER_FROM = (4, 1)  # the first release whose adapter drives Kafka's own cleaner (CleanerRound.java)
 EXPIRY_FROM = (3, 4)  # KIP-854's producer.id.expiration.ms: what the model's producer expiry states
-SET_ASIDE_DIRS_FROM = (4, 1)  # the first whose adapter follows -delete, -future and -stray dirs (Logs.java)
+SET_ASIDE_DIRS_FROM = (3, 9)  # the first whose adapter follows -delete, -future and -stray dirs as modelled
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
 
 
@@ -61,8 +61,8 @@ def runs_cleaning_rounds(target: str) -> bool:
 
 def follows_set_aside_dirs(target: str) -> bool:
     """Whether ``target`` runs ``delete_partition`` and ``replace_current_with_future`` and loads
-    ``-future`` and ``-stray`` dirs: every one but the kafka target of a release before 4.1, whose
-    adapter (the Scala generations) answers them ``unsupported``."""
+    ``-future`` and ``-stray`` dirs as the model states: every one but the kafka target of a release before 3.9, whose
+    adapter answers them ``unsupported`` (docs/departures.md, "Future and stray directories")."""
     return _from(target, SET_ASIDE_DIRS_FROM)
 
 

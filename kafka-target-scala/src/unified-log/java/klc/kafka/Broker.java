@@ -24,6 +24,7 @@ import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Set;
@@ -186,6 +187,101 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
     public boolean loadedIn(TopicPartition tp, File dataDir) {
         Option<UnifiedLog> log = manager.getLog(tp, false);
         return log.isDefined() && log.get().parentDirFile().getAbsoluteFile().equals(dataDir);
+    }
+
+    // --- -delete, -future and -stray directories (the same LogManager calls as 4.x's) ----------
+
+    /** A future log is not served: futureLog reaches it (allLogs holds both). */
+    @Override
+    protected List<UnifiedLog> logs() {
+        List<UnifiedLog> current = super.logs();
+        current.removeIf(UnifiedLog::isFuture);
+        return current;
+    }
+
+    @Override
+    protected Optional<UnifiedLog> futureLog(UnifiedLog current) {
+        Option<UnifiedLog> future = manager.getLog(current.topicPartition(), true);
+        return future.isDefined() ? Optional.of(future.get()) : Optional.empty();
+    }
+
+    @Override
+    public boolean futureLoadedFrom(TopicPartition tp, File dir) {
+        Option<UnifiedLog> log = manager.getLog(tp, true);
+        return log.isDefined() && log.get().dir().getAbsoluteFile().equals(dir.getAbsoluteFile());
+    }
+
+    /** asyncDelete(tp) with Scala's default arguments (current log, checkpoints written; 3.6 adds
+     *  whether it is stray: no): renamed -delete, queued; the new name, or null. */
+    @Override
+    protected String asyncDelete(TopicPartition tp) {
+        Option<?> removed = (Option<?>) Scala.callFirst(manager, "asyncDelete", new Object[] {tp});
+        return removed.isDefined() ? ((UnifiedLog) removed.get()).dir().getName() : null;
+    }
+
+    /** Whether a log of {@code dir} is in LogManager's {@code logsToBeDeleted} queue. */
+    @Override
+    public boolean queuedForDeletion(File dir) {
+        if (manager == null) {
+            return false;
+        }
+        try {
+            java.lang.reflect.Field f = LogManager.class.getDeclaredField("logsToBeDeleted");
+            f.setAccessible(true);
+            for (Object e : (java.util.Collection<?>) f.get(manager)) {
+                UnifiedLog log = (UnifiedLog) ((scala.Tuple2<?, ?>) e)._1();
+                if (log.dir().getAbsoluteFile().equals(dir.getAbsoluteFile())) {
+                    return true;
+                }
+            }
+            return false;
+        } catch (ReflectiveOperationException e) {
+            throw new AdapterFailure("LogManager.logsToBeDeleted is not readable", e);
+        }
+    }
+
+    @Override
+    protected boolean listsDeleteDirs() {
+        return true;
+    }
+
+    @Override
+    protected boolean listsMovedDirs() {
+        return true;
+    }
+
+    /** -stray directories are Kafka's from 3.6 (KRaft's stray replicas): before, such a name is
+     *  not one LogManager knows. */
+    @Override
+    protected boolean listsStrayDirs() {
+        return STRAY_DIRS;
+    }
+
+    /** From 3.9 LogManager takes the initial delay of its tasks (log.initial.task.delay.ms, 0 here);
+     *  before, kafka-delete-logs first runs a fixed 30 s after the startup. */
+    @Override
+    protected boolean loadsDeleteDirsAsModelled() {
+        return java.util.Arrays.stream(LogManager.class.getConstructors()).anyMatch(c -> {
+            Class<?>[] types = c.getParameterTypes();
+            return types[types.length - 1] == long.class;
+        });
+    }
+
+    private static final boolean STRAY_DIRS = java.util.Arrays.stream(LogManager.class.getMethods())
+            .anyMatch(m -> m.getName().equals("asyncDelete") && m.getParameterCount() == 4);
+
+    /** replaceCurrentWithFutureLog(tp); the -delete name the current log's directory took. A future
+     *  log in its current log's data dir: unsupported, as on 4.x (Kafka's rename over the current
+     *  dir fails and takes the dir offline, not modelled). */
+    @Override
+    protected String replaceCurrentWithFutureLog(TopicPartition tp) {
+        Option<UnifiedLog> current = manager.getLog(tp, false);
+        Option<UnifiedLog> future = manager.getLog(tp, true);
+        if (current.isDefined() && future.isDefined() && current.get().parentDir().equals(future.get().parentDir())) {
+            throw new Unsupported("replace_current_with_future: the future log is in its current log's data dir");
+        }
+        Scala.callFirst(manager, "replaceCurrentWithFutureLog", new Object[] {tp});
+        return current.get().dir().getName(); // renamed -delete by the call (the current replica is there: it checks)
     }
 
     @Override

@@ -17,8 +17,9 @@ import net.bytebuddy.matcher.ElementMatchers;
  * ({@link DeleteDirNames}).
  */
 public final class Advices {
-    /** kafka-storage's LocalLog (4.1 on), which names a deleted partition's directory. */
-    private static final String LOCAL_LOG = "org.apache.kafka.storage.internals.log.LocalLog";
+    /** The class that names a deleted partition's directory: kafka-storage's LocalLog (4.0 on), and
+     *  the Scala LocalLog's companion object before (3.0–3.9). */
+    private static final String[] LOCAL_LOG = {"org.apache.kafka.storage.internals.log.LocalLog", "kafka.log.LocalLog$"};
 
     private Advices() { }
 
@@ -44,7 +45,7 @@ public final class Advices {
                 .type(ElementMatchers.named(Release.LOG_CLASS))
                 .transform((builder, type, loader, module, domain) ->
                         builder.visit(Advice.to(OnLogBuilt.class).on(ElementMatchers.isConstructor())))
-                .type(ElementMatchers.named(LOCAL_LOG))
+                .type(ElementMatchers.namedOneOf(LOCAL_LOG))
                 .transform((builder, type, loader, module, domain) ->
                         builder.visit(Advice.to(OnDeleteDirNamed.class).on(ElementMatchers.named("logDeleteDirName"))))
                 .type(ElementMatchers.namedOneOf(Release.INDEX_CLASSES))

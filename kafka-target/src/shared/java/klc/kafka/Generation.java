@@ -87,7 +87,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     /** Kafka's load (LogManager's startup), the log-dir failure handler, then a started broker's
      *  first steps; answers the {@code loaded} list ({@link LoadedPartitions}). */
     ObjectNode open() throws Exception {
-        if (!listsMovedDirs()) {
+        if (!listsMovedDirs() || !listsStrayDirs() || !loadsDeleteDirsAsModelled()) {
             refuseMovedDirs();
         }
         Recoveries.reset();
@@ -210,12 +210,12 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
 
     /** LogManager.replaceCurrentWithFutureLog(tp): the current log's new {@code -delete} name. */
     protected String replaceCurrentWithFutureLog(TopicPartition tp) throws Exception {
-        throw new Unsupported("replace_current_with_future: LogManager.replaceCurrentWithFutureLog is driven on Kafka 4.1 and later only");
+        throw new Unsupported("replace_current_with_future: LogManager.replaceCurrentWithFutureLog is driven on Kafka 3.1 and later only");
     }
 
     /** LogManager.asyncDelete(tp): the renamed directory's name, or null. */
     protected String asyncDelete(TopicPartition tp) throws Exception {
-        throw new Unsupported("delete_partition: LogManager.asyncDelete is driven on Kafka 4.1 and later only");
+        throw new Unsupported("delete_partition: LogManager.asyncDelete is driven on Kafka 3.1 and later only");
     }
 
     /** Whether the load queued the log of this {@code -delete} directory for deletion. */
@@ -231,9 +231,16 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     }
 
     /** Whether this generation answers {@code -future} and {@code -stray} directories in the
-     *  {@code loaded} list (Kafka 4.1 on: the Scala LogManager of 4.1–4.3 and the Java one of 4.4; the older generations are not driven for them yet). */
+     *  {@code loaded} list (Kafka 3.1 on: the Scala UnifiedLog generation, the Scala LogManager of
+     *  4.1–4.3 and the Java one of 4.4; the Log generation is not driven for them yet). */
     protected boolean listsMovedDirs() {
         return false;
+    }
+
+    /** Whether {@code -stray} directories are Kafka's to load here (KRaft's stray replicas, 3.6 on);
+     *  a release that lists {@code -future} ones but has no such suffix refuses a load meeting one. */
+    protected boolean listsStrayDirs() {
+        return listsMovedDirs();
     }
 
     /** A load that would meet a {@code -future} or {@code -stray} directory this adapter does not
@@ -243,9 +250,13 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
             File[] children = dir.listFiles(File::isDirectory);
             for (File child : children == null ? new File[0] : children) {
                 String kind = LoadedPartitions.kindOf(child.getName());
-                if (kind.equals("future") || kind.equals("stray")) {
+                if (kind.equals("delete") && listsDeleteDirs() && !loadsDeleteDirsAsModelled()) {
+                    throw new Unsupported("a -delete directory (" + dir.getName() + "/" + child.getName() + "): before 3.9"
+                            + " Kafka's startup deletes it after a fixed delay (no log.initial.task.delay.ms), not the model's none");
+                }
+                if ((kind.equals("future") && !listsMovedDirs()) || (kind.equals("stray") && !listsStrayDirs())) {
                     throw new Unsupported("a -" + kind + " directory (" + dir.getName() + "/" + child.getName()
-                            + "): its load is followed on Kafka 4.1 and later only, not by this adapter of Kafka " + Release.version());
+                            + "): its load is followed on Kafka " + (kind.equals("stray") ? "3.6" : "3.1") + " and later only, not by this adapter of Kafka " + Release.version());
                 }
             }
         }
@@ -561,8 +572,15 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
      *  leaves to the raft layer; Kafka up to 3.0 knows only the first two. */
     protected boolean ignored(String name) {
         return (name.endsWith("-delete") && !listsDeleteDirs())
-                || ((name.endsWith("-future") || name.endsWith("-stray")) && !listsMovedDirs())
+                || (name.endsWith("-future") && !listsMovedDirs())
+                || (name.endsWith("-stray") && !listsStrayDirs())
                 || name.startsWith("__cluster_metadata-");
+    }
+
+    /** Whether a load meeting a {@code -delete} directory runs as the model states it: the startup's
+     *  {@code kafka-delete-logs} task starts at once (the adapter's initial task delay is 0). */
+    protected boolean loadsDeleteDirsAsModelled() {
+        return true;
     }
 
     /** Whether this generation answers {@code -delete} directories in the {@code loaded} list. */
