@@ -131,6 +131,9 @@ INDEX_MUTANTS = (
     ),
 )
 
+# impl's producer expiration check (ProducerStateManager.removeExpiredProducers), which two mutants edit
+_EXPIRY = "gone = [p for p, e in self.producers.items() if e[7] < 0 and now_ms - e[5] >= PRODUCER_ID_EXPIRATION_MS]"
+
 LOG_MUTANTS = (
     Mutant(
         name="rebuilt-gzip-keeps-zlibs-os-byte",
@@ -205,7 +208,7 @@ LOG_MUTANTS = (
     Mutant(
         name="producers-expire-strictly-after-their-day",
         module="impl.producer_state",
-        old="gone = [p for p, e in self.producers.items() if e[7] < 0 and now_ms - e[5] >= PRODUCER_ID_EXPIRATION_MS]",
+        old=_EXPIRY,
         new="gone = [p for p, e in self.producers.items() if e[7] < 0 and now_ms - e[5] > PRODUCER_ID_EXPIRATION_MS]",
         description="the producer expiration check keeps a producer last seen exactly producer.id.expiration.ms ago, "
         "where Kafka's isProducerExpired (>=) forgets it (pinned by "
@@ -215,7 +218,7 @@ LOG_MUTANTS = (
     Mutant(
         name="producer-in-a-transaction-expires",
         module="impl.producer_state",
-        old="gone = [p for p, e in self.producers.items() if e[7] < 0 and now_ms - e[5] >= PRODUCER_ID_EXPIRATION_MS]",
+        old=_EXPIRY,
         new="gone = [p for p, e in self.producers.items() if now_ms - e[5] >= PRODUCER_ID_EXPIRATION_MS]",
         description="the producer expiration check forgets a producer whose transaction is open, where Kafka keeps "
         "it until the transaction completes (pinned by corpora/log/producers-expire-a-day-after-their-last-batch.json)",

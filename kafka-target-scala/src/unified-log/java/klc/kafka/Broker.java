@@ -222,22 +222,7 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
     /** Whether a log of {@code dir} is in LogManager's {@code logsToBeDeleted} queue. */
     @Override
     public boolean queuedForDeletion(File dir) {
-        if (manager == null) {
-            return false;
-        }
-        try {
-            java.lang.reflect.Field f = LogManager.class.getDeclaredField("logsToBeDeleted");
-            f.setAccessible(true);
-            for (Object e : (java.util.Collection<?>) f.get(manager)) {
-                UnifiedLog log = (UnifiedLog) ((scala.Tuple2<?, ?>) e)._1();
-                if (log.dir().getAbsoluteFile().equals(dir.getAbsoluteFile())) {
-                    return true;
-                }
-            }
-            return false;
-        } catch (ReflectiveOperationException e) {
-            throw new AdapterFailure("LogManager.logsToBeDeleted is not readable", e);
-        }
+        return manager != null && DeletionQueue.holds(manager, dir);
     }
 
     @Override

@@ -152,22 +152,9 @@ final class Logs {
         return removed.isDefined() ? removed.get().dir().getName() : null;
     }
 
-    /** Whether a log of {@code dir} is in LogManager's {@code logsToBeDeleted} queue (Scala's
-     *  pairs of a log and the time it was queued). */
+    /** Whether a log of {@code dir} is in LogManager's {@code logsToBeDeleted} queue. */
     boolean queuedForDeletion(File dir) {
-        try {
-            java.lang.reflect.Field f = LogManager.class.getDeclaredField("logsToBeDeleted");
-            f.setAccessible(true);
-            for (Object e : (java.util.Collection<?>) f.get(manager)) {
-                UnifiedLog log = (UnifiedLog) ((scala.Tuple2<?, ?>) e)._1();
-                if (log.dir().getAbsoluteFile().equals(dir.getAbsoluteFile())) {
-                    return true;
-                }
-            }
-            return false;
-        } catch (ReflectiveOperationException e) {
-            throw new AdapterFailure("LogManager.logsToBeDeleted is not readable", e);
-        }
+        return DeletionQueue.holds(manager, dir);
     }
 
     /** Whether the load's -future and -stray directories are listed (LoadedPartitions). */

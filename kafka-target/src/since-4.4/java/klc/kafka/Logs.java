@@ -128,18 +128,6 @@ final class Logs {
 
     /** Whether a log of {@code dir} is in LogManager's {@code logsToBeDeleted} queue. */
     boolean queuedForDeletion(File dir) {
-        try {
-            java.lang.reflect.Field f = LogManager.class.getDeclaredField("logsToBeDeleted");
-            f.setAccessible(true);
-            for (Object e : (java.util.Collection<?>) f.get(manager)) {
-                UnifiedLog log = (UnifiedLog) ((Map.Entry<?, ?>) e).getKey();
-                if (log.dir().getAbsoluteFile().equals(dir.getAbsoluteFile())) {
-                    return true;
-                }
-            }
-            return false;
-        } catch (ReflectiveOperationException e) {
-            throw new AdapterFailure("LogManager.logsToBeDeleted is not readable", e);
-        }
+        return DeletionQueue.holds(manager, dir);
     }
 }
