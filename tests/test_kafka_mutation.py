@@ -439,6 +439,21 @@ def test_the_candidate_kafka_test_kills_the_loader_survivor(tmp_path):
     assert all("LoadRemovesDeletedFilesTest" in m.killing_test for m in kept)
 
 
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_the_candidate_kafka_test_kills_the_aborted_transactions_survivors(tmp_path):
+    """The second candidate JUnit test passes on Kafka 4.3.1 and kills the LocalLog mutants that
+    leave a read_committed fetch's aborted-transaction list empty or short, which every
+    kafka-storage test of the release leaves alive (PIT's report of the LocalLog run)."""
+    test = "klc.mutation.candidates.ReadCommittedListsAbortedTransactionsTest"
+    out = pit.run_pit([pit.CLASSES["LocalLog"]], tmp_path / "pit", tests=(test,))
+    survivors = {("addAbortedTransactions", 545, "VoidMethodCallMutator"),
+                 ("collectAbortedTransactions", 557, "RemoveConditionalMutator_EQUAL_ELSE"),
+                 ("collectAbortedTransactions", 560, "VoidMethodCallMutator")}  # fmt: skip
+    judged = [m for m in pit.mutants(out) if (m.method, m.line, m.mutator) in survivors]
+    assert len(judged) == 3 and all(m.kafka_status == "KILLED" and "ReadCommittedLists" in m.killing_test for m in judged)
+
+
 CHECKPOINT_CASES = ("log/checkpoints-replaced-atomically.json", "log/graceful-shutdown-order.json",
                     "log/retention-of-an-empty-segment-after-restart.json")  # fmt: skip
 

@@ -72,7 +72,9 @@ TEST_SETS = {"all": KAFKA_TESTS, "storage": STORAGE_TESTS}
 TEST_DIRS = ("kafka-tests", "kafka-core-tests")
 # candidate tests for Kafka: JUnit tests in Kafka's idiom (kafka-mutation/src/test/java) that kill a
 # survivor of Kafka's own tests which this suite killed (docs/kafka-mutation.md)
-CANDIDATE_TESTS = ("klc.mutation.candidates.LoadRemovesDeletedFilesTest",)
+CANDIDATE_TESTS = (
+    "klc.mutation.candidates.LoadRemovesDeletedFilesTest", "klc.mutation.candidates.ReadCommittedListsAbortedTransactionsTest",
+)
 MUTATORS = "DEFAULTS,STRONGER"
 STATUSES = ("KILLED", "SURVIVED", "TIMED_OUT", "NO_COVERAGE", "MEMORY_ERROR", "RUN_ERROR", "NON_VIABLE")
 PIT_TIMEOUT_S = 6 * 3600
