@@ -168,6 +168,18 @@ def test_a_cleaning_round_on_kafka_agrees_with_the_model():
     assert verdict.checked["conforms"] >= len(case.steps)
 
 
+@pytest.mark.slow
+def test_a_cleaning_round_on_the_scala_cleaner_agrees_with_the_model():
+    """Kafka 3.9.1's Scala kafka.log.Cleaner (ScalaCleanerRound.java) runs the case's three rounds
+    as the model does; the Log generation (2.8.2) does not drive its cleaner: unsupported."""
+    case = sc.Scenario.load(CLEAN_CASE)
+    verdict = run(case, ("model", "kafka:3.9.1"))
+    assert verdict.ok, (verdict.violations, verdict.unsupported)
+    assert _clean_results(verdict, "kafka:3.9.1") == _clean_results(verdict, "model")
+    older = run(case, ("model", "kafka:2.8.2"))
+    assert not older.violations and "driven from 3.1 on" in (older.unsupported or ""), older.unsupported
+
+
 @pytest.mark.parametrize("wrong", ["a group left out of the answer", "no round run"])
 def test_a_wrong_cleaning_answer_from_the_adapter_fails_conforms(monkeypatch, wrong):
     """The case fails when the adapter answers other groups than Kafka installed, and when it

@@ -442,6 +442,12 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
         producers(p.putArray("producers"), Scala.member(Scala.call(log, "producerStateManager"), "activeProducers"));
     }
 
+    /** Kafka's own cleaner, one round ({@link ScalaCleanerRound}). */
+    @Override
+    ObjectNode clean(UnifiedLog log) {
+        return ScalaCleanerRound.clean(log, clock);
+    }
+
     /** The log's PeriodicProducerExpirationCheck: its producer state's removeExpiredProducers(now),
      *  which the task runs under the log's lock (one thread here). */
     @Override

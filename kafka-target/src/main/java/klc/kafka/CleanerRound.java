@@ -1,6 +1,5 @@
 package klc.kafka;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.kafka.common.errors.CorruptRecordException;
@@ -14,10 +13,7 @@ import org.apache.kafka.storage.internals.log.UnifiedLog;
 import org.apache.kafka.storage.internals.utils.Throttler;
 
 import java.security.NoSuchAlgorithmException;
-import java.util.ArrayList;
-import java.util.IdentityHashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * One round of Kafka's own log cleaner on a partition, as the {@code clean} step defines it (spec
@@ -29,13 +25,7 @@ import java.util.Map;
  * and cleaned by Kafka's own {@code groupSegmentsBySize} (KAFKA-5413) and {@code cleanSegments}.
  * What LogCleanerManager decides before a round (which log; compacted ones only) is the step's.
  *
- * <p>The answer is the model's: {@code {"groups": [[source bases], …]}}, the groups installed in
- * order, plus {@code "split": base} when a cleaned segment overflowed and Kafka split the source
- * ({@code splitOverflowedSegment}) and aborted the round. Both are read off the log's segment list
- * as the round left it, compared by identity with the list before it: replaceSegments swaps each
- * group for one new segment at the group's first base (its sources are the removed ones up to the
- * next segment), a split swaps one source for its pieces, each at or past the source's base, and
- * the split source is the last source the round removed (the round ends with it).
+ * <p>The answer is the model's ({@link CleanedGroups}).
  */
 final class CleanerRound {
     /** LogCleaner: {@code log.cleaner.io.buffer.size} (524288) / {@code log.cleaner.threads} (1) / 2. */
@@ -47,14 +37,6 @@ final class CleanerRound {
     /** One offset map for the JVM: buildOffsetMap clears it first, and no two rounds run at once. */
     private static SkimpyOffsetMap offsetMap;
 
-    /** LogCleanerManager cleans only a log whose cleanup.policy holds compact: the step's refusal
-     *  otherwise, named as the model names it. */
-    static final class NotCompacted extends RuntimeException {
-        NotCompacted(String message) {
-            super(message);
-        }
-    }
-
     private CleanerRound() { }
 
     static ObjectNode clean(UnifiedLog log, Time time) throws Exception {
@@ -63,7 +45,7 @@ final class CleanerRound {
             throw new Unsupported("a log-cleaner round over a legacy (magic 0/1) batch: Kafka 4.x rebuilds every one it keeps as v2");
         }
         if (!log.config().compact) {
-            throw new NotCompacted(log.name() + " has cleanup.policy=" + log.config().getList("cleanup.policy"));
+            throw new CleanedGroups.NotCompacted(log.name() + " has cleanup.policy=" + log.config().getList("cleanup.policy"));
         }
         long firstDirty = log.logStartOffset();
         // LogCleanerManager.cleanableOffsets: below the last stable offset (the high watermark is
@@ -81,7 +63,7 @@ final class CleanerRound {
         } catch (LogCleaningAbortedException e) {
             aborted = true; // only splitOverflowedSegment aborts: checkDone never does here
         }
-        answer(out, before, log.logSegments(), aborted);
+        CleanedGroups.answer(out, before, log.logSegments(), aborted, s -> ((LogSegment) s).baseOffset());
         return out;
     }
 
@@ -94,38 +76,6 @@ final class CleanerRound {
         Throttler unthrottled = new Throttler(Double.MAX_VALUE, 300, "cleaner-io", "bytes", time);
         return new Cleaner(0, offsetMap, IO_BUFFER_SIZE, log.config().maxMessageSize(), DEDUPE_LOAD_FACTOR,
                 unthrottled, time, tp -> { });
-    }
-
-    /** The groups installed and the split source, from the segment lists before and after the round. */
-    private static void answer(ObjectNode out, List<LogSegment> before, List<LogSegment> after, boolean aborted) {
-        Map<LogSegment, Boolean> kept = new IdentityHashMap<>();
-        after.forEach(s -> kept.put(s, true));
-        Map<LogSegment, Boolean> old = new IdentityHashMap<>();
-        before.forEach(s -> old.put(s, true));
-        List<LogSegment> removed = new ArrayList<>();
-        for (LogSegment s : before) {
-            if (!kept.containsKey(s)) {
-                removed.add(s);
-            }
-        }
-        LogSegment split = aborted && !removed.isEmpty() ? removed.remove(removed.size() - 1) : null;
-        ArrayNode groups = out.putArray("groups");
-        for (int i = 0; i < after.size(); i++) {
-            LogSegment s = after.get(i);
-            if (old.containsKey(s) || (split != null && s.baseOffset() >= split.baseOffset())) {
-                continue; // a segment the round left, or a piece of the split source (it starts at or past its base)
-            }
-            long end = i + 1 < after.size() ? after.get(i + 1).baseOffset() : Long.MAX_VALUE;
-            ArrayNode group = groups.addArray();
-            for (LogSegment r : removed) {
-                if (r.baseOffset() >= s.baseOffset() && r.baseOffset() < end) {
-                    group.add(r.baseOffset());
-                }
-            }
-        }
-        if (split != null) {
-            out.put("split", split.baseOffset());
-        }
     }
 
     /** Whether an inactive segment holds a magic 0/1 batch among the batches before its first

@@ -1,0 +1,68 @@
+package klc.kafka;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.ToLongFunction;
+
+/**
+ * What a round of Kafka's cleaner did, in the model's words, for every generation that drives one
+ * ({@code CleanerRound}: kafka-storage's {@code Cleaner}, 4.1 on; {@code ScalaCleanerRound}: the Scala
+ * {@code kafka.log.Cleaner}, 3.1–4.0): {@code {"groups": [[source bases], …]}}, the groups installed
+ * in order, plus {@code "split": base} when a cleaned segment overflowed and Kafka split the source
+ * ({@code splitOverflowedSegment}) and aborted the round. Both are read off the log's segment list
+ * as the round left it, compared by identity with the list before it: replaceSegments swaps each
+ * group for one new segment at the group's first base (its sources are the removed ones up to the
+ * next segment), a split swaps one source for its pieces, each at or past the source's base, and
+ * the split source is the last source the round removed (the round ends with it).
+ */
+final class CleanedGroups {
+    /** LogCleanerManager cleans only a log whose cleanup.policy holds compact: the step's refusal
+     *  otherwise, named as the model names it. */
+    static final class NotCompacted extends RuntimeException {
+        NotCompacted(String message) {
+            super(message);
+        }
+    }
+
+    private CleanedGroups() { }
+
+    /** The answer from the segment lists before and after the round; {@code aborted}: the round
+     *  ended in LogCleaningAbortedException (only a split aborts it here). */
+    static void answer(ObjectNode out, List<?> before, List<?> after, boolean aborted, ToLongFunction<Object> baseOffset) {
+        Map<Object, Boolean> kept = new IdentityHashMap<>();
+        after.forEach(s -> kept.put(s, true));
+        Map<Object, Boolean> old = new IdentityHashMap<>();
+        before.forEach(s -> old.put(s, true));
+        List<Object> removed = new ArrayList<>();
+        for (Object s : before) {
+            if (!kept.containsKey(s)) {
+                removed.add(s);
+            }
+        }
+        Object split = aborted && !removed.isEmpty() ? removed.remove(removed.size() - 1) : null;
+        ArrayNode groups = out.putArray("groups");
+        for (int i = 0; i < after.size(); i++) {
+            Object s = after.get(i);
+            long base = baseOffset.applyAsLong(s);
+            if (old.containsKey(s) || (split != null && base >= baseOffset.applyAsLong(split))) {
+                continue; // a segment the round left, or a piece of the split source (it starts at or past its base)
+            }
+            long end = i + 1 < after.size() ? baseOffset.applyAsLong(after.get(i + 1)) : Long.MAX_VALUE;
+            ArrayNode group = groups.addArray();
+            for (Object r : removed) {
+                long source = baseOffset.applyAsLong(r);
+                if (source >= base && source < end) {
+                    group.add(source);
+                }
+            }
+        }
+        if (split != null) {
+            out.put("split", baseOffset.applyAsLong(split));
+        }
+    }
+}
