@@ -6,9 +6,6 @@ import kafka.log.LogToClean;
 import kafka.log.UnifiedLog;
 
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.CorruptRecordException;
-import org.apache.kafka.common.record.FileRecords;
-import org.apache.kafka.common.record.RecordBatch;
 import org.apache.kafka.common.utils.Time;
 
 import java.util.List;
@@ -36,7 +33,7 @@ final class ScalaCleanerRound {
 
     static ObjectNode clean(UnifiedLog log, Time time) {
         List<Object> segments = Scala.items(Scala.call(log, "logSegments"));
-        if (holdsLegacyBatches(segments)) {
+        if (CleanedGroups.holdsLegacyBatches(segments.stream().map(seg -> Scala.member(seg, "log")).toList())) {
             // a legacy batch that loses records is rebuilt at its magic: not modelled (as on 4.x)
             throw new Unsupported("a log-cleaner round over a legacy (magic 0/1) batch: not modelled on Kafka " + Release.version());
         }
@@ -85,25 +82,5 @@ final class ScalaCleanerRound {
 
     private static long baseOffset(Object segment) {
         return (Long) Scala.member(segment, "baseOffset");
-    }
-
-    /** Whether an inactive segment holds a magic 0/1 batch among the batches before its first
-     *  damaged one: what the model's and impl's {@code holds_legacy_batches} ask. */
-    private static boolean holdsLegacyBatches(List<Object> segments) {
-        for (Object s : segments.subList(0, segments.size() - 1)) {
-            try {
-                for (RecordBatch batch : ((FileRecords) Scala.member(s, "log")).batches()) {
-                    if (!batch.isValid()) {
-                        break;
-                    }
-                    if (batch.magic() < 2) {
-                        return true;
-                    }
-                }
-            } catch (CorruptRecordException e) {
-                // the valid batches end here
-            }
-        }
-        return false;
     }
 }

@@ -2,7 +2,6 @@ package klc.kafka;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import org.apache.kafka.common.errors.CorruptRecordException;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.storage.internals.log.Cleaner;
 import org.apache.kafka.storage.internals.log.LogCleaningAbortedException;
@@ -40,7 +39,7 @@ final class CleanerRound {
     private CleanerRound() { }
 
     static ObjectNode clean(UnifiedLog log, Time time) throws Exception {
-        if (holdsLegacyBatches(log)) {
+        if (CleanedGroups.holdsLegacyBatches(log.logSegments().stream().map(LogSegment::log).toList())) {
             // filterTo rebuilds every legacy batch it keeps as v2 (KIP-724): not modelled
             throw new Unsupported("a log-cleaner round over a legacy (magic 0/1) batch: Kafka 4.x rebuilds every one it keeps as v2");
         }
@@ -76,26 +75,5 @@ final class CleanerRound {
         Throttler unthrottled = new Throttler(Double.MAX_VALUE, 300, "cleaner-io", "bytes", time);
         return new Cleaner(0, offsetMap, IO_BUFFER_SIZE, log.config().maxMessageSize(), DEDUPE_LOAD_FACTOR,
                 unthrottled, time, tp -> { });
-    }
-
-    /** Whether an inactive segment holds a magic 0/1 batch among the batches before its first
-     *  damaged one: what the model's and impl's {@code holds_legacy_batches} ask. */
-    private static boolean holdsLegacyBatches(UnifiedLog log) {
-        List<LogSegment> segments = log.logSegments();
-        for (LogSegment s : segments.subList(0, segments.size() - 1)) {
-            try {
-                for (var batch : s.log().batches()) {
-                    if (!batch.isValid()) {
-                        break;
-                    }
-                    if (batch.magic() < 2) {
-                        return true;
-                    }
-                }
-            } catch (CorruptRecordException e) {
-                // the valid batches end here
-            }
-        }
-        return false;
     }
 }

@@ -31,6 +31,48 @@ final class CleanedGroups {
 
     private CleanedGroups() { }
 
+    /** Whether an inactive segment holds a magic 0/1 batch among the batches before its first
+     *  damaged one: what the model's and impl's {@code holds_legacy_batches} ask. {@code logs}: the
+     *  segments' FileRecords, oldest first, the active one last (the record classes moved between
+     *  releases: read by reflection). */
+    static boolean holdsLegacyBatches(List<?> logs) {
+        try {
+            for (Object records : logs.subList(0, logs.size() - 1)) {
+                if (legacyBefore((Iterable<?>) call(records, "batches"))) {
+                    return true;
+                }
+            }
+            return false;
+        } catch (ReflectiveOperationException e) {
+            throw new AdapterFailure("a segment's batches are not readable", e);
+        }
+    }
+
+    private static boolean legacyBefore(Iterable<?> batches) throws ReflectiveOperationException {
+        try {
+            for (Object batch : batches) {
+                if (!(Boolean) call(batch, "isValid")) {
+                    return false;
+                }
+                if ((Byte) call(batch, "magic") < 2) {
+                    return true;
+                }
+            }
+        } catch (RuntimeException e) {
+            if (!e.getClass().getSimpleName().equals("CorruptRecordException")) {
+                throw e;
+            }
+        }
+        return false; // the valid batches end here
+    }
+
+    /** A public method of a batch class that may itself not be public (DefaultFileChannelRecordBatch). */
+    private static Object call(Object target, String name) throws ReflectiveOperationException {
+        java.lang.reflect.Method method = target.getClass().getMethod(name);
+        method.setAccessible(true);
+        return method.invoke(target);
+    }
+
     /** The answer from the segment lists before and after the round; {@code aborted}: the round
      *  ended in LogCleaningAbortedException (only a split aborts it here). */
     static void answer(ObjectNode out, List<?> before, List<?> after, boolean aborted, ToLongFunction<Object> baseOffset) {
