@@ -65,8 +65,9 @@ def runs_cleaning_rounds(target: str) -> bool:
 
 def follows_set_aside_dirs(target: str) -> bool:
     """Whether ``target`` runs ``delete_partition`` and ``replace_current_with_future`` and loads
-    ``-future`` and ``-stray`` dirs as the model states: every one but the kafka target of a release before 3.9, whose
-    adapter answers them ``unsupported`` (docs/departures.md, "Future and stray directories")."""
+    ``-delete``, ``-future`` and ``-stray`` dirs as the model states: every one but the kafka target
+    of a release before 3.9, whose adapter answers some of them ``unsupported`` (docs/departures.md,
+    "Deleted partitions", "Future and stray directories")."""
     return _from(target, SET_ASIDE_DIRS_FROM)
 
 
