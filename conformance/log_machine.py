@@ -465,8 +465,9 @@ class LogMachine(RuleBasedStateMachine):
         ``>=``).  Not drawn where a kafka target does not run the check (before 3.4)."""
         if not all(expires_producers(t) for t in self.targets):
             return
-        model = self.session.targets[0].manager
-        stamps = sorted({e[5] for p in model.partitions.values() for e in p.log.producer_state.producers.values() if e[7] < 0})
+        model = self.session.targets[0].manager  # None once a startup failed: no producer to aim at
+        logs = model.partitions.values() if model is not None else ()
+        stamps = sorted({e[5] for p in logs for e in p.log.producer_state.producers.values() if e[7] < 0})
         if stamps and chance(data.draw, "expire producers: at a boundary"):
             due = data.draw(st.sampled_from(stamps), label="a producer's last timestamp") + PRODUCER_ID_EXPIRATION_MS
             when = due + data.draw(st.sampled_from((-1, 0, 1)), label="from its boundary")
