@@ -1016,10 +1016,12 @@ class _CampaignUi:
 @click.option("--kafka-io", is_flag=True,
               help="capture Kafka's own I/O on the suite's side (strace): the durability promises and crashes cut from "
                    "Kafka's journal judge each mutant, a JVM per mutant; with --again, the survivors judged without it too")
+@click.option("--kafka-survivors-only", is_flag=True,
+              help="with --again, only the mutants Kafka's tests leave alive (the survivors the side by side triages)")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--kafka-tests", type=click.Choice(["all", "storage"]), default="all", show_default=True,
               help="Kafka's tests that judge the mutants: kafka-storage's, or those and Scala core's LogLoaderTest, LogManagerTest and LogCleanerTest")  # fmt: skip
-def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io, kafka_tests, as_json) -> None:  # fmt: skip
+def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io, kafka_survivors_only, kafka_tests, as_json) -> None:  # fmt: skip
     """PIT mutants of Kafka's own log classes, killed by Kafka's own unit tests (the release's test
     jars) and by this suite (the corpus cases that run the mutated method, then the crash machine),
     side by side: OUT/report.json and OUT/report.html (docs/kafka-mutation.md).
@@ -1036,7 +1038,7 @@ def mutate_kafka(release, classes, out, executor, master, workers, batch, max_ca
         _harness_exit("mutate-kafka", "--classes names no class")
     config = run.Config(
         release, names, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io,
-        kafka_tests,
+        kafka_tests, kafka_survivors_only,
     )
     quiet = as_json
     try:

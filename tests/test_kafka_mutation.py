@@ -507,6 +507,23 @@ def test_only_survivors_cut_short_are_judged_again():
     older, newer = {"key": "k", "kafka_build": "d", "n": 1}, {"key": "k", "kafka_build": "d", "n": 2}
     assert run.latest_rows([older, newer, {"key": "k", "kafka_build": "other", "n": 3}], "d") == {"k": newer}
 
+def test_kafka_survivors_only_judges_again_what_kafkas_tests_leave_alive():
+    from conformance.kafka_mutation import pit, run
+
+    def mutant(status):
+        return pit.Mutant("UnifiedLog/1", "k.UnifiedLog", "append", "()V", 9, "VoidMethodCallMutator", "", "5", status, "", "")
+
+    cut = {"suite_status": "survived", "cases_run": 12, "covering_cases": 150}
+    narrow = run.Config(max_cases=40, again=True, kafka_survivors_only=True)
+    assert run._judged_again(mutant("SURVIVED"), cut, narrow)
+    assert run._judged_again(mutant("NO_COVERAGE"), cut, narrow)
+    assert not run._judged_again(mutant("KILLED"), cut, narrow)
+    assert not run._judged_again(mutant("TIMED_OUT"), cut, narrow)
+    assert run._judged_again(mutant("KILLED"), cut, run.Config(max_cases=40, again=True))
+    assert run._judged_again(mutant("KILLED"), cut | {"suite_status": "harness_error"}, narrow)
+    assert not run._judged_again(mutant("SURVIVED"), cut, run.Config(max_cases=40, kafka_survivors_only=True))
+
+
 
 def test_a_kept_row_takes_kafkas_verdict_from_this_runs_pit_report(tmp_path):
     """The suite's verdict of a mutant is kept across runs; Kafka's is the current PIT report's

@@ -37,6 +37,9 @@ class Config:
     # and crashes cut from Kafka's journal judge it; a JVM per mutant (the tracer follows one JVM)
     kafka_io: bool = False
     kafka_tests: str = "all"  # a key of pit.TEST_SETS
+    # with ``again``: only the mutants Kafka's tests leave alive too, the survivors the side by side
+    # must triage (a Kafka-only kill needs no triage, and judging it again costs the most cases)
+    kafka_survivors_only: bool = False
 
     @property
     def tests(self) -> tuple[str, ...]:
@@ -150,6 +153,14 @@ def judge_waves(executor, batches: list[list[dict]], task: dict, table: str, wor
         executor.stop()
 
 
+def _judged_again(mutant: pit.Mutant, row: dict, config: Config) -> bool:
+    """Whether ``--again`` judges a mutant judged before: cut short, and with
+    ``kafka_survivors_only`` one Kafka's tests do not kill (a harness error is judged again always)."""
+    if not config.again or not _cut_short(row, config):
+        return False
+    return not (config.kafka_survivors_only and mutant.kafka_killed and row["suite_status"] != suite.HARNESS)
+
+
 def _cut_short(row: dict, config: Config) -> bool:
     """A survivor judged by fewer covering cases than it has, which ``config`` would run more of,
     a survivor judged without Kafka's I/O captured when ``config`` captures it, or a mutant the
@@ -190,7 +201,7 @@ def run(config: Config, progress=print) -> dict:
                           suite.prefixes_for(classes))  # fmt: skip
     table = str(out / "results")
     latest = latest_rows(results.read(table), base["digest"])
-    todo = [m for m in mutants if results.key(m) not in latest or (config.again and _cut_short(latest[results.key(m)], config))]
+    todo = [m for m in mutants if results.key(m) not in latest or _judged_again(m, latest[results.key(m)], config)]
     progress(f"mutants: {len(mutants)} of {len(classes)} class(es); {len(mutants) - len(todo)} judged before, {len(todo)} to judge")
     work = str(out / "work")
     os.makedirs(work, exist_ok=True)
