@@ -1019,8 +1019,9 @@ class _CampaignUi:
 @click.option("--kafka-survivors-only", is_flag=True,
               help="with --again, only the mutants Kafka's tests leave alive (the survivors the side by side triages)")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
-@click.option("--kafka-tests", type=click.Choice(["all", "storage"]), default="all", show_default=True,
-              help="Kafka's tests that judge the mutants: kafka-storage's, or those and Scala core's LogLoaderTest, LogManagerTest and LogCleanerTest")  # fmt: skip
+@click.option("--kafka-tests", type=click.Choice(["all", "storage", "kept"]), default="all", show_default=True,
+              help="Kafka's tests that judge the mutants: kafka-storage's, or those and Scala core's LogLoaderTest, "
+                   "LogManagerTest and LogCleanerTest; kept: those of the PIT reports OUT holds, PIT not run again")  # fmt: skip
 def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io, kafka_survivors_only, kafka_tests, as_json) -> None:  # fmt: skip
     """PIT mutants of Kafka's own log classes, killed by Kafka's own unit tests (the release's test
     jars) and by this suite (the corpus cases that run the mutated method, then the crash machine),

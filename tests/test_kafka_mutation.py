@@ -524,6 +524,32 @@ def test_kafka_survivors_only_judges_again_what_kafkas_tests_leave_alive():
     assert not run._judged_again(mutant("SURVIVED"), cut, run.Config(max_cases=40, kafka_survivors_only=True))
 
 
+def test_a_kill_made_by_hot_swap_is_judged_again_in_a_jvm_of_its_own():
+    from conformance.kafka_mutation import run
+
+    killed = {"suite_status": "killed", "cases_run": 1, "covering_cases": 20, "hot_swap": True}
+    assert run._cut_short(killed, run.Config(again=True, hot_swap=False))
+    assert run._cut_short(killed | {"suite_status": "timed_out"}, run.Config(again=True, hot_swap=False))
+    assert not run._cut_short(killed, run.Config(again=True, hot_swap=True))
+    assert not run._cut_short(killed | {"hot_swap": False}, run.Config(again=True, hot_swap=False))
+
+
+def test_kafka_tests_kept_reuses_the_pit_report_whatever_its_tests(tmp_path):
+    from conformance.kafka_mutation import pit, run
+
+    clazz = "org.apache.kafka.storage.internals.log.OffsetIndex"
+    with pytest.raises(MutationError, match="--kafka-tests kept: .*OffsetIndex holds no finished PIT report"):
+        run.pit_for(clazz, tmp_path, "4.3.1", print, None)
+    folder = tmp_path / "pit" / clazz
+    folder.mkdir(parents=True)
+    eleven = list(pit.STORAGE_TESTS[:-1])
+    (folder / "done.json").write_text(json.dumps({"release": "4.3.1", "class": clazz, "tests": eleven, "mutators": pit.MUTATORS}))
+    assert run.kept_tests(tmp_path, clazz, "4.3.1") == eleven
+    assert run.kept_tests(tmp_path, clazz, "4.4.0") is None
+    assert run.Config(kafka_tests="kept").tests is None
+    assert run._tests_run(run.Config(kafka_tests="kept"), tmp_path, [clazz]) == sorted(eleven)
+
+
 
 def test_a_kept_row_takes_kafkas_verdict_from_this_runs_pit_report(tmp_path):
     """The suite's verdict of a mutant is kept across runs; Kafka's is the current PIT report's

@@ -36,14 +36,20 @@ class Config:
     # Kafka's own I/O captured on the suite's side (conformance.kafka_io): the durability promises
     # and crashes cut from Kafka's journal judge it; a JVM per mutant (the tracer follows one JVM)
     kafka_io: bool = False
-    kafka_tests: str = "all"  # a key of pit.TEST_SETS
+    kafka_tests: str = "all"  # a key of pit.TEST_SETS, or KEPT
     # with ``again``: only the mutants Kafka's tests leave alive too, the survivors the side by side
     # must triage (a Kafka-only kill needs no triage, and judging it again costs the most cases)
     kafka_survivors_only: bool = False
 
     @property
-    def tests(self) -> tuple[str, ...]:
-        return pit.TEST_SETS[self.kafka_tests]
+    def tests(self) -> tuple[str, ...] | None:
+        """Kafka's test classes PIT runs; None: those of the PIT report kept in OUT, whatever they were."""
+        return None if self.kafka_tests == KEPT else pit.TEST_SETS[self.kafka_tests]
+
+
+# ``--kafka-tests kept``: Kafka's verdicts as PIT's report in OUT holds them, PIT not run again (a
+# rerun of the suite's side alone must not cost PIT's hour when the test sets grew since)
+KEPT = "kept"
 
 
 def resolve_classes(names: tuple[str, ...], jars: tuple[str, ...], release: str) -> list[str]:
@@ -62,11 +68,15 @@ def _names(jars: tuple[str, ...], release: str) -> str:
     return ", ".join(sorted(os.path.basename(j).removesuffix(f"-{release}.jar") for j in jars))
 
 
-def pit_for(clazz: str, out: Path, release: str, progress, tests: tuple[str, ...] = pit.KAFKA_TESTS) -> list[Mutant]:
+def pit_for(clazz: str, out: Path, release: str, progress, tests: tuple[str, ...] | None = pit.KAFKA_TESTS) -> list[Mutant]:
     """PIT's mutants of one class (and its nested classes) judged by Kafka's ``tests``, run once per
-    OUT and kept (run again when the tests differ)."""
+    OUT and kept (run again when the tests differ; ``tests`` None: kept as they are)."""
     folder = out / "pit" / clazz
     stamp = folder / "done.json"
+    if tests is None:
+        if kept_tests(out, clazz, release) is None:
+            raise MutationError(f"--kafka-tests kept: {folder} holds no finished PIT report of Kafka {release}'s tests")
+        return pit.mutants(folder)
     args = {"release": release, "class": clazz, "tests": list(tests), "mutators": pit.MUTATORS}
     if not (stamp.exists() and json.loads(stamp.read_text()) == args):
         progress(f"PIT: {clazz} with Kafka's tests ({len(tests)} test classes), one thread")
@@ -75,6 +85,18 @@ def pit_for(clazz: str, out: Path, release: str, progress, tests: tuple[str, ...
         stamp.write_text(json.dumps(args))
         progress(f"PIT: {clazz} done in {time.monotonic() - began:.0f} s")
     return pit.mutants(folder)
+
+
+def kept_tests(out: Path, clazz: str, release: str) -> list[str] | None:
+    """Kafka's test classes of the finished PIT report of ``clazz`` kept in ``out``, or None."""
+    stamp = out / "pit" / clazz / "done.json"
+    try:
+        args = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(args, dict) or args.get("release") != release or args.get("mutators") != pit.MUTATORS:
+        return None
+    return args.get("tests") if isinstance(args.get("tests"), list) else None
 
 
 def judge_batch(task: dict) -> list[dict]:
@@ -161,11 +183,20 @@ def _judged_again(mutant: pit.Mutant, row: dict, config: Config) -> bool:
     return not (config.kafka_survivors_only and mutant.kafka_killed and row["suite_status"] != suite.HARNESS)
 
 
+def _tests_run(config: Config, out: Path, classes: list[str]) -> list[str]:
+    if config.tests is not None:
+        return list(config.tests)
+    return sorted({t for c in classes for t in kept_tests(out, c, config.release) or ()})
+
+
 def _cut_short(row: dict, config: Config) -> bool:
     """A survivor judged by fewer covering cases than it has, which ``config`` would run more of,
-    a survivor judged without Kafka's I/O captured when ``config`` captures it, or a mutant the
-    harness failed to judge."""
+    a survivor judged without Kafka's I/O captured when ``config`` captures it, a kill made by hot
+    swap when ``config`` starts a JVM per mutant (the sounder judge: one long-lived JVM has given
+    kills a fresh one does not, docs/kafka-mutation.md), or a mutant the harness failed to judge."""
     if row["suite_status"] == suite.HARNESS:
+        return True
+    if not config.hot_swap and row.get("hot_swap") and row["suite_status"] in (suite.KILLED, suite.TIMED_OUT):
         return True
     if config.kafka_io and row["suite_status"] == suite.SURVIVED and not row.get("kafka_io"):
         return True
@@ -214,7 +245,7 @@ def run(config: Config, progress=print) -> dict:
                     lambda judged: progress(f"suite: {judged}/{len(todo)} mutants judged ({time.monotonic() - began:.0f} s)"))  # fmt: skip
     rows = with_kafka_verdicts(latest_rows(results.read(table), base["digest"]), mutants)
     meta = {
-        "release": config.release, "classes": classes, "kafka_tests": list(config.tests), "mutators": pit.MUTATORS,
+        "release": config.release, "classes": classes, "kafka_tests": _tests_run(config, out, classes), "mutators": pit.MUTATORS,
         "machine_examples": config.machine_examples, "max_cases": config.max_cases,
         "hot_swap": config.hot_swap and not config.kafka_io, "kafka_io": config.kafka_io,
         "kafka_build": base["digest"], "baseline_cases": len(base["cases"]), "cases": list(config.cases),
