@@ -31,6 +31,8 @@ class Difference:
 EMPTY_MARKER = "empty-clean-shutdown-marker"
 PRODUCERS_NOT_SHOWN = "producer-state-not-shown"
 UNWRITTEN_CHECKPOINT = "unwritten-checkpoint-of-a-dir-without-logs"
+LOCK_KEPT = "lock-file-kept-by-a-shutdown"
+LOCK = ".lock"
 CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
 NO_ENTRIES = b"0\n0\n"  # version 0, no entry
 
@@ -50,6 +52,14 @@ TABLE = (
         "dir's, an empty one as version 0 with no entry",
         "LogManager.checkpointLogStartOffsetsInDir (2.7.0)",
         "the difference between an empty offset checkpoint and one with no entry",
+    ),
+    Difference(
+        LOCK_KEPT,
+        (3, 8, 0),
+        "a graceful shutdown (and the failure handler taking a dir offline) unlocks the data dir's "
+        "lock and leaves its .lock file; 3.8 deletes it",
+        "KAFKA-16391 (FileLock.destroy, 3.8.0)",
+        "the data dirs' .lock files",
     ),
     Difference(
         PRODUCERS_NOT_SHOWN,
@@ -89,6 +99,8 @@ def comparable_files(files: dict[str, bytes], left_out: frozenset[str]) -> dict[
     """The files with the aspects of ``left_out`` removed."""
     if EMPTY_MARKER in left_out:
         files = {p: b"" if p.rsplit("/", 1)[-1] == MARKER else d for p, d in files.items()}
+    if LOCK_KEPT in left_out:
+        files = {p: d for p, d in files.items() if p.rsplit("/", 1)[-1] != LOCK}
     if UNWRITTEN_CHECKPOINT in left_out:
         files = {p: NO_ENTRIES if p.rsplit("/", 1)[-1] in CHECKPOINTS and d == b"" else d for p, d in files.items()}
     return files

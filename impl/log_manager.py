@@ -51,6 +51,7 @@ from impl.storage import Storage
 MARKER = clean_shutdown.MARKER
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+LOCK = ".lock"  # LogManager's dir lock: made at startup, deleted by its destroy (KAFKA-16391)
 IGNORED_DIRS = ("remote-log-index-cache",)
 METADATA_TOPIC = "__cluster_metadata"
 
@@ -209,6 +210,8 @@ class LogManager:
                 live.append(data_dir)
             except OSError as e:
                 loads.append(self._offline(data_dir, e))
+        for data_dir in live:
+            self._lock(data_dir)
         # BrokerServer reads the markers' broker epoch before the load deletes them (§6.4, KIP-966)
         self.previous_broker_epoch = self._read_broker_epoch(live)
         for i, data_dir in enumerate(live):
@@ -216,6 +219,7 @@ class LogManager:
                 loads += self._load_dir(self.dirs[data_dir])
             except OSError as e:  # the marker could not be deleted, the dir not listed: offline
                 loads.append(self._offline(data_dir, e))
+                self._unlock(data_dir)
             except _StartupAborted as e:
                 self.loads = loads + self._not_loaded(live[i:], e.bad)
                 self.startup_error = e.bad.error
@@ -228,6 +232,31 @@ class LogManager:
             if self.failure_policy == "kafka":
                 self._take_offline(loads)
         return loads
+
+    def _lock(self, data_dir: str) -> None:
+        """lockLogDirs (§6.1): ``.lock`` opened, created where missing (a stale one's bytes kept).
+        One that cannot be opened queues the dir offline; one that is a directory is also a
+        partition dir no name parses, which fails the startup first (§2.3)."""
+        path = f"{data_dir}/{LOCK}"
+        try:
+            if not self.storage.exists(path):
+                self.storage.open(path, create=True).close()
+            elif not self.storage.is_dir(path):
+                return
+            else:
+                raise IsADirectoryError(21, "Is a directory", path)
+        except OSError as e:
+            state = self.dirs[data_dir]
+            state.queued_offline = state.queued_offline or f"Disk error while locking directory {data_dir}: {e}"
+
+    def _unlock(self, data_dir: str) -> None:
+        """FileLock.destroy: the lock file deleted, a failure ignored (``File.delete``'s false)."""
+        path = f"{data_dir}/{LOCK}"
+        try:
+            if self.storage.exists(path) and not self.storage.is_dir(path):
+                self.storage.unlink(path)
+        except OSError:
+            pass
 
     def _read_broker_epoch(self, live: list[str]) -> int | None:
         """LogManager.readBrokerEpochFromCleanShutdownFiles: none unless every data dir is live
@@ -277,6 +306,7 @@ class LogManager:
                 self.startup_error = f"log dir {d} failed ({state.queued_offline}): the broker halts"
                 return
             state.offline = True
+            self._unlock(d)  # handleLogDirFailure destroys the dir's lock
             for load in loads:
                 if load.data_dir == d and load.log is not None:
                     self.logs.pop((load.topic, load.partition)).close_handlers()
@@ -739,6 +769,8 @@ class LogManager:
                 outcome[d] = None
             else:
                 outcome[d] = "not every partition finished loading: no clean-shutdown marker (KAFKA-15375)"
+        for d in self.data_dirs:  # the dir locks destroyed last, whatever each dir's outcome (§6.3)
+            self._unlock(d)
         self.logs.clear()
         self.futures.clear()
         return outcome

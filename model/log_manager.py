@@ -50,6 +50,7 @@ from model.segment import prefix
 
 __all__ = [  # with the loader's names the harness imports from here
     "LOG_STARTS",
+    "LOCK",
     "MARKER",
     "RECOVERY_POINTS",
     "SEGMENT_FILES",
@@ -73,6 +74,10 @@ __all__ = [  # with the loader's names the harness imports from here
 MARKER = clean_shutdown.MARKER
 RECOVERY_POINTS = "recovery-point-offset-checkpoint"
 LOG_STARTS = "log-start-offset-checkpoint"
+# LogManager's dir lock (§6.1): its constructor opens (creating) ``.lock`` in every live data dir
+# and locks it; a graceful shutdown, or the failure handler taking the dir offline, destroys the
+# lock, which deletes the file (KAFKA-16391, 3.8); a crash leaves it.  Its content is never written.
+LOCK = ".lock"
 SEGMENT_FILES = (".log", ".index", ".timeindex", ".deleted", ".cleaned", ".swap", SNAPSHOT)  # a load's own files
 
 
@@ -390,6 +395,8 @@ class LogManager:
                 outcome[d] = None
             else:
                 outcome[d] = "not every partition finished loading: no clean-shutdown marker (KAFKA-15375)"
+        for d in self.data_dirs:  # the dir locks destroyed last, whatever each dir's outcome (§6.3)
+            self.dir_files[d].pop(LOCK, None)
         return outcome
 
 
@@ -474,6 +481,7 @@ def _take_offline(manager: LogManager) -> None:
             manager.startup_error = f"log dir {d} failed ({why}): the broker halts"
             return
         manager.offline[d] = why
+        manager.dir_files[d].pop(LOCK, None)  # handleLogDirFailure destroys the dir's lock
         for tp, log in manager.logs_in(d):
             pf = manager.partitions.pop(tp)
             path = f"{d}/{log.name}"
@@ -517,11 +525,22 @@ def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_e
         bad = _unparseable(_subdirs(image, d, dirs)) if policy == "kafka" else None
         if bad is not None:
             _abort_startup(manager, image, dirs, d, bad)
-            return manager
+            return _locked(manager, image, dirs)
         ok = True
         for name in _subdirs(image, d, dirs):
             ok = _load_subdir(manager, image, dirs, d, name, found) and ok
         manager.load_completed[d] = ok
+    return _locked(manager, image, dirs)
+
+
+def _locked(manager: LogManager, image, dirs: set[str]) -> LogManager:
+    """Every data dir holding its ``.lock``, as LogManager's constructor left it before the load
+    (§6.1): created empty where missing, a stale one's bytes kept (the open does not truncate).  A
+    ``.lock`` that is a directory cannot be opened, but it is also a partition dir Kafka cannot name,
+    which fails the startup first (§2.3): it stays as found."""
+    for d in manager.data_dirs:
+        if LOCK not in _subdirs(image, d, dirs):
+            manager.dir_files.setdefault(d, {}).setdefault(LOCK, b"")
     return manager
 
 

@@ -6,9 +6,9 @@ The steps go as JSON lines to the JVM of ``kafka-target/``, which applies them t
 the impl target on the os backend does.  A process crash is the JVM forgetting its LogManager
 without closing anything; a crash image is materialised into the root before the next ``open``.
 
-What is not compared (each a departure listed in docs/kafka-target.md): the data dirs' ``.lock``
-files (held by a live process, not log state), and on Kafka 2.x producer-state snapshots
-(``.snapshot``), which the model writes as 4.x does (docs/producer-state.md).  An offset
+What is not compared (each a departure listed in docs/kafka-target.md): on Kafka 2.x producer-state
+snapshots (``.snapshot``), which the model writes as 4.x does (docs/producer-state.md), and before
+3.8 the data dirs' ``.lock`` files (a shutdown kept them: ``conformance.releases``).  An offset
 checkpoint's entries are compared in sorted order on every target (Kafka writes its HashMap's
 order: ``conforms.comparable_files``).
 
@@ -45,7 +45,6 @@ from conformance.targets.kafka_jvm import (
 
 CAPTURE_VARIABLE = "KLC_KAFKA_CAPTURE"  # "1": every kafka target of the process captures its I/O
 
-NOT_COMPARED = (".lock",)
 # the first release whose cleaning rounds the machines draw: the adapters drive Kafka's own cleaner
 # from 3.1 (ScalaCleanerRound.java), but 3.1-3.8 and 4.0 do not fail a round whose cleaned segment's
 # time index is full, as 3.9 and 4.1 on do (corpora/log/failed-cleaning-round-leaves-its-cleaned-files.json)
@@ -95,7 +94,6 @@ class KafkaRefusal(Exception):
 
 class KafkaTarget(TargetBase):
     trusts_its_index_files = True  # Kafka's own (kafkas_own: index-trusted-after-a-fault)
-    NOT_COMPARED = NOT_COMPARED  # files only Kafka's process keeps (its data dirs' .lock)
 
     @staticmethod
     def refusals():
@@ -452,8 +450,6 @@ class KafkaTarget(TargetBase):
     def files(self, indexes: bool = True) -> dict[str, bytes]:
         out = {}
         for full in self._walk():
-            if full.endswith(NOT_COMPARED):
-                continue
             with open(full, "rb") as f:
                 data = f.read()
             out[os.path.relpath(full, self.root)] = data

@@ -357,6 +357,31 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios", "log-machine"),
     ),
     Mutant(
+        name="lock-kept-after-shutdown",
+        module="impl.log_manager",
+        old="""        for d in self.data_dirs:  # the dir locks destroyed last, whatever each dir's outcome (§6.3)
+            self._unlock(d)""",
+        new="""        pass""",
+        description="a graceful shutdown unlocks the data dirs but leaves their .lock files, as Kafka before 3.8 did (KAFKA-16391)",
+        caught_by=("log-scenarios", "log-machine"),
+    ),
+    Mutant(
+        name="stale-lock-emptied-at-startup",
+        module="impl.log_manager",
+        old="""        path = f"{data_dir}/{LOCK}"
+        try:
+            if not self.storage.exists(path):
+                self.storage.open(path, create=True).close()""",
+        new="""        path = f"{data_dir}/{LOCK}"
+        try:
+            if not self.storage.exists(path) or not self.storage.is_dir(path):
+                f = self.storage.open(path, create=True)
+                f.truncate(0)
+                f.close()""",
+        description="the startup empties a stale .lock instead of opening it as it is (Kafka's FileChannel.open with CREATE does not truncate)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="fetch-reads-the-live-log-end",
         module="impl.log",
         old="""        end, base, position = self._end_metadata

@@ -100,18 +100,11 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
         Scala.callFirst(manager, "shutdown", new Object[] {BROKER_EPOCH}, new Object[0]);
     }
 
-    /** A dir lock the failure handler already destroyed (an offline dir's, still in {@code dirLocks})
-     *  throws ClosedChannelException — Scala declares no checked exception. */
+    /** Each dir lock let go as a dead process's is, its file kept ({@link DirLocks}). */
     @Override
-    protected void releaseDirLocks() {
+    protected void releaseDirLocks() throws java.io.IOException {
         for (Object lock : Scala.items(Scala.field(manager, LogManager.class, "dirLocks"))) {
-            try {
-                Scala.call(lock, "destroy");
-            } catch (Exception e) {
-                if (!(e instanceof java.nio.channels.ClosedChannelException)) {
-                    throw e;
-                }
-            }
+            DirLocks.letGo(lock);
         }
     }
 

@@ -31,7 +31,6 @@ import org.apache.kafka.storage.internals.log.UnifiedLog;
 import java.io.File;
 import java.io.IOException;
 import java.lang.reflect.Field;
-import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
@@ -168,16 +167,11 @@ final class Broker extends Generation<Logs, UnifiedLog> {
         manager.shutdown(BROKER_EPOCH);
     }
 
-    /** The lock of a dir the failure handler took offline is already gone: handleLogDirFailure
-     *  destroys it and leaves it in {@code dirLocks()}, where unlocking it again throws. */
+    /** Each dir lock let go as a dead process's is, its file kept ({@link DirLocks}). */
     @Override
     protected void releaseDirLocks() throws IOException {
         for (FileLock lock : manager.dirLocks()) {
-            try {
-                lock.destroy();
-            } catch (ClosedChannelException alreadyReleased) {
-                // an offline dir's: released when the dir went offline
-            }
+            DirLocks.letGo(lock);
         }
     }
 

@@ -504,7 +504,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
 
     protected abstract void stopManager() throws Exception;
 
-    /** Every dir lock the LogManager holds let go; one the failure handler already destroyed stays so. */
+    /** Every dir lock the LogManager holds let go as a dead process's are, the files kept ({@link DirLocks}). */
     protected abstract void releaseDirLocks() throws IOException;
 
     protected abstract List<L> logs();
