@@ -14,6 +14,7 @@ import time
 from conformance.targets.kafka_jvm import KafkaTargetError
 from impl.config import LogConfig
 from impl.file_records import BatchScan
+from operator_tools import dir_lock
 from impl.log_manager import LogManager
 from impl.names import parse_topic_partition
 from impl.storage import OsStorage
@@ -192,7 +193,9 @@ def load_dirs_on_kafka(dirs: list[str], config: dict, jvm, count_batches: bool =
         )
         return _judged({
             "kafka": jvm.version,
-            "dirs": [{"dir": d, "clean_shutdown": marked[d], "warnings": []} for d, _ in copies],
+            "dirs": [
+                {"dir": d, "clean_shutdown": marked[d], "warnings": [], "held_by": dir_lock.holder(d)} for d, _ in copies
+            ],
             "problems": problems,
             "startup_error": failed,
             "partitions": partitions,
@@ -281,6 +284,7 @@ def load_dirs(dirs: list[str], config: LogConfig, count_batches: bool = False) -
                     "dir": names[c],
                     "clean_shutdown": manager.dirs[c].had_clean_shutdown,
                     "warnings": [w.replace(c, names[c]) for w in manager.dirs[c].warnings],
+                    "held_by": dir_lock.holder(names[c]),
                 }
                 for _, c in copies
             ],
@@ -337,6 +341,12 @@ def format_text(report: dict) -> list[str]:
             f"data dir {d['dir']}: {'clean shutdown (marker present)' if d['clean_shutdown'] else 'no clean-shutdown marker: unflushed segments are recovered'}"
         )
         lines += [f"  warning: {w}" for w in d["warnings"]]
+        if d.get("held_by") is not None:
+            lines.append(
+                f"STARTUP FAILS: {d['dir']}/{dir_lock.LOCK} is held by process {d['held_by']}: a broker is up on this "
+                "dir, and Kafka's LogManager refuses to start on a dir another process has locked; the load below "
+                "is of a copy taken while that process wrote to it"
+            )
     lines += [f"problem: {p}" for p in report["problems"]]
     if report.get("startup_error"):
         lines.append(

@@ -154,7 +154,8 @@ def judge(report: dict, hws: dict[str, dict[tuple[str, int], int]]) -> None:
         totals["bytes_truncated"] += d["bytes_truncated"]
         totals["acknowledged_records_lost"] += d["acknowledged_records_lost"]
         totals["segments_deleted"] += len(d["deleted_segments"])
-    if report.get("startup_error") or any(p["error"] for p in report["partitions"]):
+    held = any(d.get("held_by") is not None for d in report["dirs"])  # a live broker's lock (dir_lock)
+    if held or report.get("startup_error") or any(p["error"] for p in report["partitions"]):
         status = WOULD_NOT_START
     elif "acknowledged" in kinds:
         status = ACKNOWLEDGED_LOST

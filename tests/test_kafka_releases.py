@@ -273,9 +273,10 @@ def test_release_differences_apply_to_the_releases_before_the_change():
     assert releases.EMPTY_MARKER in releases.differences("3.6.2")
     assert releases.EMPTY_MARKER not in releases.differences("3.7.0")
     assert releases.UNWRITTEN_CHECKPOINT in releases.differences("2.6.3")
-    assert releases.differences("2.7.0") == {releases.EMPTY_MARKER, releases.PRODUCERS_NOT_SHOWN}
-    assert releases.differences("3.1.2") == {releases.EMPTY_MARKER}  # UnifiedLog's producer state is shown
-    assert releases.differences("3.7.2") == frozenset()
+    assert releases.differences("2.7.0") == {releases.EMPTY_MARKER, releases.LOCK_KEPT, releases.PRODUCERS_NOT_SHOWN}
+    assert releases.differences("3.1.2") == {releases.EMPTY_MARKER, releases.LOCK_KEPT}  # producer state shown
+    assert releases.differences("3.7.2") == {releases.LOCK_KEPT}  # KAFKA-16391: 3.8 deletes .lock
+    assert releases.differences("3.8.0") == frozenset()
 
 
 def test_klc_matrix_prints_release_by_case_against_the_recorded_verdicts():

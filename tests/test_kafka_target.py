@@ -742,3 +742,20 @@ def test_a_delete_dir_at_load_is_unsupported_before_kafka_3_9():
     assert run(case, ("model", "kafka:3.9.1")).ok
     verdict = run(case, ("model", "kafka:3.7.2"))
     assert not verdict.violations and "a -delete directory" in (verdict.unsupported or ""), verdict.unsupported
+
+
+def test_a_running_kafka_holds_its_data_dirs_lock_and_a_crash_keeps_the_file():
+    """Kafka's LogManager locks each data dir's .lock (FileChannel.tryLock): the kernel names the
+    JVM as its holder, which is how klc load tells a live broker's dir (operator_tools.dir_lock).
+    The adapter's crash lets the lock go without deleting the file, as a dead process does."""
+    from operator_tools import dir_lock
+
+    target = KafkaTarget(_scenario([]))
+    try:
+        target.apply(sc.Open())
+        d0 = os.path.join(target.root, "d0")
+        assert dir_lock.holder(d0) == target.jvm.process.pid
+        target.halt()
+        assert os.path.isfile(os.path.join(d0, ".lock")) and dir_lock.holder(d0) is None
+    finally:
+        target.close()

@@ -277,3 +277,36 @@ def test_future_and_stray_replicas_are_reported_loaded_not_served(tmp_path):
     text = CliRunner().invoke(main, ["load", str(tmp_path / "d0")]).output
     assert f"{stray}: a stray replica's directory (" in text and "recovered segment(s) 0" in text
     assert f"{future}: a future replica's directory (" in text
+
+
+def test_a_dir_a_running_process_holds_is_loaded_with_no_verdict(live):
+    """A broker up on the dir holds its .lock (a POSIX record lock, as Kafka's FileChannel.tryLock
+    takes it), and Kafka refuses to start on a dir another process has locked: klc load reports the
+    copy, names the holder, and answers status 5."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.lockf(f, fcntl.LOCK_EX); "
+         "print('locked', flush=True); sys.stdin.read()", str(live / ".lock")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        report = _load(live, status=preflight.WOULD_NOT_START)
+        assert [d["held_by"] for d in report["dirs"]] == [holder.pid]
+        text = CliRunner().invoke(main, ["load", str(live)])
+        assert f"/.lock is held by process {holder.pid}" in text.output and text.exit_code == preflight.WOULD_NOT_START
+    finally:
+        holder.communicate("")
+    report = _load(live, status=preflight.ACKNOWLEDGED_LOST)  # the lock let go: the verdict as before
+    assert [d["held_by"] for d in report["dirs"]] == [None]
+
+
+def test_the_lock_probe_answers_none_where_nobody_holds_a_lock(tmp_path):
+    from operator_tools import dir_lock
+
+    assert dir_lock.holder(str(tmp_path)) is None  # no .lock
+    (tmp_path / ".lock").write_bytes(b"")
+    assert dir_lock.holder(str(tmp_path)) is None  # a crash's leftover
+    (tmp_path / ".lock").unlink()
+    (tmp_path / ".lock").mkdir()
+    assert dir_lock.holder(str(tmp_path)) is None  # not a regular file
+    assert dir_lock.holder(str(tmp_path / "missing")) is None
