@@ -273,14 +273,17 @@ class LogManager:
         return clean_shutdown.combined(epochs)
 
     def _not_loaded(self, data_dirs: list[str], bad: PartitionLoad) -> list[PartitionLoad]:
-        """The entries of a startup aborted at ``bad``: it, then every partition of its dir and of
-        the later ones, none loaded (their files as found, later dirs' markers kept)."""
-        out = [bad]
+        """The entries of a startup aborted at ``bad``: every partition of its dir and of the later
+        ones, ``bad`` among them, none loaded (their files as found, later dirs' markers kept)."""
+        out = []
         why = f"not loaded: the startup failed at {bad.data_dir}/{bad.name}"
         for data_dir in data_dirs:
             for name in self.storage.list_dir(data_dir):
                 path = f"{data_dir}/{name}"
-                if (data_dir, name) == (bad.data_dir, bad.name) or name in IGNORED_DIRS:
+                if (data_dir, name) == (bad.data_dir, bad.name):  # in its place: data dir, then name order
+                    out.append(bad)
+                    continue
+                if name in IGNORED_DIRS:
                     continue
                 if not self.storage.is_dir(path):
                     continue

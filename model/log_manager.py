@@ -447,7 +447,6 @@ def _abort_startup(manager: LogManager, image, dirs: set[str], d: str, bad: tupl
     name it cannot parse is a KafkaException out of loadLogs (§2.3, §6.2 step 5): that dir and every
     later one load nothing, their files as found (later dirs keep their markers)."""
     name, e = bad
-    manager.outcomes.append(LoadOutcome(d, name, None, None, f"{d}/{name}: {e}"))
     why = f"not loaded: the startup failed at {d}/{name}"
     later = manager.data_dirs[manager.data_dirs.index(d) :]
     for dd in later:
@@ -458,7 +457,8 @@ def _abort_startup(manager: LogManager, image, dirs: set[str], d: str, bad: tupl
             manager.dir_files[dd] = files
         for sub in _subdirs(image, dd, dirs):
             _keep(manager, image, f"{dd}/{sub}", dirs)
-            if (dd, sub) == (d, name):
+            if (dd, sub) == (d, name):  # listed in its place: data dir, then name order
+                manager.outcomes.append(LoadOutcome(d, name, None, None, f"{d}/{name}: {e}"))
                 continue
             try:
                 topic, partition, _ = parse_topic_partition(sub)
@@ -467,7 +467,7 @@ def _abort_startup(manager: LogManager, image, dirs: set[str], d: str, bad: tupl
                     manager.outcomes.append(LoadOutcome(dd, sub, None, None, f"{dd}/{sub}: {e}"))
                 continue
             if topic != "__cluster_metadata":
-                manager.outcomes.append(LoadOutcome(dd, sub, topic, partition, f"{dd}/{sub}: {why}"))
+                manager.outcomes.append(LoadOutcome(dd, sub, topic, partition, f"{dd}/{sub}: {why}", fatal=False))
 
 
 def _take_offline(manager: LogManager) -> None:

@@ -469,6 +469,14 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         }
     }
 
+    /** A name no partition parses from, of a directory the load does not pass over (the remote
+     *  index cache, and the names {@link #ignored} leaves to each generation). */
+    @Override
+    public boolean refusesName(File dir) {
+        String name = dir.getName();
+        return !ignored(name) && !name.equals("remote-log-index-cache") && partitionOf(dir) == null;
+    }
+
     // --- what differs by Kafka's API -----------------------------------------------------------
 
     /** A new LogManager over the data dirs (this.manager), answering its load: startup (the

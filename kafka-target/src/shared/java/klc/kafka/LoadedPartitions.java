@@ -18,13 +18,18 @@ import java.util.Map;
 /**
  * The {@code loaded} list of an {@code open} answer, the same for every generation: one entry per
  * partition directory of every data dir, in name order — its load error (null when its log is
- * loaded from that dir) and the segments Kafka recovered ({@link Recoveries}).
+ * loaded from that dir) and the segments Kafka recovered ({@link Recoveries}) — and one per
+ * directory whose name Kafka refuses, with the startup's failure.
  */
 final class LoadedPartitions {
     /** What a generation's LogManager says of the partition directories. */
     interface Manager {
         /** The directory's partition as Kafka parses its name; null if Kafka does not load it as one. */
         TopicPartition partitionOf(File dir);
+
+        /** Whether Kafka's load refuses the directory's name: no partition parses from it, and it is
+         *  none of the directories the load passes over. Such a name fails the startup (§2.3). */
+        boolean refusesName(File dir);
 
         /** Whether the loaded log of {@code tp} lives in the data dir {@code dataDir}. */
         boolean loadedIn(TopicPartition tp, File dataDir);
@@ -73,7 +78,7 @@ final class LoadedPartitions {
             Arrays.sort(children, Comparator.comparing(File::getName));
             for (File child : children) {
                 TopicPartition tp = manager.partitionOf(child);
-                if (tp != null) {
+                if (tp != null || manager.refusesName(child)) {
                     out.add(new PartitionDir(dataDir, child, tp));
                 }
             }
@@ -90,7 +95,7 @@ final class LoadedPartitions {
         Map<String, List<File>> groups = new LinkedHashMap<>();
         for (PartitionDir p : partitionDirs(dataDirs, manager)) {
             String kind = kindOf(p.dir().getName());
-            if (kind.isEmpty() || kind.equals("future")) {
+            if (p.tp() != null && (kind.isEmpty() || kind.equals("future"))) {
                 groups.computeIfAbsent(p.tp() + "/" + kind, k -> new ArrayList<>()).add(p.dir());
             }
         }
@@ -107,6 +112,11 @@ final class LoadedPartitions {
                               Map<File, Boolean> duplicates) {
         entry.put("dir", dir.getName());
         entry.put("partition", child.getName());
+        if (tp == null) { // a name Kafka refuses: never loaded, and the startup fails on it
+            entry.put("error", failed != null ? failed : dir.getName() + "/" + child.getName() + ": not loaded");
+            entry.putArray("recovered");
+            return;
+        }
         String kind = kindOf(child.getName());
         Boolean duplicate = duplicates.get(child);
         if (duplicate != null ? !duplicate : loaded(kind, dir, child, tp, failed, manager)) {

@@ -18,20 +18,38 @@ final class RecoveryPools {
     /** Taken before the startup: the threads alive then are not the pools'. */
     RecoveryPools() { }
 
-    /** Waits until the pools' threads started since have ended (4.x names them
-     *  {@code log-recovery-<dir>-<n>}, 2.x leaves Executors' {@code pool-<n>-thread-<m>}). */
+    /** Waits until the pools' threads started since have ended or wait, idle, for a task that will
+     *  not come (4.x names them {@code log-recovery-<dir>-<n>}, 2.x leaves Executors'
+     *  {@code pool-<n>-thread-<m>}). A pool loadLogs made before a later dir's partition name failed
+     *  the startup is never shut down: its threads idle on their empty queue once every load they
+     *  were given ran. */
     void awaitDrained() throws InterruptedException {
         long deadline = System.currentTimeMillis() + TIMEOUT_MS;
         for (Thread t : Thread.getAllStackTraces().keySet()) {
             if (before.contains(t) || !isPoolThread(t.getName())) {
                 continue;
             }
-            long left = deadline - System.currentTimeMillis();
-            t.join(Math.max(1, left));
-            if (t.isAlive()) {
-                throw new AdapterFailure("recovery thread " + t.getName() + " still loading after " + TIMEOUT_MS + " ms");
+            while (t.isAlive() && !idle(t)) {
+                if (System.currentTimeMillis() > deadline) {
+                    throw new AdapterFailure("recovery thread " + t.getName() + " still loading after " + TIMEOUT_MS + " ms");
+                }
+                t.join(10);
             }
         }
+    }
+
+    /** Blocked taking its pool's next task: the queue is empty, every load given to the pool ran. */
+    private static boolean idle(Thread t) {
+        Thread.State state = t.getState();
+        if (state != Thread.State.WAITING && state != Thread.State.TIMED_WAITING) {
+            return false;
+        }
+        for (StackTraceElement frame : t.getStackTrace()) {
+            if (frame.getClassName().equals("java.util.concurrent.ThreadPoolExecutor") && frame.getMethodName().equals("getTask")) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static boolean isPoolThread(String name) {
