@@ -113,6 +113,102 @@ final class Broker extends ScalaGeneration<Log> {
         return log.isDefined() && log.get().dir().getAbsoluteFile().getParentFile().equals(dataDir);
     }
 
+    // --- -delete and -future directories (KIP-113's future replicas) ---------------------------
+
+    /** Driven from 2.8: before, a startup that fails leaves no LogManager to ask which log loaded
+     *  (the constructor loads, up to 2.7), a promotion's checkpoints differ up to 2.6, and a future
+     *  dir's recovery point up to 2.5 — none of them modelled (docs/departures.md). */
+    private static final boolean MOVES_AS_MODELLED = atLeast(2, 8);
+
+    private static boolean atLeast(int major, int minor) {
+        String[] v = Release.version().split("[.-]");
+        int a = Integer.parseInt(v[0]);
+        int b = Integer.parseInt(v[1]);
+        return a > major || (a == major && b >= minor);
+    }
+
+    private static void refuseBefore28(String what) {
+        if (!MOVES_AS_MODELLED) {
+            throw new Unsupported(what + ": driven on Kafka 2.8 and later only, not on " + Release.version());
+        }
+    }
+
+    /** A future log is not served: futureLog reaches it (allLogs holds both). */
+    @Override
+    protected List<Log> logs() {
+        List<Log> current = new java.util.ArrayList<>(super.logs());
+        current.removeIf(Log::isFuture);
+        return current;
+    }
+
+    @Override
+    protected java.util.Optional<Log> futureLog(Log current) {
+        Option<Log> future = manager.getLog(current.topicPartition(), true);
+        return future.isDefined() ? java.util.Optional.of(future.get()) : java.util.Optional.empty();
+    }
+
+    @Override
+    public boolean futureLoadedFrom(TopicPartition tp, File dir) {
+        Option<Log> log = manager == null ? Option.empty() : manager.getLog(tp, true);
+        return log.isDefined() && log.get().dir().getAbsoluteFile().equals(dir.getAbsoluteFile());
+    }
+
+    /** asyncDelete(tp, isFuture = false): 2.8 adds checkpoint (true, Scala's default) and answers an
+     *  Option; before, the removed log or null. Renamed -delete (the scenario's name, Log$'s
+     *  logDeleteDirName woven: {@link DeleteDirNames}) and queued; the new name, or null. */
+    @Override
+    protected String asyncDelete(TopicPartition tp) {
+        refuseBefore28("delete_partition");
+        Object removed = Scala.callFirst(manager, "asyncDelete", new Object[] {tp, false, true}, new Object[] {tp, false});
+        if (removed instanceof Option<?> option) {
+            removed = option.isDefined() ? option.get() : null;
+        }
+        return removed == null ? null : ((Log) removed).dir().getName();
+    }
+
+    @Override
+    public boolean queuedForDeletion(File dir) {
+        return manager != null && DeletionQueue.holds(manager, dir);
+    }
+
+    @Override
+    protected boolean listsDeleteDirs() {
+        return MOVES_AS_MODELLED;
+    }
+
+    @Override
+    protected boolean listsMovedDirs() {
+        return MOVES_AS_MODELLED;
+    }
+
+    /** -stray directories are Kafka's from 3.6 (KRaft's stray replicas). */
+    @Override
+    protected boolean listsStrayDirs() {
+        return false;
+    }
+
+    /** kafka-delete-logs first runs a fixed 30 s after the startup (log.initial.task.delay.ms is 3.9's):
+     *  an open meeting a -delete directory is unsupported, as on 3.1–3.8. */
+    @Override
+    protected boolean loadsDeleteDirsAsModelled() {
+        return false;
+    }
+
+    /** replaceCurrentWithFutureLog(tp); the -delete name the current log's directory took. A future
+     *  log in its current log's data dir: unsupported, as on the later generations. */
+    @Override
+    protected String replaceCurrentWithFutureLog(TopicPartition tp) {
+        refuseBefore28("replace_current_with_future");
+        Option<Log> current = manager.getLog(tp, false);
+        Option<Log> future = manager.getLog(tp, true);
+        if (current.isDefined() && future.isDefined()
+                && current.get().dir().getParentFile().equals(future.get().dir().getParentFile())) {
+            throw new Unsupported("replace_current_with_future: the future log is in its current log's data dir");
+        }
+        manager.replaceCurrentWithFutureLog(tp);
+        return current.get().dir().getName(); // renamed -delete by the call
+    }
+
     /** 2.x has no hasOfflineLogDir, and takeNextOfflineLogDir blocks: read the channel's map. */
     @Override
     protected boolean queuedOffline(String dataDir) {
@@ -136,12 +232,6 @@ final class Broker extends ScalaGeneration<Log> {
     @Override
     protected long highWatermark(Log log) {
         return Scala.has(log, "highWatermark") ? (Long) Scala.call(log, "highWatermark") : log.logEndOffset();
-    }
-
-    /** Kafka up to 3.0 has neither stray partitions nor (but as a preview) KRaft's metadata log. */
-    @Override
-    protected boolean ignored(String name) {
-        return name.endsWith("-delete") || name.endsWith("-future");
     }
 
     @Override

@@ -17,9 +17,9 @@ import net.bytebuddy.matcher.ElementMatchers;
  * ({@link DeleteDirNames}).
  */
 public final class Advices {
-    /** The class that names a deleted partition's directory: kafka-storage's LocalLog (4.0 on), and
-     *  the Scala LocalLog's companion object before (3.0–3.9). */
-    private static final String[] LOCAL_LOG = {"org.apache.kafka.storage.internals.log.LocalLog", "kafka.log.LocalLog$"};
+    /** The class that names a deleted partition's directory: kafka-storage's LocalLog (4.0 on), the
+     *  Scala LocalLog's companion object before (3.0–3.9), and the Log companion's (1.1–3.0). */
+    private static final String[] LOCAL_LOG = {"org.apache.kafka.storage.internals.log.LocalLog", "kafka.log.LocalLog$", "kafka.log.Log$"};
 
     private Advices() { }
 

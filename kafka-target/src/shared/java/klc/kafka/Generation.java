@@ -231,8 +231,8 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     }
 
     /** Whether this generation answers {@code -future} and {@code -stray} directories in the
-     *  {@code loaded} list (Kafka 3.1 on: the Scala UnifiedLog generation, the Scala LogManager of
-     *  4.1–4.3 and the Java one of 4.4; the Log generation is not driven for them yet). */
+     *  {@code loaded} list (Kafka 2.8 on: the Log generation from 2.8, the Scala UnifiedLog
+     *  generation, the Scala LogManager of 4.1–4.3 and the Java one of 4.4). */
     protected boolean listsMovedDirs() {
         return false;
     }
@@ -254,9 +254,10 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
                     throw new Unsupported("a -delete directory (" + dir.getName() + "/" + child.getName() + "): before 3.9"
                             + " Kafka's startup deletes it after a fixed delay (no log.initial.task.delay.ms), not the model's none");
                 }
-                if ((kind.equals("future") && !listsMovedDirs()) || (kind.equals("stray") && !listsStrayDirs())) {
+                if ((kind.equals("delete") && !listsDeleteDirs()) || (kind.equals("future") && !listsMovedDirs())
+                        || (kind.equals("stray") && !listsStrayDirs())) {
                     throw new Unsupported("a -" + kind + " directory (" + dir.getName() + "/" + child.getName()
-                            + "): its load is followed on Kafka " + (kind.equals("stray") ? "3.6" : "3.1") + " and later only, not by this adapter of Kafka " + Release.version());
+                            + "): its load is followed on Kafka " + (kind.equals("stray") ? "3.6" : "2.8") + " and later only, not by this adapter of Kafka " + Release.version());
                 }
             }
         }
