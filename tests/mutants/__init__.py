@@ -382,6 +382,16 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="earliest-offset-is-the-first-segment-base",
+        module="impl.log",
+        old="""        if timestamp == EARLIEST_TIMESTAMP:
+            return (-1, self.log_start_offset)""",
+        new="""        if timestamp == EARLIEST_TIMESTAMP:
+            return (-1, self.segments[0].base_offset)""",
+        description="ListOffsets' earliest (-2) answers the first segment's base offset, not the log start offset a delete_records moved (UnifiedLog.fetchOffsetByTimestamp)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="fetch-reads-the-live-log-end",
         module="impl.log",
         old="""        end, base, position = self._end_metadata
