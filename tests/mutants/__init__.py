@@ -392,6 +392,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="read-below-the-log-start-allowed",
+        module="impl.log",
+        old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
+        new="""        if start_offset > self.log_end_offset:""",
+        description="a fetch below the log start offset is answered from the segments still on disk instead of refused (UnifiedLog.read's checkLogStartOffset)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="fetch-reads-the-live-log-end",
         module="impl.log",
         old="""        end, base, position = self._end_metadata
