@@ -1016,13 +1016,15 @@ class _CampaignUi:
 @click.option("--kafka-io", is_flag=True,
               help="capture Kafka's own I/O on the suite's side (strace): the durability promises and crashes cut from "
                    "Kafka's journal judge each mutant, a JVM per mutant; with --again, the survivors judged without it too")
+@click.option("--mutant", "only", multiple=True,
+              help="judge only this mutant (its id in the report: ShortClass/N); repeatable")
 @click.option("--kafka-survivors-only", is_flag=True,
               help="with --again, only the mutants Kafka's tests leave alive (the survivors the side by side triages)")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 @click.option("--kafka-tests", type=click.Choice(["all", "storage", "kept"]), default="all", show_default=True,
               help="Kafka's tests that judge the mutants: kafka-storage's, or those and Scala core's LogLoaderTest, "
                    "LogManagerTest and LogCleanerTest; kept: those of the PIT reports OUT holds, PIT not run again")  # fmt: skip
-def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io, kafka_survivors_only, kafka_tests, as_json) -> None:  # fmt: skip
+def mutate_kafka(release, classes, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io, only, kafka_survivors_only, kafka_tests, as_json) -> None:  # fmt: skip
     """PIT mutants of Kafka's own log classes, killed by Kafka's own unit tests (the release's test
     jars) and by this suite (the corpus cases that run the mutated method, then the crash machine),
     side by side: OUT/report.json and OUT/report.html (docs/kafka-mutation.md).
@@ -1039,7 +1041,7 @@ def mutate_kafka(release, classes, out, executor, master, workers, batch, max_ca
         _harness_exit("mutate-kafka", "--classes names no class")
     config = run.Config(
         release, names, out, executor, master, workers, batch, max_cases, machine_examples, hot_swap, cases, again, kafka_io,
-        kafka_tests, kafka_survivors_only,
+        kafka_tests, kafka_survivors_only, tuple(only),
     )
     quiet = as_json
     try:

@@ -524,6 +524,22 @@ def test_kafka_survivors_only_judges_again_what_kafkas_tests_leave_alive():
     assert not run._judged_again(mutant("SURVIVED"), cut, run.Config(max_cases=40, kafka_survivors_only=True))
 
 
+def test_mutant_picks_the_mutants_a_run_judges():
+    from conformance.kafka_mutation import pit, run
+
+    def mutant(n, status="SURVIVED"):
+        return pit.Mutant(f"UnifiedLog/{n}", "k.UnifiedLog", "read", "()V", n, "VoidMethodCallMutator", "", str(n), status, "", "")
+
+    ms = [mutant(1), mutant(2), mutant(3)]
+    cut = {"suite_status": "survived", "cases_run": 12, "covering_cases": 150}
+    latest = {results.key(ms[0]): cut, results.key(ms[1]): cut}
+    again = run.Config(again=True, max_cases=40, only=("UnifiedLog/2", "UnifiedLog/3"))
+    assert [m.id for m in run.to_judge(ms, latest, again, ["k.UnifiedLog"])] == ["UnifiedLog/2", "UnifiedLog/3"]
+    assert [m.id for m in run.to_judge(ms, latest, run.Config(), ["k.UnifiedLog"])] == ["UnifiedLog/3"]
+    with pytest.raises(MutationError, match="--mutant UnifiedLog/9: no such mutant of k.UnifiedLog"):
+        run.to_judge(ms, latest, run.Config(only=("UnifiedLog/9",)), ["k.UnifiedLog"])
+
+
 def test_a_kill_made_by_hot_swap_is_judged_again_in_a_jvm_of_its_own():
     from conformance.kafka_mutation import run
 

@@ -40,6 +40,8 @@ class Config:
     # with ``again``: only the mutants Kafka's tests leave alive too, the survivors the side by side
     # must triage (a Kafka-only kill needs no triage, and judging it again costs the most cases)
     kafka_survivors_only: bool = False
+    # only these mutants (their ids in the report, ``ShortClass/N``) are judged; all when empty
+    only: tuple[str, ...] = ()
 
     @property
     def tests(self) -> tuple[str, ...] | None:
@@ -175,6 +177,16 @@ def judge_waves(executor, batches: list[list[dict]], task: dict, table: str, wor
         executor.stop()
 
 
+def to_judge(mutants: list[Mutant], latest: dict[str, dict], config: Config, classes: list[str]) -> list[Mutant]:
+    """The mutants this run judges: those not judged yet and those ``--again`` judges again, of
+    ``config.only`` when it names any (an id no mutant has is a :class:`MutationError`)."""
+    unknown = sorted(set(config.only) - {m.id for m in mutants})
+    if unknown:
+        raise MutationError(f"--mutant {unknown[0]}: no such mutant of {', '.join(classes)} (ids as the report names them)")
+    chosen = [m for m in mutants if not config.only or m.id in config.only]
+    return [m for m in chosen if results.key(m) not in latest or _judged_again(m, latest[results.key(m)], config)]
+
+
 def _judged_again(mutant: pit.Mutant, row: dict, config: Config) -> bool:
     """Whether ``--again`` judges a mutant judged before: cut short, and with
     ``kafka_survivors_only`` one Kafka's tests do not kill (a harness error is judged again always)."""
@@ -232,7 +244,7 @@ def run(config: Config, progress=print) -> dict:
                           suite.prefixes_for(classes))  # fmt: skip
     table = str(out / "results")
     latest = latest_rows(results.read(table), base["digest"])
-    todo = [m for m in mutants if results.key(m) not in latest or _judged_again(m, latest[results.key(m)], config)]
+    todo = to_judge(mutants, latest, config, classes)
     progress(f"mutants: {len(mutants)} of {len(classes)} class(es); {len(mutants) - len(todo)} judged before, {len(todo)} to judge")
     work = str(out / "work")
     os.makedirs(work, exist_ok=True)
