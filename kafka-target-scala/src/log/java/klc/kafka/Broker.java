@@ -167,11 +167,6 @@ final class Broker extends ScalaGeneration<Log> {
     }
 
     @Override
-    public boolean queuedForDeletion(File dir) {
-        return manager != null && DeletionQueue.holds(manager, dir);
-    }
-
-    @Override
     protected boolean listsDeleteDirs() {
         return MOVES_AS_MODELLED;
     }

@@ -100,6 +100,13 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
         Scala.callFirst(manager, "shutdown", new Object[] {BROKER_EPOCH}, new Object[0]);
     }
 
+    /** Whether a log of {@code dir} is in LogManager's {@code logsToBeDeleted} queue (the
+     *  generations that list {@code -delete} directories). */
+    @Override
+    public boolean queuedForDeletion(File dir) {
+        return manager != null && DeletionQueue.holds(manager, dir);
+    }
+
     /** Each dir lock let go as a dead process's is, its file kept ({@link DirLocks}). */
     @Override
     protected void releaseDirLocks() throws java.io.IOException {

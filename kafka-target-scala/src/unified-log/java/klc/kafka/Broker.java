@@ -219,12 +219,6 @@ final class Broker extends ScalaGeneration<UnifiedLog> {
         return removed.isDefined() ? ((UnifiedLog) removed.get()).dir().getName() : null;
     }
 
-    /** Whether a log of {@code dir} is in LogManager's {@code logsToBeDeleted} queue. */
-    @Override
-    public boolean queuedForDeletion(File dir) {
-        return manager != null && DeletionQueue.holds(manager, dir);
-    }
-
     @Override
     protected boolean listsDeleteDirs() {
         return true;
