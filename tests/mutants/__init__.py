@@ -400,6 +400,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="time-retention-at-its-boundary",
+        module="impl.log",
+        old="lambda seg, _n: start - seg.largest_timestamp() > self.config.retention_ms",
+        new="lambda seg, _n: start - seg.largest_timestamp() >= self.config.retention_ms",
+        description="time retention deletes a segment exactly retention.ms past its largest timestamp (Kafka's deleteRetentionMsBreachedSegments: strictly more)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="fetch-reads-the-live-log-end",
         module="impl.log",
         old="""        end, base, position = self._end_metadata
