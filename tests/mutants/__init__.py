@@ -408,6 +408,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="truncate-fully-keeps-the-producers",
+        module="impl.log",
+        old="""        self.producer_state.truncate_fully_and_start_at(new_offset)""",
+        new="""        pass""",
+        description="truncateFullyAndStartAt keeps the producers of the records it removed: an idempotent producer's next batch is checked against a sequence no longer in the log",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="fetch-reads-the-live-log-end",
         module="impl.log",
         old="""        end, base, position = self._end_metadata
