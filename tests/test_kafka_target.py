@@ -759,3 +759,20 @@ def test_a_running_kafka_holds_its_data_dirs_lock_and_a_crash_keeps_the_file():
         assert os.path.isfile(os.path.join(d0, ".lock")) and dir_lock.holder(d0) is None
     finally:
         target.close()
+
+
+def test_a_startup_a_refused_name_failed_leaves_no_jvm_behind_at_quit(tmp_path):
+    """Kafka's loadLogs never shuts down the recovery pool of a data dir loaded before a later dir's
+    partition name failed the startup: its threads idle, and the adapter counts them drained (the
+    answer comes at once). At quit the JVM ends anyway, not waiting on Kafka's threads."""
+    (tmp_path / "d0" / "a-0").mkdir(parents=True)
+    (tmp_path / "d0" / "a-0" / "00000000000000000000.log").write_bytes(b"")
+    (tmp_path / "d1" / "t-x").mkdir(parents=True)
+    jvm = kafka_jvm.Jvm(kafka_jvm.build())
+    try:
+        jvm.request({"op": "configure", "root": str(tmp_path), "data_dirs": ["d0", "d1"], "config": {}, "clock_ms": 0})
+        answer = jvm.request({"op": "open", "now_ms": 0}, timeout_s=30)["ok"]
+        assert answer["started"] is False and [x["partition"] for x in answer["loaded"]] == ["a-0", "t-x"]
+    finally:
+        jvm.stop()
+    assert jvm.process.returncode == 0  # quit, not killed after stop's 5 s

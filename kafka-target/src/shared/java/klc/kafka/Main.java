@@ -31,8 +31,25 @@ public final class Main {
 
     private Main() { }
 
+    /** Serves requests until {@code quit} or the end of its input, then ends the JVM: threads Kafka
+     *  left running (a failed startup's recovery pools, which loadLogs never shuts down) would
+     *  otherwise keep it alive after klc has gone. */
     public static void main(String[] args) throws Exception {
         PrintStream protocol = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        int status = 0;
+        try {
+            serve(protocol);
+        } catch (Throwable e) {
+            e.printStackTrace();
+            status = 1;
+        } finally {
+            protocol.flush();
+            System.err.flush();
+            Runtime.getRuntime().halt(status);
+        }
+    }
+
+    private static void serve(PrintStream protocol) throws Exception {
         System.setOut(System.err); // nothing but answers on the protocol stream
         Release.trapExits();
         KafkaLog kafkaLog = KafkaLog.install();
