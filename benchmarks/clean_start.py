@@ -46,7 +46,7 @@ import attrs
 from crc32c import crc32c
 
 from impl.config import LogConfig
-from impl.log_manager import LogManager
+from impl.log_manager import LOCK, LogManager
 from impl.storage import OsStorage
 from model.records import build_batch_v2
 
@@ -156,10 +156,13 @@ def release(manager: LogManager, storage: OsStorage) -> None:
 
 
 def reset(layout: Layout) -> None:
-    """Put the dir back as the shutdown left it: the marker, the active indexes' trimmed sizes."""
+    """Put the dir back as the shutdown left it: the marker, the active indexes' trimmed sizes, and
+    no dir lock (the load made one; a shutdown deletes it)."""
     for path, size in layout.active_indexes:
         os.truncate(path, size)
     _write(os.path.join(layout.data_dir, ".kafka_cleanshutdown"), MARKER)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(layout.data_dir, LOCK))
 
 
 def check(layout: Layout, storage: OsStorage, loads: list) -> None:
