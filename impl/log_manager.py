@@ -29,6 +29,7 @@ then the marker — only if the dir had one at startup or finished loading (KAFK
 
 from __future__ import annotations
 
+import errno
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -172,6 +173,7 @@ class LogManager:
         self.failed: dict[tuple[str, int], str] = {}  # partitions whose load failed → why
         self.loads: list[PartitionLoad] = []
         self.failure_policy = failure_policy
+        self.locked: set[str] = set()  # the data dirs whose .lock this startup holds (dirLocks)
         self.startup_error: str | None = None  # why the startup failed (the kafka policy), or None
         # a load looked at and not served (klc load): each log's files are closed once it is loaded,
         # so the descriptors held stay those of the loads in flight, whatever the partition count
@@ -239,21 +241,24 @@ class LogManager:
         partition dir no name parses, which fails the startup first (§2.3)."""
         path = f"{data_dir}/{LOCK}"
         try:
+            if self.storage.is_dir(path):
+                raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
             if not self.storage.exists(path):
                 self.storage.open(path, create=True).close()
-            elif not self.storage.is_dir(path):
-                return
-            else:
-                raise IsADirectoryError(21, "Is a directory", path)
+            self.locked.add(data_dir)
         except OSError as e:
             state = self.dirs[data_dir]
             state.queued_offline = state.queued_offline or f"Disk error while locking directory {data_dir}: {e}"
 
     def _unlock(self, data_dir: str) -> None:
-        """FileLock.destroy: the lock file deleted, a failure ignored (``File.delete``'s false)."""
+        """FileLock.destroy of a dir this startup locked: the lock file deleted, a failure ignored
+        (``File.delete``'s false)."""
+        if data_dir not in self.locked:
+            return
+        self.locked.discard(data_dir)
         path = f"{data_dir}/{LOCK}"
         try:
-            if self.storage.exists(path) and not self.storage.is_dir(path):
+            if self.storage.exists(path):
                 self.storage.unlink(path)
         except OSError:
             pass

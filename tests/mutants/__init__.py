@@ -368,16 +368,13 @@ LOG_MUTANTS = (
     Mutant(
         name="stale-lock-emptied-at-startup",
         module="impl.log_manager",
-        old="""        path = f"{data_dir}/{LOCK}"
-        try:
-            if not self.storage.exists(path):
-                self.storage.open(path, create=True).close()""",
-        new="""        path = f"{data_dir}/{LOCK}"
-        try:
-            if not self.storage.exists(path) or not self.storage.is_dir(path):
-                f = self.storage.open(path, create=True)
-                f.truncate(0)
-                f.close()""",
+        old="""            if not self.storage.exists(path):
+                self.storage.open(path, create=True).close()
+            self.locked.add(data_dir)""",
+        new="""            f = self.storage.open(path, create=True)
+            f.truncate(0)
+            f.close()
+            self.locked.add(data_dir)""",
         description="the startup empties a stale .lock instead of opening it as it is (Kafka's FileChannel.open with CREATE does not truncate)",
         caught_by=("log-scenarios",),
     ),
