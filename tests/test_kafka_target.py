@@ -246,9 +246,27 @@ def test_a_jvm_that_dies_mid_scenario_is_a_harness_error():
     assert kafka_jvm.shared().alive()  # the next target starts a fresh one
 
 
+def _wait_stopped(pid: int, within_s: float = 10.0) -> None:
+    """Until every thread of ``pid`` is stopped (state T in each /proc/PID/task/*/stat)."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        states = []
+        for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
+            try:
+                with open(stat) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                continue
+        if states and all(s in ("T", "t") for s in states):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not stop within {within_s} s")
+
+
 def test_a_jvm_that_stops_answering_is_stopped(monkeypatch):
     jvm = kafka_jvm.Jvm(kafka_jvm.build())
     os.kill(jvm.process.pid, signal.SIGSTOP)  # a JVM that hangs: it reads nothing and answers nothing
+    _wait_stopped(jvm.process.pid)  # the stop lands asynchronously: on a loaded machine it can lag
     monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 0.2)
     hung = r"no answer to 'hello' within 0 s \(KLC_KAFKA_TIMEOUT\); the JVM was killed"
     with pytest.raises(kafka_jvm.KafkaTargetError, match=hung):
