@@ -50,7 +50,7 @@ from conformance.scenario import (
     encode_legacy_message,
 )
 from conformance.targets import HarnessError, digest
-from model.names import log_dir_name_with_suffix
+from model.names import LOCK_FILE, log_dir_name_with_suffix
 from conformance.tracing import PowerLoss
 from conformance.verdicts import describe, own_frames, where
 from model import compression
@@ -59,7 +59,7 @@ from model.file_records import iterate_file
 IO_ERRORS = ("EIO", "ENOSPC")
 # the data dirs' lock files, which every start makes anew: a crash image cut from Kafka's own
 # journal leaves them out (impl's does not count their operations: conformance.tracing.UNCOUNTED)
-LOCK_FILES = ("/.lock",)
+LOCK_FILES = ("/" + LOCK_FILE,)
 JOURNALS = ("impl", "kafka")  # whose operations a crash image is cut from
 
 

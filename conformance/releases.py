@@ -15,6 +15,7 @@ from __future__ import annotations
 import attrs
 
 from conformance.targets.kafka_jvm import RELEASE
+from model.names import LOCK_FILE as LOCK
 
 MARKER = ".kafka_cleanshutdown"
 
@@ -32,7 +33,6 @@ EMPTY_MARKER = "empty-clean-shutdown-marker"
 PRODUCERS_NOT_SHOWN = "producer-state-not-shown"
 UNWRITTEN_CHECKPOINT = "unwritten-checkpoint-of-a-dir-without-logs"
 LOCK_KEPT = "lock-file-kept-by-a-shutdown"
-LOCK = ".lock"
 CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint")
 NO_ENTRIES = b"0\n0\n"  # version 0, no entry
 

@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 import attrs
 
+from model.names import LOCK_FILE
+
 from impl.storage import IoStats
 
 
@@ -67,7 +69,7 @@ _ids = itertools.count(1)
 # nothing a load reads.  Journaled, its creation at every startup would renumber the pending
 # operations every crash image of a load is cut from (conformance.crash_images; the tracing
 # wrapper does not count its operations either: conformance.tracing.UNCOUNTED).
-UNJOURNALED = frozenset({".lock"})
+UNJOURNALED = frozenset({LOCK_FILE})
 
 
 @attrs.define(eq=False)

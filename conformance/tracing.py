@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import attrs
 
+from model.names import LOCK_FILE
+
 
 # Files whose operations are traced but not counted: LogManager's dir lock (``.lock``), made at
 # every startup and deleted at every shutdown.  No load reads it, so a crash or an I/O error cut
 # there shows nothing; counted, it would move every crash point of a load by one.
-UNCOUNTED = ("/.lock",)
+UNCOUNTED = ("/" + LOCK_FILE,)
 
 
 @attrs.frozen

@@ -44,7 +44,7 @@ from model.loader import (
     PartitionLoadError,
     load_partition,
 )
-from model.names import log_delete_dir_name, parse_topic_partition
+from model.names import LOCK_FILE, log_delete_dir_name, parse_topic_partition
 from model.producer_state import SUFFIX as SNAPSHOT
 from model.segment import prefix
 
@@ -77,7 +77,7 @@ LOG_STARTS = "log-start-offset-checkpoint"
 # LogManager's dir lock (§6.1): its constructor opens (creating) ``.lock`` in every live data dir
 # and locks it; a graceful shutdown, or the failure handler taking the dir offline, destroys the
 # lock, which deletes the file (KAFKA-16391, 3.8); a crash leaves it.  Its content is never written.
-LOCK = ".lock"
+LOCK = LOCK_FILE
 SEGMENT_FILES = (".log", ".index", ".timeindex", ".deleted", ".cleaned", ".swap", SNAPSHOT)  # a load's own files
 
 

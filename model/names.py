@@ -13,6 +13,8 @@ import unicodedata
 
 from model.errors import KAFKA
 
+# LogManager's dir lock in every data dir (§6.1; docs/scenario-format.md, "The data dir's lock")
+LOCK_FILE = ".lock"
 SUFFIXES = ("delete", "future", "stray")  # §2.3 rules 2–4: "-delete", "-future", "-stray"
 _NOT_SPACE = r"[^ \t\n\x0b\f\r]+"  # Java's \S
 _PATTERNS = {s: re.compile(rf"{_NOT_SPACE}-{_NOT_SPACE}\.{_NOT_SPACE}-{s}") for s in SUFFIXES}  # §2.3 rule 5

@@ -10,7 +10,8 @@ import os
 import stat
 import struct
 
-LOCK = ".lock"
+from impl.log_manager import LOCK
+
 # struct flock on Linux (x86-64, arm64): l_type, l_whence, l_start, l_len, l_pid, padded to 32 bytes
 _FLOCK = "hhqqi4x"
 
