@@ -265,13 +265,32 @@ def _wait_stopped(pid: int, within_s: float = 10.0) -> None:
 
 def test_a_jvm_that_stops_answering_is_stopped(monkeypatch):
     jvm = kafka_jvm.Jvm(kafka_jvm.build())
-    os.kill(jvm.process.pid, signal.SIGSTOP)  # a JVM that hangs: it reads nothing and answers nothing
-    _wait_stopped(jvm.process.pid)  # the stop lands asynchronously: on a loaded machine it can lag
-    monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 0.2)
-    hung = r"no answer to 'hello' within 0 s \(KLC_KAFKA_TIMEOUT\); the JVM was killed"
-    with pytest.raises(kafka_jvm.KafkaTargetError, match=hung):
-        jvm.request({"op": "hello"})
-    assert not jvm.alive()
+    try:
+        os.kill(jvm.process.pid, signal.SIGSTOP)  # a JVM that hangs: it reads nothing and answers nothing
+        _wait_stopped(jvm.process.pid)  # the stop lands asynchronously: on a loaded machine it can lag
+        monkeypatch.setattr(kafka_jvm, "ANSWER_TIMEOUT_S", 0.2)
+        hung = r"no answer to 'hello' within 0 s \(KLC_KAFKA_TIMEOUT\); the JVM was killed"
+        with pytest.raises(kafka_jvm.KafkaTargetError, match=hung):
+            jvm.request({"op": "hello"})
+        assert not jvm.alive()
+    finally:  # a failed check must not leave a stopped JVM behind
+        if jvm.process.poll() is None:
+            jvm.process.kill()
+            jvm.process.wait()
+
+
+def test_the_jvm_runs_in_a_dir_of_its_own_that_goes_with_it(tmp_path, monkeypatch):
+    classpath = kafka_jvm.shared().classpath
+    monkeypatch.chdir(tmp_path)  # a classpath relative to the caller's dir still names the jars
+    relative = os.pathsep.join(os.path.relpath(e, tmp_path) for e in classpath.split(os.pathsep))
+    jvm = kafka_jvm.Jvm(relative)
+    try:
+        cwd = os.readlink(f"/proc/{jvm.process.pid}/cwd")
+        assert cwd == jvm.workdir and not cwd.startswith(str(tmp_path))
+    finally:
+        jvm.stop()
+    assert not jvm.alive() and not os.path.exists(jvm.workdir)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_classpath_without_the_target_names_the_jvm_failure(tmp_path):

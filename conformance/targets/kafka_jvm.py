@@ -400,6 +400,12 @@ def _run_maven(project: Path, version: str | None = None) -> None:
     raise KafkaTargetError(f"kafka target: the Maven build of {project} failed: {' | '.join(errors)}")
 
 
+def _absolute(classpath: str) -> str:
+    """``classpath`` with each entry made absolute (the JVM runs in a dir of its own); a ``*``
+    entry stays a wildcard."""
+    return os.pathsep.join(os.path.abspath(e) if e else e for e in classpath.split(os.pathsep))
+
+
 class Jvm:
     """One running kafka-target process: :meth:`request` sends a JSON line and returns the answer.
 
@@ -414,8 +420,12 @@ class Jvm:
         if java is None:
             raise KafkaTargetError("kafka target: 'java' is not on PATH (the target needs Java 17+)")
         self.classpath = classpath
+        # its own working dir: what the JVM or a patched class writes by a relative name (a mutant's
+        # stray file, a crash report) lands there, not in the caller's dir, and goes with the JVM
+        self.workdir = tempfile.mkdtemp(prefix="klc-jvm-")
         self.process = subprocess.Popen(
-            [java, *JVM_OPTIONS, *extra_options(), "-cp", classpath, "klc.kafka.Main"],
+            [java, *JVM_OPTIONS, *extra_options(), "-cp", _absolute(classpath), "klc.kafka.Main"],
+            cwd=self.workdir,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -490,6 +500,11 @@ class Jvm:
         except subprocess.TimeoutExpired:
             self.kill()
         self.stderr_pump.join(timeout=5)
+        self._drop_workdir()
+
+    def _drop_workdir(self) -> None:
+        if self.process.poll() is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _ended(self) -> str:
         """How the process ended: its exit status, or the signal that killed it."""
@@ -517,11 +532,13 @@ class Jvm:
                 self.process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 self.kill()
+        self._drop_workdir()
 
     def kill(self) -> None:
         self.process.kill()
         self.process.wait()
         self.stderr_pump.join(timeout=5)
+        self._drop_workdir()
 
 
 _SHARED: dict[str, Jvm] = {}
