@@ -389,6 +389,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="max-timestamp-tie-picks-the-later-segment",
+        module="impl.log",
+        old="""            best = max(segments, key=lambda s: s.content_max_timestamp_and_offset()[0])  # first of equals""",
+        new="""            best = max(list(segments)[::-1], key=lambda s: s.content_max_timestamp_and_offset()[0])""",
+        description="ListOffsets' -3 picks the last of the segments sharing the largest timestamp, not the first (UnifiedLog.fetchOffsetByTimestamp keeps a segment only for a strictly larger maxTimestampSoFar)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
