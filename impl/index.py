@@ -91,6 +91,12 @@ class _MmapIndex:
         self._stats.add("index_bytes_read", self.ENTRY_SIZE)
         return self._entry.unpack_from(self._mm, slot * self.ENTRY_SIZE)
 
+    def _slots(self, n: int):
+        """The first ``n`` slots' pairs, read in one pass over a copy of their bytes (at most the
+        index file's size) and counted once."""
+        self._stats.add("index_bytes_read", n * self.ENTRY_SIZE)
+        return self._entry.iter_unpack(self._mm[: n * self.ENTRY_SIZE])
+
     def _is_zero(self, slot: int) -> bool:
         return self._raw(slot) == (0, 0)
 
@@ -331,7 +337,11 @@ class _MmapIndex:
         raise NotImplementedError
 
     def logical_entries(self) -> list[tuple[int, int]]:
-        return [self.entry(i) for i in range(self._entries)]
+        """Every entry Kafka counts, read in one pass (the bytes counted once)."""
+        return self._as_logical(self._slots(self._entries))
+
+    def _as_logical(self, slots) -> list[tuple[int, int]]:
+        raise NotImplementedError
 
     def recognised_entries(self) -> list[tuple[int, int]]:
         """The real entries found when the file was opened (fewer if a truncation cut them since):
@@ -360,8 +370,7 @@ class OffsetIndex(_MmapIndex):
 
     def _check_prefix(self, n: int) -> str:
         prev_rel = prev_pos = -1
-        for i in range(n):
-            rel, pos = self._raw(i)
+        for i, (rel, pos) in enumerate(self._slots(n)):
             if rel <= prev_rel or pos <= prev_pos or rel < 0 or pos < 0:
                 return f"entry {i} ({rel}, {pos}) does not increase on entry {i - 1} ({prev_rel}, {prev_pos})"
             prev_rel, prev_pos = rel, pos
@@ -380,6 +389,10 @@ class OffsetIndex(_MmapIndex):
     def entry(self, n: int) -> tuple[int, int]:
         rel, pos = self.entry_slot(n)
         return self.base_offset + rel, pos
+
+    def _as_logical(self, slots) -> list[tuple[int, int]]:
+        base = self.base_offset
+        return [(base + rel, pos) for rel, pos in slots]
 
     def append(self, offset: int, position: int) -> None:
         with self._lock:
@@ -434,8 +447,7 @@ class TimeIndex(_MmapIndex):
 
     def _check_prefix(self, n: int) -> str:
         prev_ts, prev_rel = -1, 0
-        for i in range(n):
-            ts, rel = self._raw(i)
+        for i, (ts, rel) in enumerate(self._slots(n)):
             if ts <= prev_ts or rel < prev_rel or rel < 0:
                 return f"entry {i} ({ts}, {rel}) does not follow entry {i - 1} ({prev_ts}, {prev_rel})"
             prev_ts, prev_rel = ts, rel
@@ -461,6 +473,10 @@ class TimeIndex(_MmapIndex):
     def entry(self, n: int) -> tuple[int, int]:
         ts, rel = self.entry_slot(n)
         return ts, self.base_offset + rel
+
+    def _as_logical(self, slots) -> list[tuple[int, int]]:
+        base = self.base_offset
+        return [(ts, base + rel) for ts, rel in slots]
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         with self._lock:

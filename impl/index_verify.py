@@ -96,15 +96,13 @@ def soundness_problem(offset_index, time_index, log, inactive: bool) -> str | No
         starts[h.position] = first
         batches.append((first, h.last_offset, h.max_timestamp))
     last_offset = batches[-1][1] if batches else None
-    for i in range(offset_index.entries):
-        key, position = offset_index.entry(i)
+    for i, (key, position) in enumerate(offset_index.logical_entries()):
         if position not in starts:
             return f"offset index entry {i} ({key}, {position}) does not point at a batch"
         if starts[position] > key or last_offset is None or key > last_offset:
             return f"offset index entry {i} ({key}, {position}) names an offset its batch does not reach"
     running_max, b = -1, 0
-    for i in range(time_index.entries):
-        timestamp, offset = time_index.entry(i)
+    for i, (timestamp, offset) in enumerate(time_index.logical_entries()):
         if last_offset is None or offset > last_offset:
             return f"time index entry {i} ({timestamp}, {offset}) is past the end of the log"
         while b < len(batches) and batches[b][1] < offset:

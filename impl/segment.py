@@ -4,7 +4,8 @@ Kafka's rules, step by step as §4.2–§4.12 give them, through the storage pro
 better than Kafka, and neither changes what a reader sees:
 
 * the indexes of a segment that was loaded without recovery (trusted below the recovery point, or
-  after a clean shutdown, KIP-263) are *proven on first use* against one scan of the log; if unsound,
+  after a clean shutdown, KIP-263) are *proven on first use* (the producer-state rebuild's reads,
+  which start where the index says 0, leave it to the next lookup) against one scan of the log; if unsound,
   lookups go through entries rebuilt in memory (:class:`impl.index_verify.ShadowIndexes`), so a
   lookup never follows a wrong entry.  The index files, and what Kafka decides from them (a roll on
   a full index, the entries appends and truncations write, the max timestamp loaded from the last
@@ -379,20 +380,22 @@ class LogSegment:
         """Where a scan for ``offset`` may start: the proven offset index's lower bound."""
         return self._offset_lookup(offset)[1]
 
-    def translate_offset(self, offset: int, starting_position: int = 0):
+    def translate_offset(self, offset: int, starting_position: int = 0, prove: bool = True):
         """FileRecords.searchForOffsetFromPosition as Kafka 4.1+ runs it (KAFKA-18989), by framing
         (a batch whose CRC fails is read as any other): from the index's lower bound, the first batch whose base offset is ``offset``; at the first base
         offset above it, the batch before if that one reaches ``offset``, else that one; past the
         last batch, the last if it reaches ``offset``.  A legacy wrapper's base offset is found by
         decompressing it (LogFormatError where that fails)."""
-        start = max(self._scan_start(offset), starting_position)
+        start = max(self._scan_start(offset, prove), starting_position)
         return _search_for_offset(self.batches(start, framing_only=True), offset, self.view())[0]
 
-    def _scan_start(self, offset: int) -> int:
+    def _scan_start(self, offset: int, prove: bool = True) -> int:
         """Kafka's offset-index lower bound for ``offset`` when its entry (K, P) is sound — P is
         where a batch starts, at or before K, and K lies in the log (proven for every entry, or
         checked here by a scan when the indexes proved unsound) — else 0."""
         key, position = self.offset_index.get().lookup(offset)
+        if position <= 0 and not prove:
+            return 0  # a scan from the start is right whatever the index holds: the proof can wait
         if self._proven() is None:
             return position
         if position <= 0:
@@ -417,9 +420,9 @@ class LogSegment:
         try:
             limit = self._size
             if last_offset is not None:
-                found = self.translate_offset(last_offset)
+                found = self.translate_offset(last_offset, prove=False)
                 limit = found.position if found is not None else self._size
-            first = self.translate_offset(start_offset)
+            first = self.translate_offset(start_offset, prove=False)
             if first is None:
                 return 0
             if limit < first.position:

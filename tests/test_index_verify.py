@@ -209,3 +209,19 @@ def test_a_sole_zero_time_slot_is_judged_by_the_log(tmp_path, newest, shadowed):
         assert segment.content_max_timestamp_and_offset()[0] == newest
     finally:
         segment.close_handlers()
+
+
+def test_the_producer_state_scan_leaves_the_proof_to_the_next_lookup(tmp_path):
+    """The rebuild's reads start where the offset index says 0, right whatever the index holds,
+    so they do not prove it (a load rebuilds every partition's producer state); the next lookup
+    still does, and finds the zeroed time entry."""
+    log = b"".join(build_batch_v2(i, [(100 + i, None, b"x" * 300)]) for i in range(4))
+    segment = _segment_on(tmp_path, log, b"", bytes(12), 12)
+    try:
+        seen = []
+        assert segment.scan_batches(0, None, seen.append) == len(log) and len(seen) == 4
+        assert not segment.indexes_checked and segment.rebuilt_because is None
+        assert segment.translate_offset(2).offset == 2
+        assert "time index ends at 0, the segment's max timestamp is 103" in segment.rebuilt_because
+    finally:
+        segment.close_handlers()
