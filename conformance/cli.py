@@ -1046,7 +1046,7 @@ def mutate_kafka(release, classes, out, executor, master, workers, batch, max_ca
     quiet = as_json
     try:
         report = run.run(config, progress=(lambda line: None) if quiet else click.echo)
-    except (HarnessError, OSError) as e:
+    except (HarnessError, OSError, ScenarioError) as e:  # a corpus case that is no scenario: nothing judged
         _harness_exit("mutate-kafka", str(e))
     if as_json:
         click.echo(json.dumps(report, indent=1))

@@ -336,6 +336,21 @@ def test_bad_arguments_are_refused_in_one_line(args, says):
     assert result.output.strip().splitlines() == [f"klc mutate-kafka: {says}"]
 
 
+def test_a_corpus_case_that_is_no_scenario_is_one_line(monkeypatch):
+    from conformance.kafka_mutation import run
+    from conformance.scenario import ScenarioError
+
+    def refuse(config, progress):
+        raise ScenarioError('corpora/log/x.json: "expect" has no "verdicts" with an "impl" entry')
+
+    monkeypatch.setattr(run, "run", refuse)
+    result = CliRunner().invoke(main, ["mutate-kafka"])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        'klc mutate-kafka: corpora/log/x.json: "expect" has no "verdicts" with an "impl" entry'
+    ]
+
+
 def test_a_class_is_run_by_pit_again_only_when_kafkas_test_set_differs(tmp_path, monkeypatch):
     """``--kafka-tests storage`` judges a large class by kafka-storage's tests alone; PIT's kept
     report of a class is reused for the same set and redone for another."""

@@ -397,6 +397,16 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="checkpoint-line-of-extra-fields-read",
+        module="impl.checkpoints",
+        old="""        if len(fields) != width:
+            raise _malformed(file, reader.number, line)""",
+        new="""        if len(fields) < width:
+            raise _malformed(file, reader.number, line)""",
+        description="a checkpoint line with more fields than its format's is read by its first ones, not refused as malformed (OffsetCheckpointFile's formatter takes exactly three; pinned by corpora/crash/recovery-point-line-of-four-fields-resets-the-checkpoint.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
