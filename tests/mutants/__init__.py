@@ -407,6 +407,24 @@ LOG_MUTANTS = (
         caught_by=("crash-scenarios",),
     ),
     Mutant(
+        name="rebuild-leaves-completed-transactions-open",
+        module="impl.producer_state",
+        old="""            if has_producer(h):
+                self.read(h, segment.marker(h))""",
+        new="""            if has_producer(h):
+                self.append(h, segment.marker(h), REPLICATION)""",
+        description="the producer-state rebuild's scan moves each producer to the batches it reads but never completes the transactions their end markers close (UnifiedLog.loadProducersFromRecords hands each to completeTxn; pinned by corpora/crash/transaction-committed-before-a-crash-is-complete-after-the-rebuild.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
+        name="truncation-rereads-an-empty-producer-state",
+        module="impl.producer_state",
+        old="""    empty_before = not psm.producers and psm.map_end >= last_offset""",
+        new="""    empty_before = False""",
+        description="a rebuild reads the log from the snapshot on even when the producer state was empty and reached the target already, bringing expired producers back (UnifiedLog.rebuildProducerState's isEmptyBeforeTruncation; pinned by corpora/log/truncation-after-expiry-reads-no-expired-producer-back.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
