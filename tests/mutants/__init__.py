@@ -425,6 +425,18 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="roll-by-the-producers-time-under-log-append-time",
+        module="impl.log",
+        old="""            headers = list(BatchScan(data))
+        else:""",
+        new="""            producers_max = max(-1, *(h.max_timestamp for h in headers))
+            headers = list(BatchScan(data))
+            headers[-1] = headers[-1]._replace(max_timestamp=producers_max)
+        else:""",
+        description="under LogAppendTime the time-based roll goes by the producer's max timestamp, not the stamped one (UnifiedLog.append hands maybeRoll the validator's; pinned by corpora/log/log-append-time-rolls-by-the-stamped-time.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
