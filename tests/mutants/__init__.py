@@ -437,6 +437,16 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="negative-truncation-taken",
+        module="impl.log",
+        old="""        if target < 0:
+            raise LogError("IllegalArgumentException", f"Cannot truncate to a negative offset ({target})")""",
+        new="""        if False:
+            raise LogError("IllegalArgumentException", f"Cannot truncate to a negative offset ({target})")""",
+        description="a truncation to a negative offset is taken, not refused (UnifiedLog.truncateTo's IllegalArgumentException; pinned by corpora/log/truncation-to-a-negative-offset-is-refused.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
