@@ -447,6 +447,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="max-message-bytes-refuses-its-own-size",
+        module="impl.log",
+        old="""            if leader and h.size > self.config.max_message_bytes:  # appendAsFollower: ignoreRecordSize""",
+        new="""            if leader and h.size >= self.config.max_message_bytes:""",
+        description="a leader's batch of exactly max.message.bytes is refused (Kafka refuses only a larger one; pinned by corpora/log/max-message-bytes-takes-a-batch-of-exactly-its-size.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
