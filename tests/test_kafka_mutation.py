@@ -469,6 +469,24 @@ def test_the_candidate_kafka_test_kills_the_aborted_transactions_survivors(tmp_p
     assert len(judged) == 3 and all(m.kafka_status == "KILLED" and "ReadCommittedLists" in m.killing_test for m in judged)
 
 
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_the_candidate_kafka_test_kills_the_producer_state_rebuild_survivors(tmp_path):
+    """The third candidate JUnit test passes on Kafka 4.3.1 and kills the UnifiedLog mutants of a
+    truncation's producer-state rebuild that every kafka-storage test of the release leaves alive:
+    reading the log when the state was empty and reached the target (an expired producer comes
+    back), and leaving open the transactions the rebuild reads to their end."""
+    test = "klc.mutation.candidates.TruncationRebuildsProducerStateTest"
+    out = pit.run_pit([pit.CLASSES["UnifiedLog"]], tmp_path / "pit", tests=(test,))
+    survivors = {("rebuildProducerState", 2572, "RemoveConditionalMutator_EQUAL_ELSE"),
+                 ("rebuildProducerState", 2572, "RemoveConditionalMutator_ORDER_ELSE"),
+                 ("rebuildProducerState", 2583, "RemoveConditionalMutator_EQUAL_IF"),
+                 ("lambda$loadProducersFromRecords$0", 2659, "VoidMethodCallMutator"),
+                 ("loadProducersFromRecords", 2663, "VoidMethodCallMutator")}  # fmt: skip
+    judged = [m for m in pit.mutants(out) if (m.method, m.line, m.mutator) in survivors]
+    assert len(judged) == 5 and all(m.kafka_status == "KILLED" and "TruncationRebuilds" in m.killing_test for m in judged)
+
+
 CHECKPOINT_CASES = ("log/checkpoints-replaced-atomically.json", "log/graceful-shutdown-order.json",
                     "log/retention-of-an-empty-segment-after-restart.json")  # fmt: skip
 
