@@ -455,6 +455,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="promoted-epoch-cache-keeps-its-old-file",
+        module="impl.log",
+        old="""        self.epoch_cache.path = f"{directory}/{self.epoch_cache.path.rsplit('/', 1)[1]}\"""",
+        new="""        pass""",
+        description="after a rename (a future log's promotion) the leader-epoch cache still checkpoints into the old dir's file (UnifiedLog.renameDir re-creates the cache on the renamed dir's; pinned by corpora/log/promoted-log-checkpoints-its-epochs-in-its-new-dir.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
