@@ -463,6 +463,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="follower-refuses-an-older-producer-epoch",
+        module="impl.producer_state",
+        old="""        if h.producer_epoch < epoch and origin != REPLICATION:""",
+        new="""        if h.producer_epoch < epoch:""",
+        description="a follower's batch whose producer epoch is below the known one is refused as a leader's is (Kafka checks the epoch for client and coordinator appends only, and a replica's append only warns; pinned by corpora/log/follower-takes-a-producers-older-epoch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
