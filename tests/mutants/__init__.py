@@ -413,8 +413,8 @@ LOG_MUTANTS = (
                 self.read(h, segment.marker(h))""",
         new="""            if has_producer(h):
                 self.append(h, segment.marker(h), REPLICATION)""",
-        description="the producer-state rebuild's scan moves each producer to the batches it reads but never completes the transactions their end markers close (UnifiedLog.loadProducersFromRecords hands each to completeTxn; pinned by corpora/crash/transaction-committed-before-a-crash-is-complete-after-the-rebuild.json)",
-        caught_by=("crash-scenarios",),
+        description="the producer-state rebuild's scan moves each producer to the batches it reads but never completes the transactions their end markers close (UnifiedLog.loadProducersFromRecords hands each to completeTxn; pinned by corpora/log/transaction-committed-before-a-truncation-stays-complete.json)",
+        caught_by=("log-scenarios",),
     ),
     Mutant(
         name="truncation-rereads-an-empty-producer-state",
