@@ -297,7 +297,9 @@ class LogMachine(RuleBasedStateMachine):
             records = self.draw_records(data, leader=False)
             magic = data.draw(st.sampled_from(choices("follower append: magic")), label="magic")
             codec = "none" if magic == 2 else data.draw(st.sampled_from(("none", "gzip")), label="legacy codec")
-            batches.append(sc.BatchSpec(records, codec, base, epoch, magic=magic))
+            stamped = magic > 0 and data.draw(st.sampled_from(choices("follower append: stamped by a LogAppendTime leader")))
+            stamp = max(0, self.clock + data.draw(st.integers(-200, 200), label="stamp")) if stamped else None
+            batches.append(sc.BatchSpec(records, codec, base, epoch, magic=magic, log_append_time=stamp))
             base += len(records)
         result = self._do(sc.Append(tp[0], tp[1], tuple(batches), False, 0))
         if "last" in result:

@@ -22,6 +22,7 @@ from model.config import Config, ConfigError
 from model.records import (
     LOG_APPEND_TIME,
     NO_TIMESTAMP,
+    TIMESTAMP_TYPE_BIT,
     build_batch_v2,
     build_control_batch,
     build_legacy_wrapper,
@@ -95,7 +96,7 @@ class BatchSpec:
     control: str | None = None  # an end-transaction marker: "COMMIT" or "ABORT" (one record, §1.6)
     coordinator_epoch: int = 0  # the marker's transaction coordinator epoch
     magic: int = 2  # 0 or 1: a follower's legacy message set (a message per record, or one wrapper)
-    log_append_time: int | None = None  # a follower's v2 batch as a LogAppendTime leader stamped it
+    log_append_time: int | None = None  # a follower's batch (v2, or magic 1) as a LogAppendTime leader stamped it
 
 
 class Unsupported(Exception):
@@ -705,8 +706,8 @@ def _data_batch(b, bw: str) -> BatchSpec:
     if magic < 2 and (producer or codec == "zstd"):
         raise ScenarioError(f"{bw}: a magic {magic} message set has no producer fields and no zstd codec")
     stamped = None if b.get("log_append_time") is None else _int(b, "log_append_time", bw, None, 0)
-    if stamped is not None and magic < 2:
-        raise ScenarioError(f"{bw}: log_append_time is a v2 batch's (a leader's stamp)")
+    if stamped is not None and magic == 0:
+        raise ScenarioError(f"{bw}: log_append_time is a leader's stamp, and a magic 0 message has no timestamp")
     return BatchSpec(
         tuple(recs), codec, producer=producer, transactional=transactional, magic=magic, log_append_time=stamped
     )
@@ -848,14 +849,20 @@ def append_bytes(step: Append) -> bytes:
 def _legacy_message_set(b: BatchSpec) -> bytes:
     """A follower's legacy records (magic 0 or 1) from ``b.base_offset`` on: uncompressed, one
     message per record; compressed, one wrapper holding them all (§1.8).  A magic 0 message has no
-    timestamp."""
+    timestamp.  Stamped by a LogAppendTime leader (``log_append_time``, magic 1): each uncompressed
+    message carries the stamp as its timestamp with the timestamp-type attribute, a wrapper carries
+    them and its inner records keep their own (LogValidator rewrites only the wrapper, §1.8)."""
     entries = [(r.timestamp if b.magic == 1 else NO_TIMESTAMP, _utf8(r.key), _utf8(r.value)) for r in b.records]
+    stamp = b.log_append_time
     if b.codec == "none":
         return b"".join(
             encode_legacy_message(b.magic, b.base_offset + i, key, value, ts)
+            if stamp is None
+            else encode_legacy_message(b.magic, b.base_offset + i, key, value, stamp, TIMESTAMP_TYPE_BIT)
             for i, (ts, key, value) in enumerate(entries)
         )
-    return build_legacy_wrapper(b.magic, CODECS[b.codec], b.base_offset + len(entries) - 1, entries)
+    stamped = {"timestamp_type": LOG_APPEND_TIME, "log_append_time": stamp} if stamp is not None else {}
+    return build_legacy_wrapper(b.magic, CODECS[b.codec], b.base_offset + len(entries) - 1, entries, **stamped)
 
 
 def append_requests(step: Append) -> list[bytes]:

@@ -155,6 +155,9 @@ TABLE = (
     Weight("follower append: magic", {2: 6, 1: 1, 0: 1},
            "a leader's fetch may carry legacy message sets: appended as they are, they clear the leader-epoch cache "
            "and roll by KAFKA-6264's guess (corpora/log/legacy-follower-appends.json)"),
+    Weight("follower append: stamped by a LogAppendTime leader", {False: 3, True: 1},
+           "a leader under LogAppendTime stamps v2 batches and magic 1 messages and wrappers, whose records then "
+           "read as the stamp (corpora/log/log-append-time-on-a-followers-legacy-messages.json)"),
     Weight("follower append: offset gap", {0: 2, 1: 1, 40: 1},
            "a follower's batches continue the log, or leave the gap a compacted leader's log has (§4.4)"),
     Weight("record key", {"a, b or c": 1, "any text": 1, "none": 1},

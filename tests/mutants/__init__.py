@@ -471,6 +471,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="legacy-wrapper-log-append-time-ignored",
+        module="impl.record_walk",
+        old="""    append_time = magic == 1 and attributes & 0x08  # LogAppendTime: every record has the wrapper's""",
+        new="""    append_time = False""",
+        description="the records of a magic 1 wrapper a LogAppendTime leader stamped read as their own CreateTimes, not the wrapper's time (AbstractLegacyRecordBatch; pinned by corpora/log/log-append-time-on-a-followers-legacy-messages.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
