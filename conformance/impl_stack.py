@@ -22,6 +22,7 @@ import impl
 # cleaning round under a segment mutant used to raise the mutant's LogSegmentOffsetOverflow past a
 # cleaner that caught only the real one — a catch that was no catch.
 LOG_STACK = (
+    "impl.names",
     "impl.codecs",
     "impl.file_records",
     "impl.record_walk",

@@ -479,6 +479,22 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="malformed-suffixed-dir-name-taken",
+        module="impl.names",
+        old="""    elif _suffixed(dir_name[: -len(suffix)]):""",
+        new="""    elif True:""",
+        description="a dir named with a -delete, -future or -stray suffix but not in the shape Kafka makes (topic-partition.id-suffix) is read by the part before its last '.', not refused (LocalLog.parseTopicPartitionName; pinned by corpora/log/partition-dir-name-with-a-malformed-*-suffix-fails-the-startup.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="dir-name-with-an-empty-topic-taken",
+        module="impl.names",
+        old="""    partition = parse_java_number(base[dash + 1 :], 32) if dash > 0 else None""",
+        new="""    partition = parse_java_number(base[dash + 1 :], 32) if dash >= 0 else None""",
+        description="a partition dir named '-0' loads as partition 0 of a topic named '' instead of failing the startup (LocalLog.parseTopicPartitionName refuses an empty topic; pinned by corpora/log/partition-dir-name-with-an-empty-topic-fails-the-startup.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
