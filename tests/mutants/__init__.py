@@ -495,6 +495,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="append-rolls-by-its-last-batchs-time",
+        module="impl.log",
+        old="""        max_ts = max(-1, *(h.max_timestamp for h in headers))""",
+        new="""        max_ts = headers[-1].max_timestamp""",
+        description="an append of several batches rolls by time on its last batch's max timestamp, not the largest (UnifiedLog.analyzeAndValidateRecords; pinned by corpora/log/follower-append-rolls-by-its-largest-timestamp.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
