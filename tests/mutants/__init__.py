@@ -503,6 +503,16 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="batches-ending-at-one-offset-taken",
+        module="impl.log",
+        old="""            if last >= h.last_offset:
+                monotonic = False""",
+        new="""            if last > h.last_offset:
+                monotonic = False""",
+        description="a follower's append of two batches ending at the same offset counts as monotonic and is taken (UnifiedLog.analyzeAndValidateRecords refuses a last offset not above the previous one; pinned by corpora/log/follower-append-of-two-batches-ending-at-one-offset-is-refused.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="read-below-the-log-start-allowed",
         module="impl.log",
         old="""        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:""",
