@@ -25,6 +25,7 @@ from model.producer_state import PRODUCER_ID_EXPIRATION_MS
 
 TOPICS = ("t", "orders")
 DAY = 86_400_000
+STAMPED = "follower append: stamped by a LogAppendTime leader"  # a weight's name (conformance/weights.py)
 
 configs = st.fixed_dictionaries(
     {
@@ -297,7 +298,7 @@ class LogMachine(RuleBasedStateMachine):
             records = self.draw_records(data, leader=False)
             magic = data.draw(st.sampled_from(choices("follower append: magic")), label="magic")
             codec = "none" if magic == 2 else data.draw(st.sampled_from(("none", "gzip")), label="legacy codec")
-            stamped = magic > 0 and data.draw(st.sampled_from(choices("follower append: stamped by a LogAppendTime leader")))
+            stamped = magic > 0 and data.draw(st.sampled_from(choices(STAMPED)), label="stamped")
             stamp = max(0, self.clock + data.draw(st.integers(-200, 200), label="stamp")) if stamped else None
             batches.append(sc.BatchSpec(records, codec, base, epoch, magic=magic, log_append_time=stamp))
             base += len(records)
