@@ -487,6 +487,23 @@ def test_the_candidate_kafka_test_kills_the_producer_state_rebuild_survivors(tmp
     assert len(judged) == 5 and all(m.kafka_status == "KILLED" and "TruncationRebuilds" in m.killing_test for m in judged)
 
 
+@pytest.mark.slow
+@pytest.mark.no_cover
+def test_the_candidate_kafka_test_kills_the_append_boundary_survivors(tmp_path):
+    """The fourth candidate JUnit test passes on Kafka 4.3.1 and kills four UnifiedLog mutants every
+    kafka-storage test of the release leaves alive: a truncation to a negative offset taken, follower
+    batches ending at one offset taken, a batch of exactly max.message.bytes refused, and -3 on a
+    tie answering the later segment."""
+    test = "klc.mutation.candidates.LogAppendBoundariesTest"
+    out = pit.run_pit([pit.CLASSES["UnifiedLog"]], tmp_path / "pit", tests=(test,))
+    survivors = {("lambda$truncateTo$1", 2341, "RemoveConditionalMutator_ORDER_ELSE"),
+                 ("analyzeAndValidateRecords", 1541, "ConditionalsBoundaryMutator"),
+                 ("analyzeAndValidateRecords", 1551, "ConditionalsBoundaryMutator"),
+                 ("lambda$fetchOffsetByTimestamp$1", 1733, "ConditionalsBoundaryMutator")}  # fmt: skip
+    judged = [m for m in pit.mutants(out) if (m.method, m.line, m.mutator) in survivors]
+    assert len(judged) == 4 and all(m.kafka_status == "KILLED" and "LogAppendBoundaries" in m.killing_test for m in judged)
+
+
 CHECKPOINT_CASES = ("log/checkpoints-replaced-atomically.json", "log/graceful-shutdown-order.json",
                     "log/retention-of-an-empty-segment-after-restart.json")  # fmt: skip
 

@@ -74,7 +74,7 @@ TEST_DIRS = ("kafka-tests", "kafka-core-tests")
 # survivor of Kafka's own tests which this suite killed (docs/kafka-mutation.md)
 CANDIDATE_TESTS = (
     "klc.mutation.candidates.LoadRemovesDeletedFilesTest", "klc.mutation.candidates.ReadCommittedListsAbortedTransactionsTest",
-    "klc.mutation.candidates.TruncationRebuildsProducerStateTest",
+    "klc.mutation.candidates.TruncationRebuildsProducerStateTest", "klc.mutation.candidates.LogAppendBoundariesTest",
 )
 MUTATORS = "DEFAULTS,STRONGER"
 STATUSES = ("KILLED", "SURVIVED", "TIMED_OUT", "NO_COVERAGE", "MEMORY_ERROR", "RUN_ERROR", "NON_VIABLE")
