@@ -454,19 +454,27 @@ def test_the_candidate_kafka_test_kills_the_loader_survivor(tmp_path):
     assert all("LoadRemovesDeletedFilesTest" in m.killing_test for m in kept)
 
 
+def _candidate_kills(tmp_path, clazz: str, test: str, survivors: set) -> None:
+    """PIT on ``clazz`` with the candidate ``test`` as its only target test: the test passes on the
+    release (PIT leaves out a test that fails unmutated, so it would kill nothing) and kills every
+    mutant in ``survivors`` (method, line, mutator), each of which Kafka's own tests leave alive."""
+    out = pit.run_pit([pit.CLASSES[clazz]], tmp_path / "pit", tests=(f"klc.mutation.candidates.{test}",))
+    judged = [m for m in pit.mutants(out) if (m.method, m.line, m.mutator) in survivors]
+    assert len(judged) == len(survivors)
+    assert all(m.kafka_status == "KILLED" and test in m.killing_test for m in judged), judged
+
+
 @pytest.mark.slow
 @pytest.mark.no_cover
 def test_the_candidate_kafka_test_kills_the_aborted_transactions_survivors(tmp_path):
     """The second candidate JUnit test passes on Kafka 4.3.1 and kills the LocalLog mutants that
     leave a read_committed fetch's aborted-transaction list empty or short, which every
     kafka-storage test of the release leaves alive (PIT's report of the LocalLog run)."""
-    test = "klc.mutation.candidates.ReadCommittedListsAbortedTransactionsTest"
-    out = pit.run_pit([pit.CLASSES["LocalLog"]], tmp_path / "pit", tests=(test,))
-    survivors = {("addAbortedTransactions", 545, "VoidMethodCallMutator"),
-                 ("collectAbortedTransactions", 557, "RemoveConditionalMutator_EQUAL_ELSE"),
-                 ("collectAbortedTransactions", 560, "VoidMethodCallMutator")}  # fmt: skip
-    judged = [m for m in pit.mutants(out) if (m.method, m.line, m.mutator) in survivors]
-    assert len(judged) == 3 and all(m.kafka_status == "KILLED" and "ReadCommittedLists" in m.killing_test for m in judged)
+    _candidate_kills(tmp_path, "LocalLog", "ReadCommittedListsAbortedTransactionsTest", {
+        ("addAbortedTransactions", 545, "VoidMethodCallMutator"),
+        ("collectAbortedTransactions", 557, "RemoveConditionalMutator_EQUAL_ELSE"),
+        ("collectAbortedTransactions", 560, "VoidMethodCallMutator"),
+    })  # fmt: skip
 
 
 @pytest.mark.slow
@@ -476,15 +484,13 @@ def test_the_candidate_kafka_test_kills_the_producer_state_rebuild_survivors(tmp
     truncation's producer-state rebuild that every kafka-storage test of the release leaves alive:
     reading the log when the state was empty and reached the target (an expired producer comes
     back), and leaving open the transactions the rebuild reads to their end."""
-    test = "klc.mutation.candidates.TruncationRebuildsProducerStateTest"
-    out = pit.run_pit([pit.CLASSES["UnifiedLog"]], tmp_path / "pit", tests=(test,))
-    survivors = {("rebuildProducerState", 2572, "RemoveConditionalMutator_EQUAL_ELSE"),
-                 ("rebuildProducerState", 2572, "RemoveConditionalMutator_ORDER_ELSE"),
-                 ("rebuildProducerState", 2583, "RemoveConditionalMutator_EQUAL_IF"),
-                 ("lambda$loadProducersFromRecords$0", 2659, "VoidMethodCallMutator"),
-                 ("loadProducersFromRecords", 2663, "VoidMethodCallMutator")}  # fmt: skip
-    judged = [m for m in pit.mutants(out) if (m.method, m.line, m.mutator) in survivors]
-    assert len(judged) == 5 and all(m.kafka_status == "KILLED" and "TruncationRebuilds" in m.killing_test for m in judged)
+    _candidate_kills(tmp_path, "UnifiedLog", "TruncationRebuildsProducerStateTest", {
+        ("rebuildProducerState", 2572, "RemoveConditionalMutator_EQUAL_ELSE"),
+        ("rebuildProducerState", 2572, "RemoveConditionalMutator_ORDER_ELSE"),
+        ("rebuildProducerState", 2583, "RemoveConditionalMutator_EQUAL_IF"),
+        ("lambda$loadProducersFromRecords$0", 2659, "VoidMethodCallMutator"),
+        ("loadProducersFromRecords", 2663, "VoidMethodCallMutator"),
+    })  # fmt: skip
 
 
 @pytest.mark.slow
@@ -494,14 +500,12 @@ def test_the_candidate_kafka_test_kills_the_append_boundary_survivors(tmp_path):
     kafka-storage test of the release leaves alive: a truncation to a negative offset taken, follower
     batches ending at one offset taken, a batch of exactly max.message.bytes refused, and -3 on a
     tie answering the later segment."""
-    test = "klc.mutation.candidates.LogAppendBoundariesTest"
-    out = pit.run_pit([pit.CLASSES["UnifiedLog"]], tmp_path / "pit", tests=(test,))
-    survivors = {("lambda$truncateTo$1", 2341, "RemoveConditionalMutator_ORDER_ELSE"),
-                 ("analyzeAndValidateRecords", 1541, "ConditionalsBoundaryMutator"),
-                 ("analyzeAndValidateRecords", 1551, "ConditionalsBoundaryMutator"),
-                 ("lambda$fetchOffsetByTimestamp$1", 1733, "ConditionalsBoundaryMutator")}  # fmt: skip
-    judged = [m for m in pit.mutants(out) if (m.method, m.line, m.mutator) in survivors]
-    assert len(judged) == 4 and all(m.kafka_status == "KILLED" and "LogAppendBoundaries" in m.killing_test for m in judged)
+    _candidate_kills(tmp_path, "UnifiedLog", "LogAppendBoundariesTest", {
+        ("lambda$truncateTo$1", 2341, "RemoveConditionalMutator_ORDER_ELSE"),
+        ("analyzeAndValidateRecords", 1541, "ConditionalsBoundaryMutator"),
+        ("analyzeAndValidateRecords", 1551, "ConditionalsBoundaryMutator"),
+        ("lambda$fetchOffsetByTimestamp$1", 1733, "ConditionalsBoundaryMutator"),
+    })  # fmt: skip
 
 
 CHECKPOINT_CASES = ("log/checkpoints-replaced-atomically.json", "log/graceful-shutdown-order.json",
