@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -291,6 +292,21 @@ def test_the_jvm_runs_in_a_dir_of_its_own_that_goes_with_it(tmp_path, monkeypatc
         jvm.stop()
     assert not jvm.alive() and not os.path.exists(jvm.workdir)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_jvm_dir_left_by_a_process_that_died_is_swept(tmp_path, monkeypatch):
+    """A klc process that ends without its exit handlers (a pool's worker, a SIGKILL) leaves its
+    JVMs' dirs; the next JVM started anywhere removes those of dead processes, never a live one's."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"{kafka_jvm.WORKDIR_PREFIX}{dead.pid}-abc"
+    live = tmp_path / f"{kafka_jvm.WORKDIR_PREFIX}{os.getpid()}-abc"
+    other = tmp_path / "klc-jvm-notes"
+    for d in (stale, live, other):
+        d.mkdir()
+    kafka_jvm._sweep_workdirs()
+    assert not stale.exists() and live.exists() and other.exists()
 
 
 def test_a_classpath_without_the_target_names_the_jvm_failure(tmp_path):

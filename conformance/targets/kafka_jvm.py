@@ -22,6 +22,7 @@ from __future__ import annotations
 import atexit
 import collections
 import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -400,6 +401,28 @@ def _run_maven(project: Path, version: str | None = None) -> None:
     raise KafkaTargetError(f"kafka target: the Maven build of {project} failed: {' | '.join(errors)}")
 
 
+WORKDIR_PREFIX = "klc-jvm-"  # then the pid of the klc process that started the JVM
+
+
+def _sweep_workdirs() -> None:
+    """Remove the JVM dirs whose klc process is gone: a process that ends without running its exit
+    handlers (a pool's worker, a SIGKILL) leaves its JVMs' dirs behind."""
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), WORKDIR_PREFIX + "*-*")):
+        owner = os.path.basename(path)[len(WORKDIR_PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
 def _absolute(classpath: str) -> str:
     """``classpath`` with each entry made absolute (the JVM runs in a dir of its own); a ``*``
     entry stays a wildcard."""
@@ -422,7 +445,8 @@ class Jvm:
         self.classpath = classpath
         # its own working dir: what the JVM or a patched class writes by a relative name (a mutant's
         # stray file, a crash report) lands there, not in the caller's dir, and goes with the JVM
-        self.workdir = tempfile.mkdtemp(prefix="klc-jvm-")
+        _sweep_workdirs()
+        self.workdir = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{os.getpid()}-")
         self.process = subprocess.Popen(
             [java, *JVM_OPTIONS, *extra_options(), "-cp", _absolute(classpath), "klc.kafka.Main"],
             cwd=self.workdir,
