@@ -37,6 +37,7 @@ LOG_STACK = (
     "impl.producer_state",
     "impl.cleaned_transaction_metadata",
     "impl.cleaner",
+    "impl.log_validator",
     "impl.log",
     "impl.loader",
     "impl.clean_shutdown",

@@ -46,6 +46,8 @@ configs = st.fixed_dictionaries(
         "delete.retention.ms": st.sampled_from([0, 60_000, DAY]),
         # the leader stamps its clock: lookups, time indexes, retention and rolls go by it (§4.14)
         "message.timestamp.type": st.sampled_from(["CreateTime", "LogAppendTime"]),
+        # the leader rebuilds a batch of another codec in the topic's (§4.14): every codec written by the broker
+        "compression.type": st.sampled_from(["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"]),
     },
 )
 

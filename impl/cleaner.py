@@ -44,7 +44,7 @@ from impl.cleaned_transaction_metadata import (
 )
 from impl.errors import IndexFailure, LogError, LogFormatError
 from impl.file_records import BatchHeader
-from impl.record_walk import _varint, record_fields
+from impl.record_walk import _varint, record_fields, v2_headers, v2_key, v2_value
 from impl.record_writer import attributes_of, encode_batch, encode_empty_batch, encode_record, to_long
 from impl.segment import CLEANED_SUFFIX, INT32_MAX, LogSegment, LogSegmentOffsetOverflow, filename_prefix
 from impl.split import SplitError, split_overflowed_segment
@@ -139,7 +139,7 @@ def _control_kind(view, h: BatchHeader) -> int | None:
     is refused as not modelled (impl.cleaned_transaction_metadata.marker_type)."""
     try:
         data, recs = record_fields(view, h)
-        return marker_type([(_v2_key(data, r[2]), _varint(data, r[3])[0]) for r in recs])
+        return marker_type([(v2_key(data, r[2]), _varint(data, r[3])[0]) for r in recs])
     except (UnreadableMarker, LogFormatError, IndexError, ValueError) as e:
         reason = f"a control batch Kafka's cleaner reads: {e}"
         raise _fail("UnsupportedControlBatch", "control-batch", h.position, reason) from None
@@ -205,30 +205,6 @@ def _grow(capacity: int, max_message: int, view, pos: int, chunk_end: int, file_
 # --- record fields ---------------------------------------------------------------------------------
 
 
-def _v2_key(data, key_at: int):
-    n, p = _varint(data, key_at)
-    return bytes(data[p : p + n]) if n >= 0 else None
-
-
-def _v2_value(data, value_at: int):
-    n, p = _varint(data, value_at)
-    return data[p : p + n] if n >= 0 else None
-
-
-def _v2_headers(data, headers_at: int) -> list[tuple[bytes, bytes | None]]:
-    count, p = _varint(data, headers_at)
-    out = []
-    for _ in range(count):
-        n, p = _varint(data, p)
-        key = data[p : p + n]
-        p += n
-        m, p = _varint(data, p)
-        out.append((key, data[p : p + m] if m >= 0 else None))
-        if m > 0:
-            p += m
-    return out
-
-
 def _legacy_key(data, key_at: int, key_len: int):
     return bytes(data[key_at : key_at + key_len]) if key_len >= 0 else None
 
@@ -276,7 +252,7 @@ def _map_segment(segment: LogSegment, offsets: dict, start: int, max_message: in
                 if h.magic >= 2:
                     for offset, _ts, key_at, _v, _h, _e in recs:
                         if offset >= start:
-                            key = _v2_key(data, key_at)
+                            key = v2_key(data, key_at)
                             if key is not None:
                                 offsets[key] = offset
                 else:
@@ -443,7 +419,7 @@ def _filter_batch(
             if offset > latest:
                 keep = True
             else:
-                key = _v2_key(data, r[2])
+                key = v2_key(data, r[2])
                 keep = key is not None and offset >= offsets.get(key, -1) and (has_value or retain_deletes)
         else:
             has_value = r[5] >= 0
@@ -528,9 +504,9 @@ def _rebuild(h: BatchHeader, data, retained: list, horizon: int) -> tuple[bytes,
         body += encode_record(
             offset - h.offset,
             to_long(ts - base_ts),
-            _v2_key(data, key_at),
-            _v2_value(data, value_at),
-            _v2_headers(data, headers_at),
+            v2_key(data, key_at),
+            v2_value(data, value_at),
+            v2_headers(data, headers_at),
         )
         last = offset
         if ts > max_ts:

@@ -12,6 +12,8 @@ import attrs
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
+# BrokerCompressionType's names, in its order; "producer" keeps the codec a batch came with
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 # LogConfig's INT settings: none can reach 2 GiB, so neither can a segment file
 INT_KEYS = frozenset(
     {"segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
@@ -45,6 +47,7 @@ _KEYS = {
     "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", LONG_MAX, 0),
     "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", 3600000, 0),
     "message.timestamp.type": ("message_timestamp_type", "CreateTime", None),
+    "compression.type": ("compression_type", "producer", None),
     "num.recovery.threads.per.data.dir": ("num_recovery_threads_per_data_dir", 1, 1),
 }
 
@@ -67,6 +70,7 @@ class LogConfig:
     message_timestamp_before_max_ms: int = LONG_MAX  # LogValidator's bounds on a CreateTime (§4.14)
     message_timestamp_after_max_ms: int = 3600000
     message_timestamp_type: str = "CreateTime"  # LogAppendTime: the leader stamps batches with its clock
+    compression_type: str = "producer"  # the codec a leader writes; producer: the batch's own (§4.14)
     num_recovery_threads_per_data_dir: int = 1  # broker config: partitions of one dir loaded in parallel
 
     @classmethod
@@ -91,6 +95,9 @@ class LogConfig:
             elif key == "message.timestamp.type":
                 if value not in ("CreateTime", "LogAppendTime"):
                     raise ConfigError(key, value, "String must be one of: CreateTime, LogAppendTime")
+            elif key == "compression.type":
+                if value not in COMPRESSION_TYPES:
+                    raise ConfigError(key, value, "String must be one of: " + ", ".join(COMPRESSION_TYPES))
             elif value not in ("delete", "compact", "compact,delete", "delete,compact"):
                 raise ConfigError(key, value, "expected delete, compact or both")
             kwargs[attr] = value

@@ -22,6 +22,7 @@ from impl.config import LogConfig
 from impl.errors import LogError, LogFormatError
 from impl.file_records import CORRUPT, BatchScan
 from impl.leader_epoch import LeaderEpochCache
+from impl.log_validator import recompressed
 from impl.producer_state import (
     CLIENT,
     COORDINATOR,
@@ -321,6 +322,12 @@ class PartitionLog:
             last = h.last_offset
         if leader:
             self._validate_produce_request(data, headers)
+            rebuilt = recompressed(data, headers[0], self.config.compression_type)
+            if rebuilt is not None:
+                if len(rebuilt) > self.config.max_message_bytes:  # messageSizeMaybeChanged: checked again
+                    raise LogError("RecordTooLargeException", f"the batch rebuilt is {len(rebuilt)} bytes")
+                data = bytearray(rebuilt)
+                headers = list(BatchScan(data))
         if leader:
             next_offset = self.log_end_offset
             for h in headers:

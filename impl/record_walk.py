@@ -305,6 +305,33 @@ def record_fields(buf, header, limit: int = LIMIT):
     return _walk(buf, header, limit, True)
 
 
+def v2_key(data, key_at: int):
+    """The key of a v2 record whose key length varint is at ``key_at`` (:func:`record_fields`)."""
+    n, p = _varint(data, key_at)
+    return bytes(data[p : p + n]) if n >= 0 else None
+
+
+def v2_value(data, value_at: int):
+    """The value of a v2 record, as :func:`v2_key` (a slice of ``data``)."""
+    n, p = _varint(data, value_at)
+    return data[p : p + n] if n >= 0 else None
+
+
+def v2_headers(data, headers_at: int) -> list[tuple[bytes, bytes | None]]:
+    """The headers of a v2 record, from its header count at ``headers_at``."""
+    count, p = _varint(data, headers_at)
+    out = []
+    for _ in range(count):
+        n, p = _varint(data, p)
+        key = data[p : p + n]
+        p += n
+        m, p = _varint(data, p)
+        out.append((key, data[p : p + m] if m >= 0 else None))
+        if m > 0:
+            p += m
+    return out
+
+
 def timestamps_and_keys(buf, header, limit: int = LIMIT) -> list[tuple[int, bool]]:
     """(timestamp, whether it has a key) of every record of the v2 batch ``header``: what Kafka's
     LogValidator checks of a produce request's records (spec §4.14)."""

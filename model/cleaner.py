@@ -63,6 +63,7 @@ from model.records import (
 from model.indexes import AbortedTxn, TransactionIndex
 from model.segment import INT32_MAX, Segment, prefix
 from model.split import SplitError, split
+from model.varint import java_long
 
 IO_BUFFER_SIZE = 524288 // 1 // 2  # log.cleaner.io.buffer.size / log.cleaner.threads / 2 (CleanerThread)
 OVERFLOW = "LogSegmentOffsetOverflowException"
@@ -77,11 +78,6 @@ class CleaningError(LogError):
     def __init__(self, kind: str, path: str, position: int, message: str):
         self.path, self.position = path, position
         super().__init__(kind, f"{path} at byte {position}: {message}")
-
-
-def _long(n: int) -> int:
-    """Java long arithmetic (two's complement wrap)."""
-    return (n + 2**63) % 2**64 - 2**63
 
 
 def _file(log, seg: Segment) -> str:
@@ -524,7 +520,7 @@ def _filter_chunk(rnd: _Round, data: bytes, position: int, capacity: int, retain
                 chunk.retained(batch, batch.raw, h.max_timestamp, h.last_offset, h.last_offset)
             else:
                 if set_horizon:
-                    horizon = _long(rnd.now + rnd.delete_retention_ms)
+                    horizon = java_long(rnd.now + rnd.delete_retention_ms)
                 else:
                     horizon = h.base_timestamp if batch.has_delete_horizon else NO_TIMESTAMP
                 raw, max_ts, shallow = _rebuild(batch, h, kept, horizon)
@@ -572,7 +568,7 @@ def _rebuild(batch: Batch, h: Header, kept: list[LogicalRecord], horizon: int) -
             )
         if base_ts is None:
             base_ts = r.timestamp
-        records.append(Record(r.offset - h.offset, _long(r.timestamp - base_ts), r.key, r.value, r.headers))
+        records.append(Record(r.offset - h.offset, java_long(r.timestamp - base_ts), r.key, r.value, r.headers))
         max_ts = max(max_ts, r.timestamp)
         last = r.offset
     lat = batch.timestamp_type == LOG_APPEND_TIME

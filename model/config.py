@@ -28,6 +28,9 @@ DEFAULTS = {
     "message.timestamp.after.max.ms": 3600000,  # 4.0 on (KIP-937); before, Long.MAX
     # CreateTime: a batch keeps the producer's timestamps; LogAppendTime: the leader stamps its clock (§4.14)
     "message.timestamp.type": "CreateTime",
+    # the codec a leader writes (LogValidator, §4.14): producer keeps the batch's own, any other
+    # name recompresses a batch of another codec ("uncompressed": none)
+    "compression.type": "producer",
     "num.recovery.threads.per.data.dir": 1,
 }
 MINIMUMS = {
@@ -47,6 +50,7 @@ MINIMUMS = {
 }
 POLICIES = ("delete", "compact", "compact,delete", "delete,compact")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")  # BrokerCompressionType's order
 # LogConfig's INT settings (the rest are LONG): a value past Int.MAX is refused ("Not a number of
 # type INT"), so no segment, index or batch can be 2 GiB or more
 INTS = ("segment.bytes", "segment.index.bytes", "index.interval.bytes", "max.message.bytes",
@@ -79,6 +83,9 @@ def _check(key: str, value):
     elif key == "message.timestamp.type":
         if value not in TIMESTAMP_TYPES:
             raise ConfigError(key, value, "String must be one of: CreateTime, LogAppendTime")
+    elif key == "compression.type":
+        if value not in COMPRESSION_TYPES:
+            raise ConfigError(key, value, "String must be one of: " + ", ".join(COMPRESSION_TYPES))
     elif value not in POLICIES:
         raise ConfigError(key, value, "expected delete, compact or both")
     return value

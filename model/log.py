@@ -35,8 +35,10 @@ from model.producer_state import (
     append_batch,
     rebuild,
 )
-from model.records import LOG_APPEND_TIME, Batch
+from model.compression import GZIP, LZ4, NONE, SNAPPY, ZSTD, broker_compress
+from model.records import LOG_APPEND_TIME, Batch, Record, encode_batch_v2, encode_record
 from model.segment import INT32_MAX, Segment
+from model.varint import java_long
 
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP = -2, -1, -3
 HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
@@ -227,6 +229,12 @@ class Log:
                 raise LogError("RecordTooLargeException", f"batch of {h.size} bytes at {h.position}")
         if leader:
             self._validate_produce_request(scan.batches)
+            rebuilt = recompressed(scan.batches[0], self.config.compression_type)
+            if rebuilt is not None:
+                if len(rebuilt) > self.config.max_message_bytes:  # messageSizeMaybeChanged: sizes checked again
+                    raise LogError("RecordTooLargeException", f"the batch rebuilt is {len(rebuilt)} bytes")
+                data = bytearray(rebuilt)
+                headers = [b.header() for b in iterate_file(rebuilt).batches]
         if leader:
             offset = self.log_end_offset
             for h in headers:
@@ -636,6 +644,46 @@ def _origin(batches, leader: bool) -> str:
     if not leader:
         return REPLICATION
     return COORDINATOR if batches and batches[0].is_control else CLIENT
+
+
+CODECS = {"uncompressed": NONE, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4, "zstd": ZSTD}
+
+
+def recompressed(batch: Batch, compression_type: str) -> bytes | None:
+    """LogValidator on a leader's v2 batch (§4.14): None when its offsets and stamp are set in place
+    — both codecs none; or the topic's codec (``producer``: the batch's own) is the batch's and its
+    records' offset deltas run 0, 1, 2, …; or an uncompressed control batch — else the batch rebuilt
+    in the topic's codec (buildRecordsAndAssignOffsets, MemoryRecordsBuilder): its records at deltas
+    0, 1, 2, … from the first one's timestamp, record attributes 0, the producer fields and the
+    transactional bit kept, the control bit not, compressed as the broker compresses.  Base offset,
+    leader epoch and a LogAppendTime stamp are set afterwards as in place."""
+    source = batch.codec
+    target = source if compression_type == "producer" else CODECS[compression_type]
+    if source == NONE and (target == NONE or batch.is_control):
+        return None
+    records = batch.records()
+    base = batch.header().offset
+    if source == target and all(r.offset - base == i for i, r in enumerate(records)):
+        return None
+    h = batch.header()
+    first_ts = records[0].timestamp if records else -1
+    encoded = [
+        Record(i, java_long(r.timestamp - first_ts), r.key, r.value, r.headers) for i, r in enumerate(records)
+    ]
+    payload = b"".join(encode_record(r) for r in encoded)
+    return encode_batch_v2(
+        records=encoded,
+        payload=broker_compress(target, payload) if target else payload,
+        codec=target,
+        transactional=batch.is_transactional,
+        base_timestamp=first_ts,
+        max_timestamp=max((r.timestamp for r in records), default=-1),
+        last_offset_delta=len(records) - 1 if records else 0,
+        producer_id=h.producer_id,
+        producer_epoch=h.producer_epoch,
+        base_sequence=h.base_sequence,
+        partition_leader_epoch=h.partition_leader_epoch,
+    )
 
 
 def offset_of_max_timestamp(batch: Batch) -> int | None:

@@ -20,6 +20,11 @@ class VarintTooLong(VarintError):
     """More than 5 (int32) or 10 (int64) bytes (Kafka: IllegalArgumentException)."""
 
 
+def java_long(n: int) -> int:
+    """Java long arithmetic: ``n`` wrapped into 64 bits (two's complement)."""
+    return (n + 2**63) % 2**64 - 2**63
+
+
 def zigzag(n: int, bits: int) -> int:
     return (n << 1) ^ (n >> (bits - 1))
 

@@ -417,3 +417,19 @@ def test_the_releases_between_3_1_and_3_4_start(release):
     errors) every case was judged a conforms failure at the first open on those releases."""
     v = run(sc.Scenario.load("corpora/log/roll-on-segment-bytes.json"), ("model", f"kafka:{release}"))
     assert v.ok and v.unsupported is None, [str(x) for x in v.violations]
+
+
+def test_a_codec_a_release_lacks_is_unsupported_and_one_it_has_is_judged():
+    """compression.type zstd before 2.1 (KIP-110): 1.1's LogConfig refuses the name, so the scenario
+    cannot be expressed there (unsupported, before any step, never a refusal judged); lz4, which
+    1.1 has, rebuilds the leader's uncompressed batch byte for byte as the model does."""
+    steps = [{"op": "create", "topic": "t"}, {"op": "append", "topic": "t", "batches": [{"records": THREE}]}]
+    for codec, unsupported in (("zstd", True), ("lz4", False)):
+        case = sc.Scenario.from_json(
+            {"format": "klc-scenario", "version": 1, "config": {"compression.type": codec}, "steps": steps}
+        )
+        v = run(case, ("model", "kafka:1.1.1"))
+        if unsupported:
+            assert not v.ok and "compression.type zstd: Kafka 1.1.1 has no such codec" in v.unsupported, v.unsupported
+        else:
+            assert v.ok and v.unsupported is None and v.checked["conforms"] == 3, [str(x) for x in v.violations]

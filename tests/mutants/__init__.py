@@ -471,6 +471,22 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="leader-writes-the-producers-codec",
+        module="impl.log_validator",
+        old="""    target = source if compression_type == "producer" else CODECS[compression_type]""",
+        new="""    target = source""",
+        description="a leader writes a batch in the codec its producer chose whatever the topic's compression.type says, where LogValidator rebuilds it in the topic's codec (buildRecordsAndAssignOffsets, §4.14; pinned by corpora/log/compression-type-rebuilds-a-leaders-batch-in-the-topics-codec.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="rebuilt-batch-size-unchecked",
+        module="impl.log",
+        old="""                if len(rebuilt) > self.config.max_message_bytes:  # messageSizeMaybeChanged: checked again""",
+        new="""                if False:""",
+        description="a batch the leader rebuilt in the topic's codec is not held to max.message.bytes again, where UnifiedLog.append checks every batch once more when the validator says their sizes may have changed (a gzip batch decompressed past the bound is refused, §4.14; pinned by corpora/log/compression-type-rebuilds-a-leaders-batch-in-the-topics-codec.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="legacy-wrapper-log-append-time-ignored",
         module="impl.record_walk",
         old="""    append_time = magic == 1 and attributes & 0x08  # LogAppendTime: every record has the wrapper's""",
