@@ -482,9 +482,11 @@ def _take_offline(manager: LogManager) -> None:
             return
         manager.offline[d] = why
         manager.dir_files[d].pop(LOCK, None)  # handleLogDirFailure destroys the dir's lock
-        for tp, log in manager.logs_in(d):
+        # the current logs of the dir (its future logs below: a future log's current one, in
+        # another dir, stays served)
+        for tp in [tp for tp, p in manager.partitions.items() if p.data_dir == d]:
             pf = manager.partitions.pop(tp)
-            path = f"{d}/{log.name}"
+            path = f"{d}/{pf.log.name}"
             manager.extra_dirs.add(path)
             manager.extra_files.update({f"{path}/{n}": b for n, b in _partition_files(pf).items()})
             manager.extra_mtimes.update({p: t for p, t in _partition_mtimes(pf).items()})

@@ -772,8 +772,8 @@ def test_a_promotion_in_one_data_dir_is_unsupported_on_kafka_too():
 @pytest.mark.parametrize("kind", ["future", "stray"])
 def test_a_set_aside_dir_is_followed_from_kafka_3_1_and_unsupported_before(kind):
     """The Scala LogManagers of 3.1–4.3 follow -future dirs as 4.4's does (-stray ones from 3.6,
-    when KRaft's stray replicas came); the Log generation's adapter does not: an open that meets
-    one is unsupported there, never passed."""
+    when KRaft's stray replicas came), and the Log generation's from 2.8; before, an open that
+    meets one is unsupported, never passed."""
     steps = _set_aside(kind, kind == "future")
     for release in ("4.3.1", "3.9.1"):
         verdict = run(_scenario(steps), ("model", f"kafka:{release}"))
@@ -781,7 +781,7 @@ def test_a_set_aside_dir_is_followed_from_kafka_3_1_and_unsupported_before(kind)
         assert [x.get("kind", "") for x in verdict.results[4][f"kafka:{release}"]["loaded"]] == (
             ["", "future"] if kind == "future" else ["stray"]
         )
-    for release in ("2.8.2", *(("3.4.1",) if kind == "stray" else ())):
+    for release in ("2.7.2", *(("2.8.2", "3.4.1") if kind == "stray" else ())):
         verdict = run(_scenario(steps), ("model", f"kafka:{release}"))
         assert not verdict.violations and f"a -{kind} directory" in (verdict.unsupported or ""), verdict.unsupported
 

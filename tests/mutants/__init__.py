@@ -471,6 +471,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="offline-future-dir-takes-its-current-log",
+        module="impl.log_manager",
+        old="""                if load.data_dir == d and load.log is not None:""",
+        new="""                if load.log is not None and (load.data_dir == d or any(x.data_dir == d and x.kind == "future" and (x.topic, x.partition) == (load.topic, load.partition) for x in loads)):""",
+        description="a data dir that goes offline at startup takes with it the current log of each future log it holds, in another dir, where handleLogDirFailure removes only the logs in the failed dir (§6.6; the model's bug, found by the time-to-catch control; pinned by corpora/log/offline-future-dir-keeps-its-current-log.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="leader-writes-the-producers-codec",
         module="impl.log_validator",
         old="""    target = source if compression_type == "producer" else CODECS[compression_type]""",
