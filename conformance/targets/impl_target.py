@@ -18,9 +18,9 @@ import impl.log_manager
 from conformance import scenario as sc
 from conformance.crash_images import Fault, crash_image, journal
 from conformance.schedule import RACE_POINTS, START_POINT, Scheduler
-from conformance.sim_storage import SimStorage
+from conformance.sim_storage import SimStorage, Truncate, Unlink, Write
 from conformance.targets import TargetBase, partition_state
-from conformance.tracing import TracingStorage
+from conformance.tracing import Op, TracingStorage
 from impl.config import LogConfig
 from impl.storage import OsStorage
 from impl.sync_points import sync_point
@@ -329,6 +329,9 @@ def _forking():
     """copy.deepcopy taught locks and whole-file views, while a fork is made."""
     dispatch = copy._deepcopy_dispatch  # noqa: SLF001 - the documented hook is per class, these are builtins
     added = {_thread.LockType: lambda lock, memo: threading.Lock(), memoryview: _copy_view}
+    # values that never change (frozen, no reference to a file or a directory): shared, not copied —
+    # a fork's journal and trace hold hundreds of them
+    added.update(dict.fromkeys((Op, Write, Truncate, Unlink), lambda value, memo: value))
     saved = {k: dispatch[k] for k in added if k in dispatch}
     dispatch.update(added)
     try:
