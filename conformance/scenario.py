@@ -95,6 +95,7 @@ class BatchSpec:
     transactional: bool = False  # a transactional producer's data batch (needs ``producer``)
     control: str | None = None  # an end-transaction marker: "COMMIT" or "ABORT" (one record, §1.6)
     coordinator_epoch: int = 0  # the marker's transaction coordinator epoch
+    transaction_version: int = 0  # a leader's marker: the WriteTxnMarkers request's (KIP-890: 2 bumps the epoch)
     magic: int = 2  # 0 or 1: a follower's legacy message set (a message per record, or one wrapper)
     log_append_time: int | None = None  # a follower's batch (v2, or magic 1) as a LogAppendTime leader stamped it
 
@@ -190,6 +191,7 @@ def _batch_json(b: BatchSpec, leader: bool) -> dict:
         return {
             "control": b.control, "timestamp": b.records[0].timestamp, "producer_id": pid,
             "producer_epoch": epoch, "coordinator_epoch": b.coordinator_epoch, **follower,
+            **({"transaction_version": b.transaction_version} if b.transaction_version else {}),
         }  # fmt: skip
     return {
         "records": [attrs.asdict(r) for r in b.records],
@@ -241,7 +243,10 @@ class Append(Step):
     def call(self, manager, dirs):
         """One ``UnifiedLog.append`` per request (:func:`append_requests`); a refusal ends the step."""
         log = manager.log(self.topic, self.partition)
-        infos = [log.append(data, self.leader, self.leader_epoch) for data in append_requests(self)]
+        infos = [
+            log.append(data, self.leader, self.leader_epoch, version)
+            for data, version in zip(append_requests(self), transaction_versions(self), strict=True)
+        ]
         return {"first": infos[0].first_offset, "last": infos[-1].last_offset}
 
     @classmethod
@@ -256,7 +261,10 @@ class Append(Step):
             # a follower's current leader epoch is at least every fetched batch's; Kafka 4.x
             # leaves out batches stamped above the epoch appendAsFollower is given
             fields["leader_epoch"] = max(b.leader_epoch for b in self.batches)
-        return [{"op": "append", **fields, "data": data.hex()} for data in append_requests(self)]
+        return [
+            {"op": "append", **fields, "data": data.hex(), **({"transaction_version": v} if v else {})}
+            for data, v in zip(append_requests(self), transaction_versions(self), strict=True)
+        ]
 
     def wire_result(self, answers):
         return {"first": answers[0]["first"], "last": answers[-1]["last"]}
@@ -655,6 +663,8 @@ def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
             raise ScenarioError(f"{bw}: a leader append takes magic 2 batches (a follower's may be legacy)")
         if spec.log_append_time is not None and leader:
             raise ScenarioError(f"{bw}: log_append_time is what a leader stamped, given on a follower's batch")
+        if spec.transaction_version and not leader:
+            raise ScenarioError(f"{bw}: transaction_version is the coordinator's, given on a leader's marker")
         base = _int(b, "base_offset", bw, 0, 0) if not leader else 0
         epoch = _int(b, "leader_epoch", bw, 0, 0, INT[1]) if not leader else 0
         out.append(attrs.evolve(spec, base_offset=base, leader_epoch=epoch))
@@ -679,6 +689,7 @@ _MARKER_FIELDS = {
     "producer_id",
     "producer_epoch",
     "coordinator_epoch",
+    "transaction_version",
     "base_offset",
     "leader_epoch",
 }
@@ -728,6 +739,7 @@ def _marker(b: dict, bw: str) -> BatchSpec:
         producer=producer,
         control=b["control"],
         coordinator_epoch=_int(b, "coordinator_epoch", bw, 0, 0, INT[1]),
+        transaction_version=_int(b, "transaction_version", bw, 0, 0, 2),
     )
 
 
@@ -872,6 +884,15 @@ def append_requests(step: Append) -> list[bytes]:
     if not step.leader or len(step.batches) <= 1:
         return [append_bytes(step)]
     return [append_bytes(attrs.evolve(step, batches=(b,))) for b in step.batches]
+
+
+def transaction_versions(step: Append) -> list[int]:
+    """The transaction version each request of :func:`append_requests` is appended at: a leader's
+    marker's own (the coordinator's WriteTxnMarkers request), 0 for any other request (a follower
+    has none: Kafka checks its markers as version 0 does)."""
+    if not step.leader or len(step.batches) <= 1:
+        return [step.batches[0].transaction_version if step.leader and step.batches else 0]
+    return [b.transaction_version for b in step.batches]
 
 
 def _utf8(s: str | None) -> bytes | None:

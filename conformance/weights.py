@@ -150,6 +150,9 @@ TABLE = (
     Weight("transaction marker", {"current": 6, "fenced coordinator": 1, "older producer epoch": 1},
            "COMMIT and ABORT close transactions and fill the txn index (rules 55-56); a fenced coordinator's and an "
            "older epoch's markers are refused"),
+    Weight("transaction marker: version", {0: 2, 2: 1},
+           "the classic protocol's markers keep the epoch; KIP-890's version 2 bumps it first and refuses one at it"
+           " unless it is a retry (docs/producer-state.md rule 55; drawn where every target takes a version, 4.2 on)"),
     Weight("read: isolation", {"read_uncommitted": 3, "read_committed": 1},
            "read_committed stops at the last stable offset and answers the aborted transactions (rule 60)"),
     Weight("follower append: magic", {2: 6, 1: 1, 0: 1},

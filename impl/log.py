@@ -298,9 +298,12 @@ class PartitionLog:
         )
 
     @storage_errors
-    def append(self, records: bytes, leader: bool = True, leader_epoch: int = 0) -> LogAppendInfo:
+    def append(
+        self, records: bytes, leader: bool = True, leader_epoch: int = 0, transaction_version: int = 0
+    ) -> LogAppendInfo:
         """Append v2 batches: as leader, offsets are assigned from the log end offset and the batches'
-        partition leader epoch set; as follower, offsets are kept and validated."""
+        partition leader epoch set; as follower, offsets are kept and validated.  A leader's marker
+        is checked at ``transaction_version`` (its coordinator's)."""
         data = bytearray(records)
         scan = BatchScan(data)
         headers = list(scan)
@@ -359,7 +362,9 @@ class PartitionLog:
         # raised to the log end offset (KAFKA-6264's guess)
         segment = self._maybe_roll(len(data), first if first >= 0 else last - INT32_MAX, last, max_ts)
         # after the roll, before the write: a retry or a refusal writes nothing
-        duplicate, pending, completed = self._analyse_producers(data, headers, _origin(headers, leader))
+        duplicate, pending, completed = self._analyse_producers(
+            data, headers, _origin(headers, leader), transaction_version
+        )
         if duplicate is not None:
             return LogAppendInfo(*duplicate)
         segment.append(last, data)
@@ -377,7 +382,7 @@ class PartitionLog:
             self.flush(self.log_end_offset)
         return LogAppendInfo(first, last)
 
-    def _analyse_producers(self, data, headers, origin: str):
+    def _analyse_producers(self, data, headers, origin: str, transaction_version: int):
         """analyzeAndValidateProducerState: (the offsets of the batch a client's repeats, None,
         None), or (None, the producer state with the request applied to a copy, the transactions
         it completes); a refused check raises and changes nothing."""
@@ -390,7 +395,7 @@ class PartitionLog:
                 if duplicate is not None:
                     return duplicate, None, None
             marker = end_marker(data, h) if is_control(h) else None
-            txn = pending.append(h, marker, origin)
+            txn = pending.append(h, marker, origin, transaction_version)
             if txn is not None:
                 completed.append(txn)
         return None, pending, completed

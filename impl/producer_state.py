@@ -65,6 +65,15 @@ def is_control(h) -> bool:
     return h.magic >= 2 and bool(h.attributes & _CONTROL)
 
 
+def _fenced_marker(epoch: int, entry: tuple, transaction_version: int) -> bool:
+    """checkProducerEpoch for a marker: below the producer's epoch; from transaction version 2
+    (KIP-890, the coordinator bumps the epoch first) at it too, unless the producer has no open
+    transaction (or the epoch is Short.MAX): a retry of a marker already written (KAFKA-19999)."""
+    if transaction_version < 2:
+        return epoch < entry[1]
+    return epoch < entry[1] or (epoch == entry[1] and entry[7] >= 0 and epoch != 2**15 - 1)
+
+
 def _empty(pid: int) -> tuple:
     return (pid, -1, -1, -1, 0, -1, -1, -1)  # ProducerStateEntry.empty
 
@@ -219,14 +228,15 @@ class ProducerStateManager:
         if not (h.base_sequence == last + 1 or (h.base_sequence == 0 and last == INT_MAX)):
             raise LogError("OutOfOrderSequenceException", f"{where}: sequence {h.base_sequence} after {last}")
 
-    def append(self, h, marker, origin: str) -> CompletedTxn | None:
+    def append(self, h, marker, origin: str, transaction_version: int = 0) -> CompletedTxn | None:
         """UnifiedLog.updateProducers for batch ``h`` with a producer id (``marker``: its end
-        marker, if a control batch): checked, then applied; the transaction it completes."""
+        marker, if a control batch, written at ``transaction_version``): checked, then applied;
+        the transaction it completes."""
         if is_control(h):
             if marker is None:  # a control batch with no record: the entry, nothing more
                 self.producers.setdefault(h.producer_id, _empty(h.producer_id))
                 return None
-            return self._end_transaction(h, marker, origin)
+            return self._end_transaction(h, marker, origin, transaction_version)
         self.validate(h, origin)
         self.update(h)
         return None
@@ -272,13 +282,17 @@ class ProducerStateManager:
 
     # --- transactions ----------------------------------------------------------------------------
 
-    def _end_transaction(self, h, marker, origin: str) -> CompletedTxn | None:
+    def _end_transaction(self, h, marker, origin: str, transaction_version: int) -> CompletedTxn | None:
         kind, coordinator_epoch, timestamp = marker
         pid = h.producer_id
         entry = self.producers.get(pid, _empty(pid))
         where = f"producer {pid} at offset {h.offset}"
-        if origin != REPLICATION and h.producer_epoch < entry[1]:
-            raise LogError("InvalidProducerEpochException", f"{where}: epoch {h.producer_epoch} is below {entry[1]}")
+        if origin != REPLICATION and _fenced_marker(h.producer_epoch, entry, transaction_version):
+            raise LogError(
+                "InvalidProducerEpochException",
+                f"{where}: epoch {h.producer_epoch} is {'<=' if transaction_version >= 2 else '<'} {entry[1]}"
+                f" (TV{transaction_version})",
+            )
         if origin != REPLICATION and entry[6] > coordinator_epoch:
             raise LogError(
                 "TransactionCoordinatorFencedException",

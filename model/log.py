@@ -85,7 +85,8 @@ class Log:
     cleaned_left: dict[int, Segment] = attrs.Factory(dict)
     producer_state: ProducerStateManager = attrs.Factory(lambda: ProducerStateManager({}))
     snapshot_delete_tasks: list[tuple[int, str]] = attrs.Factory(list)  # (due ms, <offset>.snapshot.deleted)
-    kafkas_deleted: int | None = None  # the last retention's count as Kafka's gives it, if not the same
+    # the last retention's count as Kafka's gives it, if not the same (REFUSED_ROLL: Kafka's roll throws)
+    kafkas_deleted: int | str | None = None
     installed_groups: list[list[int]] = attrs.Factory(list)  # the last cleaning round's, see clean()
     # a segment was made since the log was loaded or created: Kafka builds its indexes lazily, and
     # the model does not follow which it built (the files of a log never closed depend on it)
@@ -212,7 +213,7 @@ class Log:
         self.epoch_writes += 1
 
     # §4.14
-    def append(self, records: bytes, leader: bool, leader_epoch: int) -> LogAppendInfo:
+    def append(self, records: bytes, leader: bool, leader_epoch: int, transaction_version: int = 0) -> LogAppendInfo:
         scan = iterate_file(bytes(records))
         if scan.stop == CORRUPT:
             raise LogError("CorruptRecordException", str(scan.error))
@@ -268,7 +269,7 @@ class Log:
             self.roll(first if first >= 0 else last - INT32_MAX)
         batches = iterate_file(bytes(data)).batches
         # after the roll, before the write: a duplicate or a refusal writes nothing (rule 47)
-        duplicate, pending, completed = self._analyse_producers(batches, _origin(batches, leader))
+        duplicate, pending, completed = self._analyse_producers(batches, _origin(batches, leader), transaction_version)
         if duplicate is not None:
             return LogAppendInfo(*duplicate)
         self.active.append(last, bytes(data), self.clock())
@@ -299,7 +300,7 @@ class Log:
             {"first_offset": first, "last_offset": last},
         )
 
-    def _analyse_producers(self, batches, origin: str):
+    def _analyse_producers(self, batches, origin: str, transaction_version: int):
         """analyzeAndValidateProducerState: a client's batch that repeats one of its producer's
         last five gives that batch's offsets (the duplicate); else every batch with a producer id
         is applied to a copy of the producer state, the request refused on the first failing
@@ -312,7 +313,7 @@ class Log:
                 duplicate = self.producer_state.duplicate_of(batch.header())
                 if duplicate is not None:
                     return duplicate, None, None
-            txn = append_batch(pending, batch, origin)
+            txn = append_batch(pending, batch, origin, transaction_version)
             if txn is not None:
                 completed.append(txn)
         return None, pending, completed
@@ -586,10 +587,21 @@ class Log:
             if self.config.retention_ms >= 0:
                 now, limit = self.clock(), self.config.retention_ms
                 kafkas = len(self._deletable(lambda s, _nxt: now - s.kafkas_largest_timestamp() > limit))
+                # deleting every segment rolls first (§4.8): Kafka's roll then throws where the model's,
+                # deleting fewer, did not run
+                refused = kafkas == len(self.segments) and self._roll_refused()
                 timed = self.delete_while(lambda s, _nxt: now - s.largest_timestamp() > limit)
-                self.kafkas_deleted = None if kafkas == timed else n + kafkas
+                self.kafkas_deleted = None if kafkas == timed else REFUSED_ROLL if refused else n + kafkas
                 n += timed
         return n
+
+    def _roll_refused(self) -> bool:
+        """Whether :meth:`roll` to the log end would throw (a non-empty segment there already,
+        KAFKA-6388's rule, or the active segment above it), without rolling."""
+        at = self.log_end_offset
+        if any(s.base_offset == at for s in self.segments):
+            return not (self.active.base_offset == at and self.active.size == 0)
+        return at < self.active.base_offset
 
     def _deletable(self, predicate) -> list[Segment]:
         """The segments from the oldest on that ``predicate`` takes, stopping at the first it does
@@ -645,6 +657,8 @@ def _origin(batches, leader: bool) -> str:
         return REPLICATION
     return COORDINATOR if batches and batches[0].is_control else CLIENT
 
+
+REFUSED_ROLL = "KafkaException"  # Kafka's retention answer when the roll before deleting every segment throws
 
 CODECS = {"uncompressed": NONE, "gzip": GZIP, "snappy": SNAPPY, "lz4": LZ4, "zstd": ZSTD}
 

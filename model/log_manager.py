@@ -28,7 +28,7 @@ from model import clean_shutdown
 from model.checkpoints import IO, CheckpointError, parse_offsets, render_epochs, render_offsets
 from model.config import Config
 from model.errors import IndexFailure, LogError, RecordFormatError
-from model.log import Log
+from model.log import REFUSED_ROLL, Log
 from model.loader import (
     ALL_DELETED,
     BRANCHES,
@@ -160,7 +160,7 @@ class LogManager:
         self.startup_error: str | None = None  # why the startup failed (Kafka's failure policy), or None
         self.queued_offline: dict[str, str] = {}  # data dir → the I/O error the load queued it offline for
         self.offline: dict[str, str] = {}  # data dirs the failure handler took offline (§6.6) → why
-        self.kafkas_retention: int | None = None  # the last retention's count as Kafka's, if not the same
+        self.kafkas_retention: dict | None = None  # the last retention's answer as Kafka's, if not the same
 
     # --- the image ------------------------------------------------------------------------------
 
@@ -338,8 +338,11 @@ class LogManager:
         logs = [x for tp, p in sorted(self.partitions.items()) for x in (p, self.futures.get(tp)) if x]
         counts = [(p.log.delete_old_segments(), p.log.kafkas_deleted) for p in logs]
         ours = sum(n for n, _ in counts)
+        if any(k == REFUSED_ROLL for _, k in counts):  # cleanupLogs stops at the log whose roll throws
+            self.kafkas_retention = {"error": REFUSED_ROLL}
+            return ours
         kafkas = sum(n if k is None else k for n, k in counts)
-        self.kafkas_retention = None if kafkas == ours else kafkas
+        self.kafkas_retention = None if kafkas == ours else {"deleted": kafkas}
         return ours
 
     def expire_producers(self) -> int:

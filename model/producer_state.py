@@ -40,6 +40,7 @@ _LONG = re.compile(r"[+-]?[0-9]+")
 
 
 NO_SEQUENCE = -1
+EPOCH_MAX = 2**15 - 1  # Short.MAX_VALUE: a producer epoch that can go no higher
 BATCHES_TO_RETAIN = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN: what duplicate detection sees
 INT_MAX = 2**31 - 1
 
@@ -248,19 +249,28 @@ class ProducerStateManager:
 
     # --- transactions (section 9, rules 53–60) ------------------------------------------------------
 
-    def end_transaction(self, h, marker, origin: str) -> CompletedTxn | None:
+    def end_transaction(self, h, marker, origin: str, transaction_version: int = 0) -> CompletedTxn | None:
         """ProducerAppendInfo.appendEndTxnMarker (rule 55) for the marker record ``marker`` of
         control batch ``h``: its epoch and coordinator epoch are checked (refused unless from a
         follower); the producer's open transaction, if any, is the one it completes; the entry
         takes the marker's epoch (a new one forgets the batches), coordinator epoch and timestamp,
-        and no longer has a transaction."""
+        and no longer has a transaction.
+
+        At ``transaction_version`` 2 (KIP-890) the coordinator bumps the epoch before the marker, so
+        a marker must be above the producer's epoch; one at the epoch is refused too, unless no
+        transaction is open (or the epoch is Short.MAX): a retry of a marker already written, which
+        is written again (KAFKA-19999, rule 55a)."""
         pid = h.producer_id
         entry = self.producers.get(pid, _empty(pid))
         where = f"producer {pid} at offset {h.offset}"
         if origin != REPLICATION:
-            if h.producer_epoch < entry[1]:
+            strict = transaction_version >= 2
+            retry = strict and h.producer_epoch == entry[1] and (entry[7] < 0 or h.producer_epoch == EPOCH_MAX)
+            if (h.producer_epoch <= entry[1] if strict else h.producer_epoch < entry[1]) and not retry:
                 raise LogError(
-                    "InvalidProducerEpochException", f"epoch {h.producer_epoch} of {where} is below {entry[1]}"
+                    "InvalidProducerEpochException",
+                    f"epoch {h.producer_epoch} of {where} is {'<=' if strict else '<'} {entry[1]}"
+                    f" (TV{transaction_version})",
                 )
             if entry[6] > marker.coordinator_epoch:
                 raise LogError(
@@ -482,7 +492,7 @@ def _empty(pid: int) -> tuple:
     return (pid, -1, NO_SEQUENCE, -1, 0, -1, -1, -1)
 
 
-def append_batch(psm: ProducerStateManager, batch, origin: str) -> CompletedTxn | None:
+def append_batch(psm: ProducerStateManager, batch, origin: str, transaction_version: int = 0) -> CompletedTxn | None:
     """UnifiedLog.updateProducers for one batch carrying a producer id: a data batch is checked
     (:meth:`ProducerStateManager.validate`) and becomes the producer's last; a marker ends its
     transaction; a control batch with no record changes nothing but makes the entry (rule 55).
@@ -498,7 +508,7 @@ def append_batch(psm: ProducerStateManager, batch, origin: str) -> CompletedTxn 
                 "IllegalArgumentException",
                 f"control record type {records[0].control_type} at offset {h.offset} ends no transaction",
             )
-        return psm.end_transaction(h, records[0], origin)
+        return psm.end_transaction(h, records[0], origin, transaction_version)
     psm.validate(h, origin)
     psm.update(h, batch.is_transactional)
     return None

@@ -51,6 +51,8 @@ CAPTURE_VARIABLE = "KLC_KAFKA_CAPTURE"  # "1": every kafka target of the process
 CLEANER_FROM = (4, 1)
 EXPIRY_FROM = (3, 4)  # KIP-854's producer.id.expiration.ms: what the model's producer expiry states
 SET_ASIDE_DIRS_FROM = (3, 9)  # the first whose adapter follows -delete, -future and -stray dirs as modelled
+TRANSACTION_VERSION_FROM = (4, 2)  # the first whose appendAsLeader takes a marker's transaction version (KIP-890)
+ZSTD_FROM = (2, 1)  # the first with a zstd codec (KIP-110), for compression.type too
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
 
 
@@ -74,6 +76,18 @@ def expires_producers(target: str) -> bool:
     """Whether ``target`` runs ``expire_producers`` as the model states it: every one but the
     kafka target of a release before 3.4, which forgets producers by another config (KIP-854)."""
     return _from(target, EXPIRY_FROM)
+
+
+def takes_transaction_versions(target: str) -> bool:
+    """Whether ``target`` appends a marker at transaction version 2 as the model states: every one but
+    the kafka target of a release before 4.2, which takes no version (unsupported)."""
+    return _from(target, TRANSACTION_VERSION_FROM)
+
+
+def has_zstd(target: str) -> bool:
+    """Whether ``target`` knows the zstd codec (``compression.type=zstd``): every one but the kafka
+    target of a release before 2.1."""
+    return _from(target, ZSTD_FROM)
 
 
 def _from(target: str, since: tuple[int, int]) -> bool:

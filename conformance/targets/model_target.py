@@ -111,7 +111,7 @@ class ModelTarget(TargetBase):
         time-index entry the model does not (kafka_findings.RETENTION_BY_A_DAMAGED_ENTRY); None elsewhere."""
         if not (self.running and isinstance(step, sc.Retention)) or self.manager.kafkas_retention is None:
             return None
-        return {"deleted": self.manager.kafkas_retention}
+        return self.manager.kafkas_retention
 
     def state(self) -> dict:
         if not self.running:

@@ -479,6 +479,34 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="transaction-version-2-marker-at-the-epoch-taken",
+        module="impl.producer_state",
+        old="""    if transaction_version < 2:
+        return epoch < entry[1]""",
+        new="""    if True:
+        return epoch < entry[1]""",
+        description="a marker at transaction version 2 is checked as version 0 checks it: one at the producer's epoch while its transaction is open completes it, where KIP-890's coordinator bumps the epoch first and Kafka refuses it (InvalidProducerEpochException; pinned by corpora/log/transaction-version-2-markers-bump-the-epoch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="transaction-version-2-marker-retry-refused",
+        module="impl.producer_state",
+        old="""    return epoch < entry[1] or (epoch == entry[1] and entry[7] >= 0 and epoch != 2**15 - 1)""",
+        new="""    return epoch <= entry[1]""",
+        description="a version 2 marker at the producer's epoch with no transaction open is refused, where Kafka takes it as the retry of a marker already written and writes it again (KAFKA-19999; pinned by corpora/log/transaction-version-2-markers-bump-the-epoch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="retention-skips-future-logs",
+        module="impl.log_manager",
+        old="""        \"\"\"cleanupLogs: deleteOldSegments on each current log, then on its future log if any.\"\"\"
+        logs = [x for tp, log in sorted(self.logs.items()) for x in (log, self.futures.get(tp)) if x]""",
+        new="""        \"\"\"cleanupLogs: deleteOldSegments on each current log, then on its future log if any.\"\"\"
+        logs = [log for tp, log in sorted(self.logs.items())]""",
+        description="the retention task leaves future logs alone, where cleanupLogs runs deleteOldSegments on each current log's future log too, whose high watermark the alter-log-dirs thread keeps at its end (pinned by corpora/log/retention-deletes-a-future-logs-old-segments.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="leader-writes-the-producers-codec",
         module="impl.log_validator",
         old="""    target = source if compression_type == "producer" else CODECS[compression_type]""",
@@ -606,7 +634,7 @@ LOG_MUTANTS = (
     Mutant(
         name="marker-epoch-unchecked",
         module="impl.producer_state",
-        old="        if origin != REPLICATION and h.producer_epoch < entry[1]:\n",
+        old="        if origin != REPLICATION and _fenced_marker(h.producer_epoch, entry, transaction_version):\n",
         new="        if False:\n",
         description="the coordinator's marker of an older producer epoch is written, where Kafka refuses it (InvalidProducerEpochException, rule 55)",
         caught_by=("log-scenarios",),

@@ -137,6 +137,13 @@ abstract class ScalaGeneration<L> extends Generation<LogManager, L> {
         return (List<L>) (List<?>) Scala.list(manager.allLogs());
     }
 
+    /** Every log, future ones included (a future log without a current one too). */
+    @Override
+    @SuppressWarnings("unchecked")
+    protected List<L> logsWithFutures() {
+        return (List<L>) (List<?>) Scala.list(manager.allLogs());
+    }
+
     /** getLog: 1.1 on also takes isFuture (KIP-113's future replica), false here. */
     @Override
     @SuppressWarnings("unchecked")

@@ -183,6 +183,11 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     }
 
     @Override
+    protected List<UnifiedLog> logsWithFutures() {
+        return new ArrayList<>(manager.allLogs()); // a future log without a current one too
+    }
+
+    @Override
     protected Optional<UnifiedLog> futureLog(UnifiedLog current) {
         return manager.getFutureLog(current.topicPartition());
     }
@@ -232,8 +237,15 @@ final class Broker extends Generation<Logs, UnifiedLog> {
      *  client's produce request. */
     @Override
     ObjectNode append(UnifiedLog log, byte[] data, boolean leader, int leaderEpoch) throws IOException {
+        return append(log, data, leader, leaderEpoch, (short) 0);
+    }
+
+    /** As {@link #append(UnifiedLog, byte[], boolean, int)}, a marker at {@code transactionVersion}. */
+    @Override
+    ObjectNode append(UnifiedLog log, byte[] data, boolean leader, int leaderEpoch, short transactionVersion)
+            throws IOException {
         LogAppendInfo info = !leader ? log.appendAsFollower(Moved.memoryRecords(data), leaderEpoch)
-                : isControlBatch(data) ? coordinatorAppend(log, data, leaderEpoch)
+                : isControlBatch(data) ? coordinatorAppend(log, data, leaderEpoch, transactionVersion)
                 : log.appendAsLeader(Moved.memoryRecords(data), leaderEpoch);
         ObjectNode out = JSON.createObjectNode();
         out.put("first", info.firstOffset());
@@ -242,12 +254,19 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     }
 
     /** appendAsLeader(records, epoch, COORDINATOR, …): 4.2 adds the transaction version (KIP-890's
-     *  markers), which the 3-argument form leaves unknown (−1); 4.1 has none. */
-    private static LogAppendInfo coordinatorAppend(UnifiedLog log, byte[] data, int leaderEpoch) {
+     *  markers), which the 3-argument form leaves unknown (−1); 4.1 has none, so it checks every
+     *  marker as version 0 does and cannot take a version 2 one. */
+    private static LogAppendInfo coordinatorAppend(UnifiedLog log, byte[] data, int leaderEpoch, short version) {
         Object records = Moved.memoryRecords(data);
         Object[] head = {records, leaderEpoch, AppendOrigin.COORDINATOR, RequestLocal.noCaching(), VerificationGuard.SENTINEL};
         Object[] withVersion = java.util.Arrays.copyOf(head, head.length + 1);
-        withVersion[head.length] = (short) 0;
+        withVersion[head.length] = version;
+        boolean takesVersion = java.util.Arrays.stream(log.getClass().getMethods())
+                .anyMatch(m -> m.getName().equals("appendAsLeader") && m.getParameterCount() == withVersion.length);
+        if (version >= 2 && !takesVersion) {
+            throw new Unsupported("a marker at transaction version " + version + ": Kafka " + Release.version()
+                    + " takes no transaction version (KIP-890's markers, 4.2 on)");
+        }
         return (LogAppendInfo) Moved.callFirst(log, "appendAsLeader", withVersion, head);
     }
 

@@ -95,7 +95,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         SegmentJitter.restarted();
         Startup.Step load = startManager();
         String failed = Startup.run(load, this::takeOfflineDirs, () -> {
-            for (L log : logs()) {
+            for (L log : logsWithFutures()) {
                 highWatermarkAtTheEnd(log);
             }
             scheduler.runDue();
@@ -174,7 +174,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
             return;
         }
         scheduler.runDue();
-        for (L log : logs()) {
+        for (L log : logsWithFutures()) {
             highWatermarkAtTheEnd(log);
         }
     }
@@ -379,6 +379,17 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
 
     abstract ObjectNode append(L log, byte[] data, boolean leader, int leaderEpoch) throws IOException;
 
+    /** An append whose marker the coordinator writes at {@code transactionVersion}: versions 0 and 1
+     *  check a marker's epoch alike (the classic protocol), version 2 (KIP-890) otherwise, which a
+     *  generation that takes no version cannot express. */
+    ObjectNode append(L log, byte[] data, boolean leader, int leaderEpoch, short transactionVersion) throws IOException {
+        if (transactionVersion >= 2) {
+            throw new Unsupported("a marker at transaction version " + transactionVersion + ": Kafka "
+                    + Release.version() + " takes no transaction version (KIP-890's markers, 4.2 on)");
+        }
+        return append(log, data, leader, leaderEpoch);
+    }
+
     abstract ObjectNode roll(L log) throws IOException;
 
     /** One log-cleaner round on the partition (the {@code clean} step, spec §5.9): Kafka's own
@@ -517,6 +528,17 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     protected abstract void releaseDirLocks() throws IOException;
 
     protected abstract List<L> logs();
+
+    /** The served logs and every future log: one replica, whose high watermark is each log's end
+     *  after every step — a future log's too, as the alter-log-dirs thread keeps it at the current
+     *  log's, clamped to its own end (Partition.createLog, ReplicaAlterLogDirsThread). */
+    protected List<L> logsWithFutures() {
+        List<L> out = new java.util.ArrayList<>(logs());
+        for (L log : logs()) {
+            futureLog(log).ifPresent(out::add);
+        }
+        return out;
+    }
 
     /** The future log (KIP-113) of a current log's partition, where this generation follows them. */
     protected Optional<L> futureLog(L current) {

@@ -52,7 +52,7 @@ final class Steps {
         switch (op) {
             case "append":
                 return broker.append(log, HexFormat.of().parseHex(text(r, "data")), r.path("leader").asBoolean(true),
-                        (int) number(r, "leader_epoch"));
+                        (int) number(r, "leader_epoch"), (short) r.path("transaction_version").asInt(0));
             case "roll": return broker.roll(log);
             case "clean": return broker.clean(log);
             case "read":
