@@ -664,7 +664,7 @@ def _batches(d: dict, where: str, leader: bool) -> tuple[BatchSpec, ...]:
         if spec.log_append_time is not None and leader:
             raise ScenarioError(f"{bw}: log_append_time is what a leader stamped, given on a follower's batch")
         if spec.transaction_version and not leader:
-            raise ScenarioError(f"{bw}: transaction_version is the coordinator's, given on a leader's marker")
+            raise ScenarioError(f"{bw}: transaction_version is a leader's marker's, not a follower's")
         base = _int(b, "base_offset", bw, 0, 0) if not leader else 0
         epoch = _int(b, "leader_epoch", bw, 0, 0, INT[1]) if not leader else 0
         out.append(attrs.evolve(spec, base_offset=base, leader_epoch=epoch))
