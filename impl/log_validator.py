@@ -10,12 +10,12 @@ topic's codec (``producer``: the batch's own) is the batch's and the records' of
 
 from __future__ import annotations
 
+from impl.producer_state import is_control
 from impl.record_walk import record_fields, v2_headers, v2_key, v2_value
 from impl.record_writer import attributes_of, encode_batch, encode_record, to_long
 
 # BrokerCompressionType's names → codec ids ("producer" keeps the batch's)
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-CONTROL = 0x20
 
 
 def recompressed(data, header, compression_type: str) -> bytes | None:
@@ -27,7 +27,7 @@ def recompressed(data, header, compression_type: str) -> bytes | None:
     then set as in place."""
     source = header.attributes & 0x07
     target = source if compression_type == "producer" else CODECS[compression_type]
-    if source == 0 and (target == 0 or header.attributes & CONTROL):
+    if source == 0 and (target == 0 or is_control(header)):
         return None
     buf, fields = record_fields(data, header)
     if source == target and all(r[0] - header.offset == i for i, r in enumerate(fields)):

@@ -37,6 +37,7 @@ _LONG = re.compile(r"[+-]?[0-9]+")
 INT_MAX = 2**31 - 1
 KEPT_BATCHES = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 _TRANSACTIONAL, _CONTROL = 0x10, 0x20  # v2 attribute bits 4 and 5
+EPOCH_MAX = 2**15 - 1  # Short.MAX_VALUE: a producer epoch that can go no higher
 CLIENT, COORDINATOR, REPLICATION = "client", "coordinator", "replication"  # AppendOrigin
 
 
@@ -71,7 +72,7 @@ def _fenced_marker(epoch: int, entry: tuple, transaction_version: int) -> bool:
     transaction (or the epoch is Short.MAX): a retry of a marker already written (KAFKA-19999)."""
     if transaction_version < 2:
         return epoch < entry[1]
-    return epoch < entry[1] or (epoch == entry[1] and entry[7] >= 0 and epoch != 2**15 - 1)
+    return epoch < entry[1] or (epoch == entry[1] and entry[7] >= 0 and epoch != EPOCH_MAX)
 
 
 def _empty(pid: int) -> tuple:

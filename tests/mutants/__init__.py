@@ -475,7 +475,7 @@ LOG_MUTANTS = (
         module="impl.log_manager",
         old="""                if load.data_dir == d and load.log is not None:""",
         new="""                if load.log is not None and (load.data_dir == d or any(x.data_dir == d and x.kind == "future" and (x.topic, x.partition) == (load.topic, load.partition) for x in loads)):""",
-        description="a data dir that goes offline at startup takes with it the current log of each future log it holds, in another dir, where handleLogDirFailure removes only the logs in the failed dir (§6.6; the model's bug, found by the time-to-catch control; pinned by corpora/log/offline-future-dir-keeps-its-current-log.json)",
+        description="a data dir that goes offline at startup takes with it the current log of each future log it holds, in another dir, where handleLogDirFailure removes only the logs in the failed dir (§6.6; pinned by corpora/log/offline-future-dir-keeps-its-current-log.json)",
         caught_by=("log-scenarios",),
     ),
     Mutant(
@@ -491,7 +491,7 @@ LOG_MUTANTS = (
     Mutant(
         name="transaction-version-2-marker-retry-refused",
         module="impl.producer_state",
-        old="""    return epoch < entry[1] or (epoch == entry[1] and entry[7] >= 0 and epoch != 2**15 - 1)""",
+        old="""    return epoch < entry[1] or (epoch == entry[1] and entry[7] >= 0 and epoch != EPOCH_MAX)""",
         new="""    return epoch <= entry[1]""",
         description="a version 2 marker at the producer's epoch with no transaction open is refused, where Kafka takes it as the retry of a marker already written and writes it again (KAFKA-19999; pinned by corpora/log/transaction-version-2-markers-bump-the-epoch.json)",
         caught_by=("log-scenarios",),
