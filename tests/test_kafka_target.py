@@ -814,6 +814,21 @@ def test_a_running_kafka_holds_its_data_dirs_lock_and_a_crash_keeps_the_file():
         target.close()
 
 
+def test_a_recovery_pool_woken_for_a_queued_load_is_not_drained(tmp_path):
+    """After a failed startup the adapter waits for the loads queued behind the failed one. A pool
+    thread woken for one but not yet scheduled still reads WAITING in getTask: the adapter reads the
+    pool's queue first, so it waits for that load (tests/java/klc/kafka/RecoveryPoolsCheck.java holds
+    the wake-up back with a gate; a loaded machine made the stray case's answer miss its load)."""
+    source = REPO / "tests" / "java" / "klc" / "kafka" / "RecoveryPoolsCheck.java"
+    classpath = kafka_jvm.build()
+    subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(source)], check=True, timeout=120)
+    done = subprocess.run(
+        ["java", "-cp", os.pathsep.join([str(tmp_path), classpath]), "klc.kafka.RecoveryPoolsCheck"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout.strip()) == (0, "drained after the load"), done.stderr[-2000:]
+
+
 def test_a_startup_a_refused_name_failed_leaves_no_jvm_behind_at_quit(tmp_path):
     """Kafka's loadLogs never shuts down the recovery pool of a data dir loaded before a later dir's
     partition name failed the startup: its threads idle, and the adapter counts them drained (the

@@ -2,6 +2,7 @@ package klc.kafka;
 
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.ThreadPoolExecutor;
 
 /**
  * The threads of {@code LogManager.loadLogs}'s recovery pools (one pool per data dir). When a
@@ -38,8 +39,19 @@ final class RecoveryPools {
         }
     }
 
-    /** Blocked taking its pool's next task: the queue is empty, every load given to the pool ran. */
+    /** Blocked taking its pool's next task with none queued: every load given to the pool ran.
+     *  The queue is read first. A worker woken for a task it has not yet taken still reports
+     *  WAITING inside getTask until it is scheduled (a loaded machine can take a while), so its
+     *  state alone would call a pool idle with a load still queued; once the queue reads empty,
+     *  a worker found in getTask took nothing after it. */
     private static boolean idle(Thread t) {
+        ThreadPoolExecutor pool = PoolOf.thread(t);
+        if (pool == null) {
+            return true; // ended
+        }
+        if (!pool.getQueue().isEmpty()) {
+            return false;
+        }
         Thread.State state = t.getState();
         if (state != Thread.State.WAITING && state != Thread.State.TIMED_WAITING) {
             return false;
