@@ -51,6 +51,24 @@ def test_kafka_10471_marker_kept_through_a_crash_inside_the_load(release, red):
         target.close()
 
 
+KAFKA_7385 = "corpora/KAFKA-7385/emptied-producer-batch-alone-in-a-cleaned-segment.json"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release, error", [("2.0.0", "IllegalArgumentException"), ("2.0.1", None)])
+def test_kafka_7385_a_round_keeping_only_an_emptied_batch_on_the_releases(release, error):
+    """KAFKA-7385 (fixed in 2.0.1): filterTo kept no last offset of an emptied batch it retained, so
+    on 2.0.0 the cleaned segment holding only producer 7's empty batch is appended at offset -1 and
+    the second round fails; 2.0.1 runs it as the model does (1.1.1's verdict, an empty time index,
+    is recorded in the case)."""
+    case = sc.Scenario.load(KAFKA_7385)
+    verdict = run(case, ("model", f"kafka:{release}"), stop_at_first=True)
+    second_round = verdict.results[17][f"kafka:{release}"]
+    assert second_round.get("error") == error, second_round
+    if error is None:
+        assert second_round == verdict.results[17]["model"]
+
+
 @pytest.mark.parametrize("release, verdict", [("2.7.2", "fail"), ("2.8.2", "pass"), ("3.1.2", "pass")])
 def test_kafka_10101_recovery_point_on_the_releases(release, verdict):
     """KAFKA-10101 (fixed in 2.8.0): the recovery point after an unclean recovery."""

@@ -172,13 +172,16 @@ def test_a_cleaning_round_on_kafka_agrees_with_the_model():
 @pytest.mark.slow
 def test_a_cleaning_round_on_the_scala_cleaner_agrees_with_the_model():
     """Kafka 3.9.1's Scala kafka.log.Cleaner (ScalaCleanerRound.java) runs the case's three rounds
-    as the model does; the Log generation (2.8.2) does not drive its cleaner: unsupported."""
+    as the model does. The Log generation's (2.8.2) keeps a tombstone by segment mtimes, before
+    KIP-534: a round over the case's tombstone is unsupported there; 1.0.2's cleaner is not driven."""
     case = sc.Scenario.load(CLEAN_CASE)
     verdict = run(case, ("model", "kafka:3.9.1"))
     assert verdict.ok, (verdict.violations, verdict.unsupported)
     assert _clean_results(verdict, "kafka:3.9.1") == _clean_results(verdict, "model")
     older = run(case, ("model", "kafka:2.8.2"))
-    assert not older.violations and "driven from 3.1 on" in (older.unsupported or ""), older.unsupported
+    assert not older.violations and "before 3.1 (KIP-534)" in (older.unsupported or ""), older.unsupported
+    oldest = run(case, ("model", "kafka:1.0.2"))
+    assert not oldest.violations and "driven from 1.1 on" in (oldest.unsupported or ""), oldest.unsupported
 
 
 @pytest.mark.parametrize("wrong", ["a group left out of the answer", "no round run"])

@@ -1176,6 +1176,21 @@ SWAP_MUTANTS = (
 
 HISTORICAL_MUTANTS = (
     Mutant(
+        name="retained-empty-batch-leaves-no-metadata",
+        module="impl.cleaner",
+        old="""            h.base_sequence,
+        )
+        chunk.retained(h.max_timestamp, h.last_offset, h.last_offset, h.position)
+""",
+        new="""            h.base_sequence,
+        )
+""",
+        description="KAFKA-7385 (1.1-2.0.0): a cleaning round that keeps an emptied batch (an active producer's "
+        "last) records neither its last offset nor its max timestamp (MemoryRecords.filterTo's result), so a "
+        "cleaned segment holding only that batch gets no final time-index entry, or its append at offset -1 fails",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
         name="swap-segment-recovered-at-load",
         module="impl.loader",
         old="""                high = max(s.read_next_offset() for s in opened)  # a damaged swap fails the load here

@@ -400,6 +400,12 @@ final class Broker extends ScalaGeneration<Log> {
         return Scala.list((scala.collection.Iterable<EpochEntry>) Scala.call(cache, "epochEntries"));
     }
 
+    /** Kafka's own cleaner, one round ({@link ScalaCleanerRound}). */
+    @Override
+    ObjectNode clean(Log log) {
+        return ScalaCleanerRound.clean(log, clock);
+    }
+
     /** Whether a segment's index object exists yet. Lazy since 2.3 (KAFKA-7283): 2.4 on a
      *  LazyIndex whose wrapper becomes an IndexValue, 2.3 a LazyOffsetIndex/LazyTimeIndex holding
      *  an Option; up to 2.2 every index is built with its segment. */

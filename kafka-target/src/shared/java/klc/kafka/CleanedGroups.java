@@ -66,6 +66,45 @@ final class CleanedGroups {
         return false; // the valid batches end here
     }
 
+    /** Whether an inactive segment holds, among the batches before its first damaged one, a
+     *  control batch or a v2 record with a key and no value: what a cleaner before KIP-534 keeps
+     *  or drops by segment mtimes. {@code logs} as for {@link #holdsLegacyBatches}. */
+    static boolean holdsTombstonesOrMarkers(List<?> logs) {
+        try {
+            for (Object records : logs.subList(0, logs.size() - 1)) {
+                if (tombstoneOrMarkerBefore((Iterable<?>) call(records, "batches"))) {
+                    return true;
+                }
+            }
+            return false;
+        } catch (ReflectiveOperationException e) {
+            throw new AdapterFailure("a segment's batches are not readable", e);
+        }
+    }
+
+    private static boolean tombstoneOrMarkerBefore(Iterable<?> batches) throws ReflectiveOperationException {
+        try {
+            for (Object batch : batches) {
+                if (!(Boolean) call(batch, "isValid")) {
+                    return false;
+                }
+                if ((Boolean) call(batch, "isControlBatch")) {
+                    return true;
+                }
+                for (Object record : (Iterable<?>) batch) {
+                    if ((Boolean) call(record, "hasKey") && !(Boolean) call(record, "hasValue")) {
+                        return true;
+                    }
+                }
+            }
+        } catch (RuntimeException e) {
+            if (!e.getClass().getSimpleName().equals("CorruptRecordException")) {
+                throw e;
+            }
+        }
+        return false; // the valid batches end here
+    }
+
     /** A public method of a batch class that may itself not be public (DefaultFileChannelRecordBatch). */
     private static Object call(Object target, String name) throws ReflectiveOperationException {
         java.lang.reflect.Method method = target.getClass().getMethod(name);

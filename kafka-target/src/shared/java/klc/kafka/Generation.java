@@ -393,12 +393,12 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     abstract ObjectNode roll(L log) throws IOException;
 
     /** One log-cleaner round on the partition (the {@code clean} step, spec §5.9): Kafka's own
-     *  cleaner where the generation drives it (4.1 on: {@code CleanerRound}; 3.1–4.0:
-     *  {@code ScalaCleanerRound}); the Log generation's {@code kafka.log.Cleaner} (0.11–3.0) is not
-     *  driven, so a round there is not judged. */
+     *  cleaner where the generation drives it (4.1 on: {@code CleanerRound}; 1.1–4.0:
+     *  {@code ScalaCleanerRound}); the {@code kafka.log.Cleaner} of 0.11 and 1.0 is not driven, so
+     *  a round there is not judged. */
     ObjectNode clean(L log) throws Exception {
         throw new Unsupported("a log-cleaner round: this adapter of Kafka " + Release.version()
-                + " does not drive its Scala kafka.log.Cleaner (Kafka's own cleaner is driven from 3.1 on)");
+                + " does not drive its Scala kafka.log.Cleaner (Kafka's own cleaner is driven from 1.1 on)");
     }
 
     /** A fetch bounded by {@code maxOffset} the way a follower's high watermark bounds it (§4.5). */
