@@ -225,6 +225,17 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios", "log-machine"),
     ),
     Mutant(
+        name="cleaned-group-below-segment-bytes",
+        module="impl.cleaner",
+        old="            if not (log_size + s.size <= max_size):\n",
+        new="            if not (log_size + s.size < max_size):\n",
+        description="groupSegmentsBySize closes a group before a segment that would bring it to exactly "
+        "segment.bytes, where Kafka's bound is inclusive (KAFKA-5413; pinned by "
+        "corpora/KAFKA-7385/emptied-producer-batch-alone-in-a-cleaned-segment.json, whose rounds 1 and 3 "
+        "fill a group to the byte)",
+        caught_by=("regression-corpus",),
+    ),
+    Mutant(
         name="producers-last-batch-dropped",
         module="impl.cleaner",
         old="    return producers_last or h.last_offset + 1 == f.upper_bound, drop, can_discard and control\n",
