@@ -580,20 +580,33 @@ class CrashMachine(LogMachine):
         n = self.session.header.data_dirs
         dirs = set(self.session.source.image()[1])
         found = sorted((d, tp) for tp in self.created for d in range(n) if f"d{d}/{tp[0]}-{tp[1]}" in dirs)
-        kinds = [k for k in choices("set aside as") if k == "stray" or n > 1]
+        d, tp = data.draw(st.sampled_from(found), label="dir set aside") if found else (0, None)
+        kinds = [k for k in choices("set aside as") if self._sets_aside_as(k, tp, n)]
         if not found or not kinds:
             return
-        d, tp = data.draw(st.sampled_from(found), label="dir set aside")
         kind = data.draw(st.sampled_from(kinds), label="set aside as")
         future = kind == "future"
         self.set_aside += 1
-        self._do(fault_steps.RenameDir(tp[0], tp[1], kind, d, (d + 1) % n if future else None, copy=future))
+        if kind == "unassigned":  # the next load renames it -stray (KRaft's isStray)
+            self._do(sc.Unassign(tp[0], tp[1]))
+        else:
+            self._do(fault_steps.RenameDir(tp[0], tp[1], kind, d, (d + 1) % n if future else None, copy=future))
         if future:
             self.moving.add(tp)
         else:
             self._forget(tp)
             self.moving.discard(tp)
         event(f"rename_dir: {kind}")
+
+    def _sets_aside_as(self, kind: str, tp, data_dirs: int) -> bool:
+        """Whether ``tp`` may be set aside as ``kind``: a future copy needs another data dir; an
+        unassigned partition needs every target to set it aside (4.1 on), and one dir: the kafka
+        target names two of a partition in a race."""
+        if kind == "future":
+            return data_dirs > 1
+        if kind == "unassigned":
+            return self._sets_unassigned_aside() and tp not in self.moving
+        return True
 
     @precondition(lambda self: self._up() and self.moving)
     @rule(data=st.data())

@@ -286,6 +286,26 @@ def clean_scenario(at_op: int | None, fault: Fault) -> sc.Scenario:
 CLEAN_CRASH_INDEX = next(i for i, s in enumerate(clean_scenario(0, Fault("process")).steps) if isinstance(s, faults.Crash))
 
 
+def stray_scenario(at_op: int | None, fault: Fault) -> sc.Scenario:
+    """A crash at storage operation ``at_op`` of a startup (None: right after it) whose metadata
+    image no longer assigns t-0 (its current log in d0) nor v-0 (a future log in d1 whose current
+    one is gone): the load renames both ``-stray`` (KRaft's isStray, atomicMoveWithFallback and a
+    data-dir fsync each) and serves u-0 beside v's; then the restart, reads of t and u, t created
+    again (assigned here anew), a shutdown, a restart and a read of t."""
+    append = lambda topic, n: attrs.evolve(_append(n), topic=topic)  # noqa: E731
+    steps = [sc.Create("t", 0), sc.Create("u", 0, 1), sc.Create("v", 0, 1), append("t", 1), sc.Roll("t", 0)]
+    steps += [append("t", 2), append("u", 3), append("v", 4), sc.Shutdown()]
+    steps += [faults.RenameDir("v", 0, "future", 1), sc.Unassign("t", 0), sc.Unassign("v", 0)]
+    open_ = sc.Open()
+    steps += [open_, faults.Crash(fault)] if at_op is None else [faults.Crash(fault, open_, at_op)]
+    read = lambda topic: sc.Read(topic, 0, 0, 1 << 20, None, False)  # noqa: E731
+    steps += [sc.Open(), read("t"), read("u"), sc.Create("t", 0), _append(9), sc.Shutdown(), sc.Open(), read("t")]
+    return sc.Scenario(tuple(steps), config=CONFIG, data_dirs=2, clock_start_ms=T0)
+
+
+STRAY_CRASH_INDEX = next(i for i, s in enumerate(stray_scenario(0, Fault("process")).steps) if isinstance(s, faults.Crash))
+
+
 def sweep(
     build, crash_index: int, every_parameter: bool, tally: Tally | None = None,
     targets: tuple[str, ...] = ("model", "impl"), source: str = "impl/sim",

@@ -23,6 +23,7 @@ from conformance.targets.kafka import (
     follows_set_aside_dirs,
     has_zstd,
     runs_cleaning_rounds,
+    sets_unassigned_logs_aside,
     takes_transaction_versions,
 )
 from conformance.weights import chance, choices, weighted
@@ -134,6 +135,11 @@ class LogMachine(RuleBasedStateMachine):
         """Whether every target deletes partitions and follows -future and -stray dirs
         (kafka.follows_set_aside_dirs)."""
         return all(follows_set_aside_dirs(t) for t in self.targets)
+
+    def _sets_unassigned_aside(self) -> bool:
+        """Whether every target sets aside the logs of a partition its startup's metadata image no
+        longer assigns (kafka.sets_unassigned_logs_aside)."""
+        return all(sets_unassigned_logs_aside(t) for t in self.targets)
 
     def _score(self, label: str, value: float, add: bool = False) -> None:
         """target() may be called once per label per case: keep the best, report at teardown."""

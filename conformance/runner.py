@@ -186,6 +186,8 @@ class Session:
             return
         if index >= 0:
             self.verdict.results.append(results)
+        if step.sets_partition_aside and "error" not in next(iter(results.values()), {}):
+            self.tracker.unassigned(step.topic, step.partition)
         if step.loads and self.header.failure_policy == "isolate":
             # under Kafka's policy a failed load's files are compared: the startup fails with them
             self.unloadable = {

@@ -130,6 +130,8 @@ class Step:
     anchors_data_dirs: ClassVar[bool] = False
     # a fault cut from Kafka's own journal: the kafka target must capture its I/O (conformance.kafka_io)
     on_kafka_journal: ClassVar[bool] = False
+    # the partition stops being served at the next load (its logs set aside): no durability promise left
+    sets_partition_aside: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -218,6 +220,9 @@ class Create(Step):
     @classmethod
     def fields_from_json(cls, d, where):
         return {"dir": _int(d, "dir", where, 0, 0, 64)}
+
+    def on(self, target):
+        return target.create(self)
 
     def call(self, manager, dirs):
         manager.create_log(self.topic, self.partition, dirs[self.dir % len(dirs)])
@@ -530,6 +535,26 @@ class Open(Step):
 
     def on(self, target):
         return target.open()
+
+
+@attrs.frozen
+class Unassign(Step):
+    """The metadata image stops assigning the partition to this broker while it is down (a
+    reassignment, or the topic deleted and made again): at the next startup KRaft's ``isStray``
+    holds for its logs, and ``LogManager.loadLog`` renames each one it loads, current or future,
+    ``<topic>-<partition>.<id>-stray`` and holds it nowhere (spec §2.3 rule 4; Kafka 4.1 on).  The
+    image says so until a ``create`` of the partition (the controller assigns it here again), so a
+    log found again after a crash lost the rename is set aside again.  The id is the scenario's
+    (conformance.targets unique_id_source), as for ``rename_dir``."""
+
+    op = "unassign"
+    runs_when_down = True
+    sets_partition_aside = True
+    topic: str = "t"
+    partition: int = 0
+
+    def on(self, target):
+        return target.unassign(self.topic, self.partition)
 
 
 @attrs.frozen

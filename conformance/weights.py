@@ -122,9 +122,10 @@ TABLE = (
     Weight("set a partition dir aside", Fraction(1, 3),
            "rename_dir while the broker is down (§2.3 rule 2): the next load keys the dir apart, never serving it"
            " (Kafka 4.4.0's LogManager.loadLog), and it stays through ticks, checkpoints and shutdowns"),
-    Weight("set aside as", {"future": 1, "stray": 1},
+    Weight("set aside as", {"future": 1, "stray": 1, "unassigned": 1},
            "a future replica (KIP-113) copied into the other data dir beside its current log, checkpointed and"
-           " closed with that dir's logs; or a stray one, renamed in place, loaded whole and then held by nothing"),
+           " closed with that dir's logs; or a stray one, renamed in place, loaded whole and then held by nothing;"
+           " or one the metadata image no longer assigns here, which the next load renames -stray (KRaft's isStray)"),
     Weight("promotion: power loss inside it", Fraction(1, 2),
            "replaceCurrentWithFutureLog's two renames, the close and the checkpoints: between the renames the next"
            " load finds two current dirs of the partition and the startup fails (IllegalStateException)"),

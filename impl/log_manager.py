@@ -45,7 +45,7 @@ from impl.index import TimeIndex
 from impl.leader_epoch import LeaderEpochCache
 from impl.loader import LoadError, LoadReport, PartitionLoader
 from impl.log import STORAGE_ERROR, PartitionLog, Scheduler, storage_errors
-from impl.names import log_delete_dir_name, parse_topic_partition
+from impl.names import log_delete_dir_name, log_stray_dir_name, parse_topic_partition
 from impl.segment import LogSegment, filename_prefix
 from impl.storage import Storage
 
@@ -148,9 +148,12 @@ class LogManager:
         broker_epoch: int = -1,
         failure_policy: str = "kafka",
         unique_ids: Callable[[str, int, Callable[[str], bool]], str] = _random_unique_id,
+        unassigned: frozenset[tuple[str, int]] = frozenset(),
     ):
         self.storage = storage
         self.unique_ids = unique_ids  # (topic, partition, taken: dir name → bool) → a renamed dir's id
+        # the partitions the metadata image no longer assigns here: KRaft's isStray at startup
+        self.unassigned = unassigned
         self.deleting: list[Deleting] = []  # logsToBeDeleted, oldest first
         self.delete_logs_due: int | None = None  # the next run of the kafka-delete-logs task
         self.data_dirs = list(data_dirs)
@@ -442,6 +445,23 @@ class LogManager:
             if self.close_after_load:
                 loader.close_handlers()
 
+    def _set_aside(self, state: DataDirState, loaded: _Loaded) -> PartitionLoad:
+        """KRaft's isStray holds for a loaded current or future log (its partition unassigned):
+        loadLog renames its directory ``<topic>-<partition>.<id>-stray`` (atomicMoveWithFallback,
+        the data dir fsynced) and holds it nowhere, before any duplicate check (Kafka 4.4.0)."""
+        topic, partition, log = loaded.topic, loaded.partition, loaded.log
+
+        def taken(name: str) -> bool:
+            return any(self.storage.exists(f"{d}/{name}") for d in self.data_dirs)
+
+        name = log_stray_dir_name(topic, partition, self.unique_ids(topic, partition, taken, "stray"))
+        path = f"{state.path}/{name}"
+        self.storage.rename(log.dir, path)
+        self.storage.fsync_dir(state.path)
+        log.moved_to(path)
+        self.strays.append((state.path, log))
+        return PartitionLoad(state.path, name, topic, partition, None, None, loaded.loader.report, kind="stray")
+
     def _register(self, state: DataDirState, loaded: _Loaded, kinds: dict[str, str]) -> PartitionLoad:
         """On the calling thread, in directory order: the load's delayed deletions queued, the log
         registered — or refused as a duplicate, or the partition remembered as failed."""
@@ -465,6 +485,8 @@ class LogManager:
                 kind=kinds[name],
             )  # fmt: skip
         kind = kinds[name]
+        if kind in ("", "future") and tp in self.unassigned:
+            return self._set_aside(state, loaded)
         if kind == "delete":  # loaded, then queued for deletion, never served (§2.3, §6.2 step 6)
             self.deleting.append(Deleting(log, state.path, path, self.clock()))
             return PartitionLoad(state.path, name, topic, partition, None, None, loader.report, kind="delete")

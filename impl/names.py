@@ -98,6 +98,15 @@ def _suffixed(core: str) -> bool:
 def log_delete_dir_name(topic: str, partition: int, unique_id: str) -> str:
     """§2.3 rule 2 (LocalLog.logDeleteDirName): ``<topic>-<partition>.<unique id>-delete``, the
     topic cut so the name stays within a file name's 255 characters."""
-    suffix = f"-{partition}.{unique_id}-delete"
+    return _capped(topic, partition, unique_id, "delete")
+
+
+def log_stray_dir_name(topic: str, partition: int, unique_id: str) -> str:
+    """§2.3 rule 2 (LocalLog.logStrayDirName): ``<topic>-<partition>.<unique id>-stray``, cut alike."""
+    return _capped(topic, partition, unique_id, "stray")
+
+
+def _capped(topic: str, partition: int, unique_id: str, kind: str) -> str:
+    suffix = f"-{partition}.{unique_id}-{kind}"
     keep = max(0, min(len(topic), 255 - len(suffix)))
     return topic[:keep] + suffix

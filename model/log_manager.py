@@ -44,7 +44,7 @@ from model.loader import (
     PartitionLoadError,
     load_partition,
 )
-from model.names import LOCK_FILE, log_delete_dir_name, parse_topic_partition
+from model.names import LOCK_FILE, log_delete_dir_name, log_dir_name_with_suffix, parse_topic_partition
 from model.producer_state import SUFFIX as SNAPSHOT
 from model.segment import prefix
 
@@ -148,6 +148,11 @@ class LogManager:
         # logs found in -stray dirs: loaded, then held by nothing (never served, closed, checkpointed
         # or deleted: Kafka 4.4.0's LogManager.loadLog only logs them), their files as the load left them
         self.strays: list[PartitionFiles] = []
+        # the partitions the metadata image no longer assigns here (KRaft's isStray at startup),
+        # the directories the load found and those it set aside -stray
+        self.unassigned: frozenset[tuple[str, int]] = frozenset()
+        self.dirs_found: set[str] = set()
+        self.set_aside: set[str] = set()
         self.dir_files: dict[str, dict[str, bytes]] = {d: {} for d in self.data_dirs}  # name → bytes
         self.extra_dirs: set[str] = set()  # directories kept as found (bad names, failed loads)
         self.extra_mtimes: dict[str, int] = {}  # modification times of kept .log files
@@ -417,13 +422,18 @@ def load(
     mtimes=None,
     failure_policy: str = "kafka",
     unique_ids=None,
+    unassigned=frozenset(),
 ) -> LogManager:
     """The broker's startup on ``image`` (``mtimes``: modification times of its files, 0 where not
     given): a new LogManager holding every loadable partition.  Under Kafka's failure policy a
     partition that failed to load sets ``startup_error``: the startup failed, the broker is down.
-    ``unique_ids``: where the unique ids of renamed directories come from (§2.3; random as Kafka's)."""
-    manager = _load(image, data_dirs, config, clock, jitter, directories, broker_epoch, mtimes, failure_policy)
-    manager.unique_ids = unique_ids or random_unique_id
+    ``unique_ids``: where the unique ids of renamed directories come from (§2.3; random as Kafka's).
+    ``unassigned``: the (topic, partition)s the metadata image no longer assigns to this broker,
+    whose logs the load sets aside ``-stray`` (KRaft's ``isStray``)."""
+    manager = _load(
+        image, data_dirs, config, clock, jitter, directories, broker_epoch, mtimes, failure_policy,
+        unique_ids or random_unique_id, frozenset(unassigned),
+    )  # fmt: skip
     if failure_policy == "kafka":
         manager.startup_error = next((o.error for o in manager.outcomes if o.error and o.fatal), None)
     if manager.startup_error is None:  # LogManager.startup schedules kafka-delete-logs with no delay
@@ -515,9 +525,13 @@ def _keep_loaded(manager: LogManager, pf: PartitionFiles) -> None:
     manager.extra_mtimes.update(_partition_mtimes(pf))
 
 
-def _load(image, data_dirs, config: Config, clock, jitter, directories, broker_epoch, mtimes, policy) -> LogManager:
-    manager = LogManager(data_dirs, config, clock, jitter, broker_epoch)
+def _load(
+    image, data_dirs, config: Config, clock, jitter, directories, broker_epoch, mtimes, policy, unique_ids, unassigned
+) -> LogManager:
+    manager = LogManager(data_dirs, config, clock, jitter, broker_epoch, unique_ids)
+    manager.unassigned = unassigned
     dirs = set(directories)
+    manager.dirs_found = dirs
     inside = lambda p: any(p.startswith(d.rstrip("/") + "/") or p == d for d in data_dirs)  # noqa: E731
     manager.extra_files = {p: b for p, b in image.items() if not inside(p)}
     manager.found_mtimes = dict(mtimes or {})
@@ -621,6 +635,9 @@ def _load_log(manager: LogManager, image, d: str, topic: str, partition: int, fo
             f"KafkaStorageException: The log dir {d} is already offline due to a previous IO exception",
         )
     pf.data_dir = d
+    if outcome.kind in ("", "future") and (topic, partition) in manager.unassigned:
+        _set_aside(manager, pf, outcome)
+        return
     # loadLog makes the log (its load runs whole), then refuses a second one (IllegalStateException)
     if (topic, partition) in manager.partitions and outcome.kind == "":
         raise PartitionLoadError(path, f"Duplicate log directories for {topic}-{partition}")
@@ -638,6 +655,21 @@ def _load_log(manager: LogManager, image, d: str, topic: str, partition: int, fo
     else:
         manager.partitions[(topic, partition)] = pf
     outcome.written, outcome.files_now, outcome.log_now = {}, None, None  # only a failure needs them
+
+
+def _set_aside(manager: LogManager, pf, outcome: LoadOutcome) -> None:
+    """KRaft's ``isStray`` holds for a loaded current or future log (its partition unassigned):
+    Kafka 4.4.0's loadLog renames its directory ``<topic>-<partition>.<id>-stray`` (§2.3 rule 2,
+    ``renameDir``: atomicMoveWithFallback, the data dir fsynced) and registers it nowhere, before the
+    duplicate checks; the load lists it under that name, as a ``-stray`` dir it found."""
+    topic, partition = pf.log.topic, pf.log.partition
+    held = manager.dirs_found | manager.set_aside
+    taken = lambda name: any(f"{d}/{name}" in held for d in manager.data_dirs)  # noqa: E731
+    pf.dir_name = log_dir_name_with_suffix(topic, partition, manager.unique_ids(topic, partition, taken, "stray"), "stray")
+    manager.set_aside.add(pf.path)
+    outcome.name, outcome.kind = pf.dir_name, "stray"
+    manager.strays.append(pf)
+    outcome.written, outcome.files_now, outcome.log_now = {}, None, None
 
 
 def _failed(manager: LogManager, image, dirs: set[str], path: str, outcome: LoadOutcome, e: Exception) -> None:

@@ -17,6 +17,7 @@ from conformance.crash_images import FAMILIES, Fault
 from conformance.exhaustive import (
     CLEAN_CRASH_INDEX,
     PRELUDES,
+    STRAY_CRASH_INDEX,
     SIZES,
     Tally,
     clean_scenario,
@@ -28,6 +29,7 @@ from conformance.exhaustive import (
     kafka_scenario,
     scenario,
     split_scenario,
+    stray_scenario,
     sweep,
     workloads,
 )
@@ -171,3 +173,17 @@ def test_kafkas_own_calls_fail_on_every_adapter_generation(release):
     known = run(kafka_io_error_scenario("settled", ("flush",), 1, "EIO"), ("model", f"kafka:{release}"))
     assert known.known and known.known.startswith("msync-error-escapes-as-an-unchecked-exception"), known.known
     assert f"kafka:{release}: msync d0/t-0/" in known.known and "UncheckedIOException" in known.known
+
+
+@pytest.mark.slow  # the gate: corpora/crash/unassigned-partitions-set-aside-at-startup.json, a lost rename
+def test_every_crash_point_of_a_startup_setting_partitions_aside_recovers():
+    """A crash at every storage operation of a startup that sets aside the logs of two partitions
+    the metadata image no longer assigns (KRaft's isStray: a current log and a future one, each
+    renamed ``-stray`` and its data dir fsynced), under every fault family: the next load sets
+    aside what a lost rename left (the image still says so), serves the rest as before (conforms,
+    durable for the partition kept), and equals an uninterrupted load (idempotent-recovery)."""
+    tally = Tally()
+    verdict = sweep(stray_scenario, STRAY_CRASH_INDEX, SIZE.every_parameter, tally)
+    assert verdict is None, f"{verdict.violations[0]}\nscenario: {verdict.scenario.dumps()}"
+    # the load's own operations: the two renames and their fsyncs are among them
+    assert tally.crash_points >= 8

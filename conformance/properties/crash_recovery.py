@@ -263,6 +263,15 @@ class RecoveryTracker:
             if self.reference is not None:  # the interrupted load had it; the next one does not
                 self.reference.set_aside.add(outcome.path)
 
+    def unassigned(self, topic: str, partition: int) -> None:
+        """A partition the metadata image no longer assigns here: the next load sets its current
+        and future logs aside -stray, no longer served, as a ``rename_dir`` to ``-stray`` does now."""
+        name = f"{topic}-{partition}"
+        for key in [k for k in {*self.required, *self.injected_batches, *self.anchored} if _dir_of(k, name)]:
+            self.required.pop(key, None)
+            self.injected_batches.pop(key, None)
+            self.anchored.discard(key)
+
     def crashed(self, reference: Reference | None, during_open: bool) -> None:
         self.faulted = self.ever_faulted = True
         if during_open:
@@ -417,6 +426,13 @@ def _promoted(model, step, required: dict) -> tuple[str, str] | None:
     name = f"{step.topic}-{step.partition}"
     old = next((k for k in required if k.endswith(f"/{name}") and k != f"{new_dir}/{name}"), None)
     return None if new_dir is None or old is None else (old, f"{new_dir}/{name}")
+
+
+def _dir_of(key: str, name: str) -> bool:
+    """Whether the partition directory ``key`` (``d<n>/<dir>``) holds the partition ``name``'s
+    current log or its future log (``<name>.<id>-future``)."""
+    leaf = key.rsplit("/", 1)[-1]
+    return leaf == name or (leaf.startswith(name + ".") and leaf.endswith("-future"))
 
 
 def _anchored_by(model, step, result, batches) -> set[str]:

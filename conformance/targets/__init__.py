@@ -58,6 +58,8 @@ class Target(Protocol):
     def apply(self, step: sc.Step) -> dict: ...
     def durable_view(self): ...  # (SimStorage, root) whose durable state is this target's, or None
     def open(self) -> dict: ...
+    def unassign(self, topic: str, partition: int) -> dict: ...
+    def create(self, step: sc.Create) -> dict: ...
     def shutdown(self) -> dict: ...
     def tick(self, ms: int) -> dict: ...
     def race(self, step: sc.Race) -> dict: ...
@@ -149,6 +151,8 @@ class TargetBase:
         self.unique_ids = unique_id_source(scenario.jitter_seed)
         self.dir_names = [f"d{i}" for i in range(scenario.data_dirs)]
         self.running = False
+        # partitions the metadata image no longer assigns to this broker: stray at the next startup
+        self.unassigned: set[tuple[str, int]] = set()
         self.last_load: list[dict] = []
         self.trace = None  # the storage operation trace (impl targets)
         self.built_twice: list[str] = []  # lazy indexes the last race built twice (impl targets)
@@ -199,11 +203,26 @@ class TargetBase:
         then down, its files as the loads left them."""
         if self.running:
             return {"error": "AlreadyRunning"}
-        self.last_load = self._open()
+        # in data dir and name order, a log the load set aside -stray under its new name
+        order = {d: i for i, d in enumerate(self.dir_names)}
+        self.last_load = sorted(self._open(), key=lambda x: (order.get(x["dir"], len(order)), x["partition"]))
         self.running = self._started()
         if not self.running:
             self._startup_failed()
         return {"loaded": self.last_load, "started": self.running}
+
+    def unassign(self, topic: str, partition: int) -> dict:
+        """The metadata image stops assigning the partition here (:class:`conformance.scenario.Unassign`)."""
+        if self.running:
+            return {"error": "Running"}
+        self.unassigned.add((topic, partition))
+        return {}
+
+    def create(self, step: sc.Create) -> dict:
+        """A ``create``: the controller assigns the partition here (again), then the log is made."""
+        if self.running:
+            self.unassigned.discard((step.topic, step.partition))
+        return self.operate(step)
 
     def _started(self) -> bool:
         """Whether the last ``_open`` started the broker."""

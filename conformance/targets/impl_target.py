@@ -118,6 +118,7 @@ class ImplTarget(TargetBase):
         self.manager = impl.log_manager.LogManager(
             self.storage, self._dirs(), self.config, self.clock, self.jitter,
             failure_policy=self.scenario.failure_policy, unique_ids=self.unique_ids,
+            unassigned=frozenset(self.unassigned),
         )  # fmt: skip
         tail = self.tail_bytes()
         before = self.storage.stats.snapshot()

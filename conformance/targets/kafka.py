@@ -51,6 +51,7 @@ CAPTURE_VARIABLE = "KLC_KAFKA_CAPTURE"  # "1": every kafka target of the process
 CLEANER_FROM = (4, 1)
 EXPIRY_FROM = (3, 4)  # KIP-854's producer.id.expiration.ms: what the model's producer expiry states
 SET_ASIDE_DIRS_FROM = (3, 9)  # the first whose adapter follows -delete, -future and -stray dirs as modelled
+UNASSIGNED_FROM = (4, 1)  # KRaft's isStray passed to LogManager.startup: the adapters of 4.1 on
 TRANSACTION_VERSION_FROM = (4, 2)  # the first whose appendAsLeader takes a marker's transaction version (KIP-890)
 ZSTD_FROM = (2, 1)  # the first with a zstd codec (KIP-110), for compression.type too
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
@@ -70,6 +71,13 @@ def follows_set_aside_dirs(target: str) -> bool:
     of a release before 3.9, whose adapter answers some of them ``unsupported`` (docs/departures.md,
     "Deleted partitions", "Future and stray directories")."""
     return _from(target, SET_ASIDE_DIRS_FROM)
+
+
+def sets_unassigned_logs_aside(target: str) -> bool:
+    """Whether ``target`` runs a startup whose metadata image no longer assigns a partition
+    (``unassign``): every one but the kafka target of a release before 4.1, whose adapter passes
+    LogManager no ``isStray`` predicate."""
+    return _from(target, UNASSIGNED_FROM)
 
 
 def expires_producers(target: str) -> bool:
@@ -246,7 +254,8 @@ class KafkaTarget(TargetBase):
         return self._open_answer()
 
     def _open_answer(self, **fields) -> list[dict]:
-        answer = self._request("open", **fields)
+        # the partitions the metadata image no longer assigns here (sc.Unassign): KRaft's isStray
+        answer = self._request("open", unassigned=sorted([t, p] for t, p in self.unassigned), **fields)
         self.started = answer["started"]
         # KAFKA-7283 (§7.3): what clean-restart judges of a load, as impl's load_stats has it
         self.load_stats = {"inactive_indexes_opened": self._inactive(answer.get("indexes_built", {}))}

@@ -37,6 +37,7 @@ class ModelTarget(TargetBase):
             mtimes=self.mtimes,
             failure_policy=self.scenario.failure_policy,
             unique_ids=self.unique_ids,
+            unassigned=self.unassigned,
         )
         on_disk = self.manager.directories()
         return [

@@ -236,6 +236,26 @@ LOG_MUTANTS = (
         caught_by=("regression-corpus",),
     ),
     Mutant(
+        name="unassigned-log-served",
+        module="impl.log_manager",
+        old="        if kind in (\"\", \"future\") and tp in self.unassigned:\n",
+        new="        if False:\n",
+        description="a startup serves the log of a partition its metadata image no longer assigns here, where "
+        "Kafka's loadLog renames it -stray when KRaft's isStray holds (4.1 on; pinned by "
+        "corpora/crash/unassigned-partitions-set-aside-at-startup.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
+        name="unassigned-future-log-kept",
+        module="impl.log_manager",
+        old="        if kind in (\"\", \"future\") and tp in self.unassigned:\n",
+        new="        if kind == \"\" and tp in self.unassigned:\n",
+        description="a startup keeps the future log of an unassigned partition as a future log, where Kafka's "
+        "loadLog asks isStray of every log before it keys a future one apart (pinned by "
+        "corpora/crash/unassigned-partitions-set-aside-at-startup.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="producers-last-batch-dropped",
         module="impl.cleaner",
         old="    return producers_last or h.last_offset + 1 == f.upper_bound, drop, can_discard and control\n",

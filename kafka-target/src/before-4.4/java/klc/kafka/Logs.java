@@ -79,8 +79,10 @@ final class Logs {
         };
     }
 
+    /** KRaft's isStray: {@link SetAside}. */
     void startup() {
-        manager.startup(CollectionConverters.asScala(Set.<String>of()), manager.startup$default$2());
+        scala.Function1<UnifiedLog, Object> isStray = log -> SetAside.isStray(log, log.topicPartition(), log.dir());
+        manager.startup(CollectionConverters.asScala(Set.<String>of()), isStray);
     }
 
     OptionalLong readBrokerEpochFromCleanShutdownFiles() {

@@ -90,6 +90,11 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     }
 
     @Override
+    protected boolean setsAsideStray() {
+        return true;
+    }
+
+    @Override
     protected OptionalLong previousBrokerEpoch() {
         return previousEpoch;
     }

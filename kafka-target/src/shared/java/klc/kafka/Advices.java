@@ -34,6 +34,17 @@ public final class Advices {
         }
     }
 
+    /** Inlined at the end of LocalLog.logStrayDirName: the scenario's name ({@link DeleteDirNames}). */
+    static final class OnStrayDirNamed {
+        private OnStrayDirNamed() { }
+
+        @Advice.OnMethodExit
+        static void exit(@Advice.Argument(0) org.apache.kafka.common.TopicPartition tp,
+                         @Advice.Return(readOnly = false) String name) {
+            name = DeleteDirNames.strayNamed(tp);
+        }
+    }
+
     static void install() {
         new AgentBuilder.Default()
                 .disableClassFormatChanges()
@@ -47,7 +58,8 @@ public final class Advices {
                         builder.visit(Advice.to(OnLogBuilt.class).on(ElementMatchers.isConstructor())))
                 .type(ElementMatchers.namedOneOf(LOCAL_LOG))
                 .transform((builder, type, loader, module, domain) ->
-                        builder.visit(Advice.to(OnDeleteDirNamed.class).on(ElementMatchers.named("logDeleteDirName"))))
+                        builder.visit(Advice.to(OnDeleteDirNamed.class).on(ElementMatchers.named("logDeleteDirName")))
+                                .visit(Advice.to(OnStrayDirNamed.class).on(ElementMatchers.named("logStrayDirName"))))
                 .type(ElementMatchers.namedOneOf(Release.INDEX_CLASSES))
                 .transform((builder, type, loader, module, domain) ->
                         builder.visit(Advice.to(OnIndexBuilt.class).on(ElementMatchers.isConstructor())))

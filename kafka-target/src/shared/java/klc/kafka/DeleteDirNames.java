@@ -10,17 +10,17 @@ import java.util.HexFormat;
 import java.util.List;
 
 /**
- * The scenario's unique id in place of Kafka's random one in a deleted partition's directory name
- * ({@code <topic>-<partition>.<uuid>-delete}, spec §2.3 rule 2). Kafka draws
- * {@code UUID.randomUUID()} in {@code LocalLog.logDirNameWithSuffixCappedLength}; the advice woven at
- * the end of {@code LocalLog.logDeleteDirName} replaces the name with the scenario's
+ * The scenario's unique id in place of Kafka's random one in a deleted (or stray) partition's
+ * directory name ({@code <topic>-<partition>.<uuid>-delete}, {@code -stray}, spec §2.3 rule 2). Kafka
+ * draws {@code UUID.randomUUID()} in {@code LocalLog.logDirNameWithSuffixCappedLength}; the advice
+ * woven at the end of {@code LocalLog.logDeleteDirName} ({@code logStrayDirName}) replaces the name
+ * with the scenario's
  * (conformance.targets.unique_id_source): the first of SHA-256("seed:topic-partition:n") in hex,
  * cut to 32 digits, n = 0, 1, …, whose directory is in no data dir, in Kafka's own shape (the
  * topic cut so the name stays within 255 characters). The model and impl name it alike, so the
  * targets' files compare.
  */
 public final class DeleteDirNames {
-    private static final String SUFFIX = "-delete";
     private static volatile long seed;
     private static volatile List<File> dataDirs = List.of();
 
@@ -34,8 +34,17 @@ public final class DeleteDirNames {
 
     /** Called at the end of LocalLog.logDeleteDirName (public: the woven code runs in Kafka's package). */
     public static String named(TopicPartition tp) {
+        return named(tp, "-delete");
+    }
+
+    /** Called at the end of LocalLog.logStrayDirName. */
+    public static String strayNamed(TopicPartition tp) {
+        return named(tp, "-stray");
+    }
+
+    private static String named(TopicPartition tp, String kind) {
         for (int n = 0; ; n++) {
-            String name = capped(tp, uniqueId(tp, n));
+            String name = capped(tp, uniqueId(tp, n), kind);
             if (dataDirs.stream().noneMatch(d -> new File(d, name).exists())) {
                 return name;
             }
@@ -52,8 +61,8 @@ public final class DeleteDirNames {
         }
     }
 
-    private static String capped(TopicPartition tp, String uniqueId) {
-        String suffix = "-" + tp.partition() + "." + uniqueId + SUFFIX;
+    private static String capped(TopicPartition tp, String uniqueId, String kind) {
+        String suffix = "-" + tp.partition() + "." + uniqueId + kind;
         int keep = Math.max(0, Math.min(tp.topic().length(), 255 - suffix.length()));
         return tp.topic().substring(0, keep) + suffix;
     }

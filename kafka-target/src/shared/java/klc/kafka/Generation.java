@@ -43,6 +43,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
 
     protected final File root;
     protected final List<File> dataDirs = new ArrayList<>();
+    private Set<TopicPartition> unassigned = Set.of();
     /** The scenario header's topic config as this generation's LogConfig takes it. */
     protected final Properties topicConfig;
     protected final int recoveryThreads;
@@ -90,6 +91,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         if (!listsMovedDirs() || !listsStrayDirs() || !loadsDeleteDirsAsModelled()) {
             refuseMovedDirs();
         }
+        refuseUnassigned();
         Recoveries.reset();
         LogsBuilt.reset();
         SegmentJitter.restarted();
@@ -241,6 +243,33 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
      *  a release that lists {@code -future} ones but has no such suffix refuses a load meeting one. */
     protected boolean listsStrayDirs() {
         return listsMovedDirs();
+    }
+
+    /** The partitions the next startup's metadata image does not assign here (the {@code unassign}
+     *  step: the open request's {@code unassigned}), whose logs it sets aside -stray ({@link SetAside}). */
+    void unassigned(Set<TopicPartition> partitions) {
+        SetAside.configure(partitions);
+        this.unassigned = Set.copyOf(partitions);
+    }
+
+    /** Whether this adapter passes LogManager.startup the predicate {@link SetAside#isStray}. */
+    protected boolean setsAsideStray() {
+        return false;
+    }
+
+    private void refuseUnassigned() {
+        if (unassigned.isEmpty()) {
+            return;
+        }
+        if (!setsAsideStray()) {
+            throw new Unsupported("a startup whose metadata image no longer assigns "
+                    + unassigned.stream().map(TopicPartition::toString).sorted().toList() + ": this adapter of Kafka "
+                    + Release.version() + " passes LogManager no isStray predicate (driven on 4.1 and later)");
+        }
+        String why = SetAside.unjudged(dataDirs);
+        if (why != null) {
+            throw new Unsupported(why);
+        }
     }
 
     /** A load that would meet a {@code -future} or {@code -stray} directory this adapter does not

@@ -129,8 +129,9 @@ final class LoadedPartitions {
                     ? "not loaded" : "log dir " + dir.getName() + " went offline during the load"));
         }
         ArrayNode recovered = entry.putArray("recovered");
-        Recoveries.of(dir, child.getName()).forEach(recovered::add);
-        entry.put("recovered_bytes", Recoveries.bytesOf(dir, child.getName()));
+        String loadedAs = SetAside.loadedFrom(child).getName(); // a log set aside -stray loaded under its old name
+        Recoveries.of(dir, loadedAs).forEach(recovered::add);
+        entry.put("recovered_bytes", Recoveries.bytesOf(dir, loadedAs));
         if (!kind.isEmpty()) {
             entry.put("kind", kind); // loaded, then not served: queued for deletion, a future log, set aside
         }
@@ -155,7 +156,7 @@ final class LoadedPartitions {
         switch (kind) {
             case "delete": return manager.queuedForDeletion(child);
             case "future": return manager.futureLoadedFrom(tp, child);
-            case "stray": return manager.online(dir) && (failed == null || LogsBuilt.contains(child));
+            case "stray": return manager.online(dir) && (failed == null || LogsBuilt.contains(SetAside.loadedFrom(child)));
             default: return manager.loadedIn(tp, dir);
         }
     }

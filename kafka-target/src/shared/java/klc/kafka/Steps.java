@@ -3,8 +3,12 @@ package klc.kafka;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.kafka.common.TopicPartition;
+
+import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Predicate;
 
 /** The protocol's ops, each read from its request and handed to the broker: one dispatch for
@@ -75,6 +79,11 @@ final class Steps {
 
     /** Kafka's load; with {@code halt_at}, the process dies at the chosen point of it. */
     private static ObjectNode open(Generation<?, ?> broker, JsonNode r) throws Exception {
+        Set<TopicPartition> unassigned = new HashSet<>();
+        for (JsonNode tp : r.path("unassigned")) { // [topic, partition] pairs: the unassign steps'
+            unassigned.add(new TopicPartition(tp.path(0).asText(), tp.path(1).asInt()));
+        }
+        broker.unassigned(unassigned);
         JsonNode haltAt = r.path("halt_at");
         if (haltAt.isMissingNode() || haltAt.isNull()) {
             return counted(broker);

@@ -43,8 +43,9 @@ final class Logs {
                 });
     }
 
+    /** KRaft's isStray: {@link SetAside}. */
     void startup() throws Exception {
-        manager.startup(Set.of());
+        manager.startup(Set.of(), log -> SetAside.isStray(log, log.topicPartition(), log.dir()));
     }
 
     OptionalLong readBrokerEpochFromCleanShutdownFiles() {
