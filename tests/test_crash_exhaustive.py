@@ -66,6 +66,7 @@ def test_every_crash_point_of_a_split_recovers(recover_log):
     assert tally.crash_points >= 20 and "5.5 overflowed segment split" in tally.branches
 
 
+@pytest.mark.slow  # the gate: the cleaning crash cases (corpora/crash/*cleaning*.json, KAFKA-12520's swap)
 def test_every_crash_point_of_a_cleaning_recovers():
     """#6: a crash at every storage operation of a log-cleaning round that installs two groups
     (§5.9: each .cleaned segment written and flushed, renamed .swap, the originals .deleted, the

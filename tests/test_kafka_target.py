@@ -514,12 +514,12 @@ def _once_steps_ran(tmp: str, proc: subprocess.Popen) -> int:
 
 @pytest.mark.parametrize("how", ["SIGKILL", "SIGSTOP"])
 def test_a_jvm_killed_or_hung_mid_replay_is_a_harness_error_not_a_verdict(tmp_path, how):
-    """The JVM killed by PID mid-scenario, or stopped (SIGSTOP) for KLC_KAFKA_TIMEOUT=10 s: exit 2, one
+    """The JVM killed by PID mid-scenario, or stopped (SIGSTOP) for KLC_KAFKA_TIMEOUT=4 s: exit 2, one
     harness-error line naming how the JVM ended and its stderr — no FAIL, no conforms violation —
     and no klc-kafka-* dir left."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    replay = _klc("replay", "--target", "kafka", TXN_CASE, env={"TMPDIR": str(tmp), "KLC_KAFKA_TIMEOUT": "10"})
+    replay = _klc("replay", "--target", "kafka", TXN_CASE, env={"TMPDIR": str(tmp), "KLC_KAFKA_TIMEOUT": "4"})
     try:
         os.kill(_once_steps_ran(str(tmp), replay), getattr(signal, how))
         stdout, stderr = replay.communicate(timeout=120)
@@ -531,7 +531,7 @@ def test_a_jvm_killed_or_hung_mid_replay_is_a_harness_error_not_a_verdict(tmp_pa
     (line,) = [s for s in stderr.splitlines() if s.strip()]
     assert line.startswith(f"klc replay: {TXN_CASE}: HARNESS ERROR, not a verdict: kafka target: "), line
     ended = "died during '" if how == "SIGKILL" else "no answer to '"
-    assert ended in line and ("killed by SIGKILL" if how == "SIGKILL" else "within 10 s") in line, line
+    assert ended in line and ("killed by SIGKILL" if how == "SIGKILL" else "within 4 s") in line, line
     assert "its stderr ends: " in line or "it wrote nothing on stderr" in line, line
     assert list(tmp.iterdir()) == []
 

@@ -25,9 +25,20 @@ OLDER_RELEASES_IN_THE_GATE = {
 def _tier(case, target: str) -> list:
     """The log operations' and crash cases on releases other than the pinned one run nightly
     (corpora/README.md, "What the gate leaves to the nightly"), but two crash cases: the gate replays
-    them on the pinned release, and every historical case on every release it records."""
-    nightly = case.group in ("log", "crash") and target.startswith("kafka:")
-    return [pytest.mark.slow] if nightly and (case.name, target) not in OLDER_RELEASES_IN_THE_GATE else []
+    them on the pinned release. A historical case runs in the gate on the pinned release, on every
+    release it records red and on the first it records green (the bug and its fix); its other
+    green releases run nightly."""
+    if case.group in ("log", "crash"):
+        nightly = target.startswith("kafka:") and (case.name, target) not in OLDER_RELEASES_IN_THE_GATE
+    else:
+        nightly = target.startswith("kafka:") and case.verdicts[target] == "pass" and target != _first_green(case)
+    return [pytest.mark.slow] if nightly else []
+
+
+def _first_green(case) -> str | None:
+    """The oldest release the case records as passing."""
+    green = [t for t, v in case.verdicts.items() if t.startswith("kafka:") and v == "pass"]
+    return min(green, key=lambda t: tuple(int(x) for x in t.split(":", 1)[1].split(".")), default=None)
 # Traced by coverage: the model and impl runs only.  A mutant is a patched copy of an impl module
 # compiled under the module's file name, so coverage would credit impl's lines with what the copy
 # ran; a Kafka release's run replays the same case on the model the model run covers already, and
