@@ -132,7 +132,7 @@ def _random_jitter(_partition: str, _base: int) -> int:
     return random.getrandbits(31)
 
 
-def _random_unique_id(_topic: str, _partition: int, _taken) -> str:
+def _random_unique_id(_topic: str, _partition: int, _taken, _kind: str = "delete") -> str:
     return uuid.uuid4().hex  # Kafka's: a random UUID, dashes removed (§2.3)
 
 
@@ -147,11 +147,11 @@ class LogManager:
         topic_configs: dict[str, LogConfig] | None = None,
         broker_epoch: int = -1,
         failure_policy: str = "kafka",
-        unique_ids: Callable[[str, int, Callable[[str], bool]], str] = _random_unique_id,
+        unique_ids: Callable[..., str] = _random_unique_id,
         unassigned: frozenset[tuple[str, int]] = frozenset(),
     ):
         self.storage = storage
-        self.unique_ids = unique_ids  # (topic, partition, taken: dir name → bool) → a renamed dir's id
+        self.unique_ids = unique_ids  # (topic, partition, taken: dir name → bool, kind) → a renamed dir's id
         # the partitions the metadata image no longer assigns here: KRaft's isStray at startup
         self.unassigned = unassigned
         self.deleting: list[Deleting] = []  # logsToBeDeleted, oldest first

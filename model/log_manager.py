@@ -99,7 +99,7 @@ def _partition_mtimes(p: PartitionFiles) -> dict[str, int]:
     return {f"{path}/{prefix(s.base_offset)}.log{'.deleted' if s.deleted else ''}": s.mtime_ms for s in segments}
 
 
-def random_unique_id(topic: str, partition: int, taken) -> str:
+def random_unique_id(topic: str, partition: int, taken, kind: str = "delete") -> str:
     """Kafka's unique id of a renamed partition directory: a random UUID, dashes removed (§2.3)."""
     return uuid.uuid4().hex
 
@@ -132,7 +132,7 @@ class LogManager:
         self, data_dirs, config: Config, clock: Callable[[], int], jitter, broker_epoch: int = -1, unique_ids=None
     ):
         self.data_dirs = list(data_dirs)
-        # (topic, partition, taken: dir name → bool) → the unique id of a renamed dir (§2.3)
+        # (topic, partition, taken: dir name → bool, kind) → the unique id of a renamed dir (§2.3)
         self.unique_ids = unique_ids or random_unique_id
         self.deleting: list[Deleting] = []  # logsToBeDeleted, in the order queued
         self.delete_logs_due: int | None = None  # when the kafka-delete-logs task runs next

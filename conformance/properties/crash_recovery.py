@@ -271,6 +271,8 @@ class RecoveryTracker:
             self.required.pop(key, None)
             self.injected_batches.pop(key, None)
             self.anchored.discard(key)
+        if self.reference is not None:  # the interrupted load served it; the next one sets it aside
+            self.reference.set_aside.update(k for k in self.reference.partitions if _dir_of(k, name))
 
     def crashed(self, reference: Reference | None, during_open: bool) -> None:
         self.faulted = self.ever_faulted = True

@@ -31,48 +31,41 @@ final class CleanedGroups {
 
     private CleanedGroups() { }
 
+    /** A question asked of one batch, by reflection. */
+    private interface BatchTest {
+        boolean test(Object batch) throws ReflectiveOperationException;
+    }
+
     /** Whether an inactive segment holds a magic 0/1 batch among the batches before its first
      *  damaged one: what the model's and impl's {@code holds_legacy_batches} ask. {@code logs}: the
      *  segments' FileRecords, oldest first, the active one last (the record classes moved between
      *  releases: read by reflection). */
     static boolean holdsLegacyBatches(List<?> logs) {
-        try {
-            for (Object records : logs.subList(0, logs.size() - 1)) {
-                if (legacyBefore((Iterable<?>) call(records, "batches"))) {
-                    return true;
-                }
-            }
-            return false;
-        } catch (ReflectiveOperationException e) {
-            throw new AdapterFailure("a segment's batches are not readable", e);
-        }
-    }
-
-    private static boolean legacyBefore(Iterable<?> batches) throws ReflectiveOperationException {
-        try {
-            for (Object batch : batches) {
-                if (!(Boolean) call(batch, "isValid")) {
-                    return false;
-                }
-                if ((Byte) call(batch, "magic") < 2) {
-                    return true;
-                }
-            }
-        } catch (RuntimeException e) {
-            if (!e.getClass().getSimpleName().equals("CorruptRecordException")) {
-                throw e;
-            }
-        }
-        return false; // the valid batches end here
+        return anyValidBatch(logs, batch -> (Byte) call(batch, "magic") < 2);
     }
 
     /** Whether an inactive segment holds, among the batches before its first damaged one, a
      *  control batch or a v2 record with a key and no value: what a cleaner before KIP-534 keeps
      *  or drops by segment mtimes. {@code logs} as for {@link #holdsLegacyBatches}. */
     static boolean holdsTombstonesOrMarkers(List<?> logs) {
+        return anyValidBatch(logs, batch -> {
+            if ((Boolean) call(batch, "isControlBatch")) {
+                return true;
+            }
+            for (Object record : (Iterable<?>) batch) {
+                if ((Boolean) call(record, "hasKey") && !(Boolean) call(record, "hasValue")) {
+                    return true;
+                }
+            }
+            return false;
+        });
+    }
+
+    /** Whether {@code test} holds for a batch of an inactive segment before its first damaged one. */
+    private static boolean anyValidBatch(List<?> logs, BatchTest test) {
         try {
             for (Object records : logs.subList(0, logs.size() - 1)) {
-                if (tombstoneOrMarkerBefore((Iterable<?>) call(records, "batches"))) {
+                if (validBatchBefore((Iterable<?>) call(records, "batches"), test)) {
                     return true;
                 }
             }
@@ -82,19 +75,14 @@ final class CleanedGroups {
         }
     }
 
-    private static boolean tombstoneOrMarkerBefore(Iterable<?> batches) throws ReflectiveOperationException {
+    private static boolean validBatchBefore(Iterable<?> batches, BatchTest test) throws ReflectiveOperationException {
         try {
             for (Object batch : batches) {
                 if (!(Boolean) call(batch, "isValid")) {
                     return false;
                 }
-                if ((Boolean) call(batch, "isControlBatch")) {
+                if (test.test(batch)) {
                     return true;
-                }
-                for (Object record : (Iterable<?>) batch) {
-                    if ((Boolean) call(record, "hasKey") && !(Boolean) call(record, "hasValue")) {
-                        return true;
-                    }
                 }
             }
         } catch (RuntimeException e) {

@@ -43,7 +43,6 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
 
     protected final File root;
     protected final List<File> dataDirs = new ArrayList<>();
-    private Set<TopicPartition> unassigned = Set.of();
     /** The scenario header's topic config as this generation's LogConfig takes it. */
     protected final Properties topicConfig;
     protected final int recoveryThreads;
@@ -249,7 +248,6 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
      *  step: the open request's {@code unassigned}), whose logs it sets aside -stray ({@link SetAside}). */
     void unassigned(Set<TopicPartition> partitions) {
         SetAside.configure(partitions);
-        this.unassigned = Set.copyOf(partitions);
     }
 
     /** Whether this adapter passes LogManager.startup the predicate {@link SetAside#isStray}. */
@@ -258,6 +256,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     }
 
     private void refuseUnassigned() {
+        Set<TopicPartition> unassigned = SetAside.unassigned();
         if (unassigned.isEmpty()) {
             return;
         }

@@ -29,6 +29,10 @@ final class SetAside {
         MARKED.clear();
     }
 
+    static Set<TopicPartition> unassigned() {
+        return unassigned;
+    }
+
     /** The predicate: {@code log} is the release's log class, loaded from {@code dir}. */
     static boolean isStray(Object log, TopicPartition tp, File dir) {
         if (!unassigned.contains(tp)) {
