@@ -70,7 +70,7 @@ CRASH_CASES = [c for c in NAMED if c.group == "crash" and not any(s.on_kafka_jou
 
 
 # on real files in the gate: the case only the os backend ever failed, and every fourth case for
-# breadth; every crash case in the nightly (the os backend's crash machine stays in the gate)
+# breadth; every crash and log case in the nightly (the os backend's machines stay in the gate)
 OS_IN_THE_GATE = {"crash/tick-interrupted-by-a-crash-moves-every-clock.json"}
 
 
@@ -83,6 +83,16 @@ def _os_replay(i: int, case):
 def test_crash_case_passes_on_the_os_backend(case):
     """The crash cases on real files too: the os backend's impl against the model and the simulated
     impl that makes the crash images (tick-interrupted-by-a-crash-moves-every-clock fails only here)."""
+    assert regressions.replay(case, "impl", backend="os") is None
+
+
+LOG_CASES = [c for c in NAMED if c.group == "log"]
+
+
+@pytest.mark.parametrize("case", [_os_replay(i, c) for i, c in enumerate(LOG_CASES)])
+def test_log_case_passes_on_the_os_backend(case):
+    """The log cases on real files too: the os backend's impl against the model (each case's
+    simulated run is its recorded ``impl`` verdict)."""
     assert regressions.replay(case, "impl", backend="os") is None
 
 

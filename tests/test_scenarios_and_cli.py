@@ -14,7 +14,7 @@ from conformance import faults
 from conformance import scenario as sc
 from conformance.cli import main
 from conformance.crash_images import Fault
-from conformance.log_checks import CORPUS, CRASH_CORPUS, check_log_scenarios, corpus_scenarios
+from conformance.log_checks import CORPUS, CRASH_CORPUS, corpus_scenarios
 from conformance.regressions import CORPORA
 from conformance.runner import run
 
@@ -27,15 +27,6 @@ def _scenario(*steps, **kw) -> sc.Scenario:
 
 def _append(n=2, ts=T0):
     return sc.Append("t", 0, (sc.BatchSpec(tuple(sc.Rec(ts + i, "k", "v") for i in range(n))),), True, 0)
-
-
-def test_every_log_case_replays_clean_on_real_files():
-    """impl on the os backend against the model, every log case.  The simulated backend's run of
-    each is its recorded ``impl`` verdict (tests/test_regressions.py); the crash cases get the os
-    backend there too, one by one (``test_crash_case_passes_on_the_os_backend``: a quarter of them in
-    the gate, all nightly)."""
-    assert len(corpus_scenarios(CORPUS)) >= 5
-    check_log_scenarios(folder=CORPUS, backends=("os",))
 
 
 def test_scenario_json_round_trip():
