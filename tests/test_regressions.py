@@ -39,6 +39,8 @@ def _first_green(case) -> str | None:
     """The oldest release the case records as passing."""
     green = [t for t, v in case.verdicts.items() if t.startswith("kafka:") and v == "pass"]
     return min(green, key=lambda t: tuple(int(x) for x in t.split(":", 1)[1].split(".")), default=None)
+
+
 # Traced by coverage: the model and impl runs only.  A mutant is a patched copy of an impl module
 # compiled under the module's file name, so coverage would credit impl's lines with what the copy
 # ran; a Kafka release's run replays the same case on the model the model run covers already, and
