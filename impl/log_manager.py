@@ -445,16 +445,16 @@ class LogManager:
             if self.close_after_load:
                 loader.close_handlers()
 
+    def _taken(self, name: str) -> bool:
+        """Whether a directory of this name is in any data dir: a renamed dir's id must be new (§2.3)."""
+        return any(self.storage.exists(f"{d}/{name}") for d in self.data_dirs)
+
     def _set_aside(self, state: DataDirState, loaded: _Loaded) -> PartitionLoad:
         """KRaft's isStray holds for a loaded current or future log (its partition unassigned):
         loadLog renames its directory ``<topic>-<partition>.<id>-stray`` (atomicMoveWithFallback,
         the data dir fsynced) and holds it nowhere, before any duplicate check (Kafka 4.4.0)."""
         topic, partition, log = loaded.topic, loaded.partition, loaded.log
-
-        def taken(name: str) -> bool:
-            return any(self.storage.exists(f"{d}/{name}") for d in self.data_dirs)
-
-        name = log_stray_dir_name(topic, partition, self.unique_ids(topic, partition, taken, "stray"))
+        name = log_stray_dir_name(topic, partition, self.unique_ids(topic, partition, self._taken, "stray"))
         path = f"{state.path}/{name}"
         self.storage.rename(log.dir, path)
         self.storage.fsync_dir(state.path)
@@ -629,11 +629,7 @@ class LogManager:
                 )
             return None
         data_dir = self._dir_of[tp]
-
-        def taken(name: str) -> bool:
-            return any(self.storage.exists(f"{d}/{name}") for d in self.data_dirs)
-
-        name = log_delete_dir_name(topic, partition, self.unique_ids(topic, partition, taken))
+        name = log_delete_dir_name(topic, partition, self.unique_ids(topic, partition, self._taken))
         del self.logs[tp], self._dir_of[tp]
         path = f"{data_dir}/{name}"
         self.storage.rename(log.dir, path)
@@ -672,10 +668,7 @@ class LogManager:
         del self.futures[tp], self._future_dir_of[tp]
         self.logs[tp], self._dir_of[tp] = dest, dest_dir
 
-        def taken(name: str) -> bool:
-            return any(self.storage.exists(f"{d}/{name}") for d in self.data_dirs)
-
-        name = log_delete_dir_name(topic, partition, self.unique_ids(topic, partition, taken))
+        name = log_delete_dir_name(topic, partition, self.unique_ids(topic, partition, self._taken))
         gone = f"{source_dir}/{name}"
         self.storage.rename(source.dir, gone)
         self.storage.fsync_dir(source_dir)

@@ -259,7 +259,7 @@ class ProducerStateManager:
         At ``transaction_version`` 2 (KIP-890) the coordinator bumps the epoch before the marker, so
         a marker must be above the producer's epoch; one at the epoch is refused too, unless no
         transaction is open (or the epoch is Short.MAX): a retry of a marker already written, which
-        is written again (KAFKA-19999, rule 55a)."""
+        is written again (KAFKA-19999, rule 55)."""
         pid = h.producer_id
         entry = self.producers.get(pid, _empty(pid))
         where = f"producer {pid} at offset {h.offset}"

@@ -257,22 +257,24 @@ class RecoveryTracker:
         elif outcome.kind == "injected":
             self.injected(*outcome.injected)
         elif outcome.kind == "renamed" and outcome.path:  # a partition dir set aside: no longer served
-            self.required.pop(outcome.path, None)
-            self.injected_batches.pop(outcome.path, None)
-            self.anchored.discard(outcome.path)
-            if self.reference is not None:  # the interrupted load had it; the next one does not
-                self.reference.set_aside.add(outcome.path)
+            self._set_aside({outcome.path})
 
     def unassigned(self, topic: str, partition: int) -> None:
         """A partition the metadata image no longer assigns here: the next load sets its current
         and future logs aside -stray, no longer served, as a ``rename_dir`` to ``-stray`` does now."""
         name = f"{topic}-{partition}"
-        for key in [k for k in {*self.required, *self.injected_batches, *self.anchored} if _dir_of(k, name)]:
+        held = {*self.required, *self.injected_batches, *self.anchored}
+        self._set_aside({k for k in held | set(self.reference.partitions if self.reference else ()) if _dir_of(k, name)})
+
+    def _set_aside(self, keys: set[str]) -> None:
+        """Partition dirs no longer served: nothing of theirs is owed, and a load a crash
+        interrupted, which served them, is not compared with the next one there."""
+        for key in keys:
             self.required.pop(key, None)
             self.injected_batches.pop(key, None)
             self.anchored.discard(key)
-        if self.reference is not None:  # the interrupted load served it; the next one sets it aside
-            self.reference.set_aside.update(k for k in self.reference.partitions if _dir_of(k, name))
+        if self.reference is not None:
+            self.reference.set_aside |= keys
 
     def crashed(self, reference: Reference | None, during_open: bool) -> None:
         self.faulted = self.ever_faulted = True
