@@ -204,11 +204,17 @@ class Call:
 _LINE = re.compile(r"^(\d+)\s+(.*)$")
 _UNFINISHED = " <unfinished ...>"
 _RESUMED = re.compile(r"^<\.\.\. (\w+) resumed>(.*)$")
+# Calls that free their name (an fd number, an address range) as they begin: another thread can
+# get the name back before the call returns, and strace prints its end after that thread's call
+# (the JVM's cleaner thread closes and unmaps abandoned channels while a load opens new ones).
+_RELEASING = ("close(", "munmap(")
+_RELEASED = ""  # pending: the call was handed on at its start, its end is dropped
 
 
 class Parser:
     """strace's output, line by line, into :class:`Call` s (an interrupted call is put together
-    again from its ``<unfinished ...>`` and ``<... resumed>`` halves)."""
+    again from its ``<unfinished ...>`` and ``<... resumed>`` halves; one of :data:`_RELEASING`
+    is handed on at its start, as succeeding: on Linux a close frees its fd even when it fails)."""
 
     def __init__(self, root: str | None = None):
         self.pending: dict[int, str] = {}
@@ -236,14 +242,19 @@ class Parser:
         if text.startswith(("+++", "---")):
             return None
         if text.endswith(_UNFINISHED):
-            if self._wanted(text):
-                self.pending[pid] = text[: -len(_UNFINISHED)]
+            if not self._wanted(text):
+                return None
+            head = text[: -len(_UNFINISHED)]
+            if head.startswith(_RELEASING):
+                self.pending[pid] = _RELEASED
+                return _call(pid, head + ") = 0")
+            self.pending[pid] = head
             return None
         r = _RESUMED.match(text)
         if r is not None:
             head = self.pending.pop(pid, None)
-            if head is None:
-                return None  # its start came before the tracer attached
+            if not head:
+                return None  # its start came before the tracer attached, or was handed on
             text = head + r[2]
         elif not self._wanted(text):
             return None

@@ -151,6 +151,39 @@ def test_mapped_pages_become_page_writes_at_msync():
     assert storage.open("/d0/t-0/00000000000000000000.index")._inode.durable == seen  # msync made it durable
 
 
+def test_an_fd_closed_by_one_thread_and_reused_by_another_keeps_the_new_files_position():
+    """The JVM's cleaner thread closes an abandoned channel's fd while a load thread opens a
+    segment: the kernel frees the number as close begins, so the open can get it before close
+    returns, and strace prints the close's end after the open's.  The fd is the new file's."""
+    seg = f"{ROOT}/d0/t-0/00000000000000000000.log"
+    lines = [
+        f"33 close({fd(50, seg)} <unfinished ...>",
+        f"44 openat(AT_FDCWD<{x('/w')}>, {s(seg)}, O_RDWR|O_CREAT, 0666) = {fd(50, seg)}",
+        f"44 lseek({fd(50, seg)}, 3, SEEK_SET) = 3",
+        "33 <... close resumed>)             = 0",
+        f"21 write({fd(50, seg)}, {s('de')}, 2) = 2",
+    ]
+    existing = {"/": "dir", "/d0": "dir", "/d0/t-0": "dir", "/d0/t-0/00000000000000000000.log": "file"}
+    writes = [e for e in translate(lines, existing).take() if isinstance(e, kafka_io.WriteAt)]
+    assert [(w.offset, w.data) for w in writes] == [(3, b"de")]
+
+
+def test_an_address_unmapped_by_one_thread_and_mapped_again_by_another_stays_mapped():
+    """The same race on an mmap address: the cleaner's munmap frees it as it begins, a load
+    thread's mmap gets it, and the later msync of the new mapping is the new index's."""
+    idx = f"{ROOT}/d0/t-0/00000000000000000000.index"
+    lines = [
+        "23 munmap(0x7f0000000000, 4096 <unfinished ...>",
+        f"44 openat(AT_FDCWD<{x('/w')}>, {s(idx)}, O_RDWR|O_CREAT, 0666) = {fd(51, idx)}",
+        f"44 mmap(NULL, 4096, PROT_READ|PROT_WRITE, MAP_SHARED, {fd(51, idx)}, 0) = 0x7f0000000000",
+        "23 <... munmap resumed>)             = 0",
+        "45 msync(0x7f0000000000, 4096, MS_SYNC) = 0",
+    ]
+    existing = {"/": "dir", "/d0": "dir", "/d0/t-0": "dir", "/d0/t-0/00000000000000000000.index": "file"}
+    syncs = [e for e in translate(lines, existing).take() if isinstance(e, kafka_io.MapSync)]
+    assert [s.durable for s in syncs] == [True]
+
+
 @pytest.mark.parametrize(
     "line, named",
     [
