@@ -859,6 +859,12 @@ def _print_summary(report) -> None:
     "--reproduce", "reproduce_attempts", default=3, show_default=True, type=int, help="Replays per new signature."
 )
 @click.option(
+    "--shrink-seconds",
+    type=float,
+    help="Each half of one new failure's shrink (Hypothesis's shrinker, then deleting whole steps) stops "
+    "there, keeping the smallest scenario so far  [default: 120]",
+)
+@click.option(
     "--executor",
     type=click.Choice(["spark", "processes"]),
     default="spark",
@@ -873,7 +879,7 @@ def _print_summary(report) -> None:
     help="A Spark property (repeatable): spark.executor.memory=4g, spark.yarn.queue=fuzz, spark.archives=venv.tar.gz#env.",
 )
 @click.option("--json", "as_json", is_flag=True, help="The summary as JSON.")
-def campaign(budget_minutes, scenarios, master, profile, target, kafka_classpath, out, corpus_dir, examples_per_task, steps, reproduce_attempts, executor, conf, as_json) -> None:  # fmt: skip
+def campaign(budget_minutes, scenarios, master, profile, target, kafka_classpath, out, corpus_dir, examples_per_task, steps, reproduce_attempts, shrink_seconds, executor, conf, as_json) -> None:  # fmt: skip
     """A fuzzing campaign: the crash state machine as seed-addressed tasks on Spark (local mode by
     default), results appended to OUT/results (Parquet), new failures reproduced, shrunk, deduplicated
     and written to corpora/found/<signature>/, and a report in OUT/report.html.
@@ -897,6 +903,7 @@ def campaign(budget_minutes, scenarios, master, profile, target, kafka_classpath
         reproduce_attempts=reproduce_attempts, executor=executor, conf=tuple(conf),
         kafka_build=build.to_json() if build is not None else None,
         kafka_classpath=os.environ.get(kafka_jvm.BUILD_VARIABLE, "") if build is not None else "",
+        **({"shrink_seconds": shrink_seconds} if shrink_seconds is not None else {}),
     )  # fmt: skip
     try:
         if as_json:

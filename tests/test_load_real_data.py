@@ -157,7 +157,9 @@ def _image(data_dir: Path) -> tuple[dict[str, bytes], set[str]]:
     return files, dirs
 
 
-@pytest.mark.parametrize("name", ["itu-clean", "itu-live", "msc"])
+# msc's 56 partitions run untraced: the itu dirs already trace the model loader's lines, and the
+# tracer made msc's the gate's fifth-longest test (11 s)
+@pytest.mark.parametrize("name", ["itu-clean", "itu-live", pytest.param("msc", marks=pytest.mark.no_cover)])
 def test_the_model_loader_agrees(data_dirs, name):
     """The live snapshots were taken from running (or killed) brokers: the model predicts which
     segments a restart recovers, what it truncates, and the resulting offsets (§5.6, §6.2)."""

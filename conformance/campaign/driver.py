@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import fcntl
 import json
 import multiprocessing
@@ -65,6 +66,7 @@ class CampaignConfig:
     steps: int = 40
     corpus_dir: str | None = None  # None: corpora/found of the checkout
     reproduce_attempts: int = 3
+    shrink_seconds: float = SHRINK_SECONDS  # each half of one failure's shrink (tasks.shrink)
     executor: str = "spark"  # or "processes"
     workers: int | None = None  # processes executor: how many (default: every core)
     commit: str | None = None  # None: the checkout's
@@ -132,6 +134,8 @@ def check_config(config: CampaignConfig) -> None:
         raise CampaignError(f"--scenarios must be at least 1, got {config.scenarios}")
     if config.examples_per_task < 1 or config.steps < 1 or config.reproduce_attempts < 1:
         raise CampaignError("--examples-per-task, --steps and --reproduce must be at least 1")
+    if not config.shrink_seconds > 0:
+        raise CampaignError(f"--shrink-seconds must be positive, got {config.shrink_seconds}")
     if config.executor not in ("spark", "processes"):
         raise CampaignError(f"unknown executor {config.executor!r} (spark or processes)")
     parse_conf(config.conf)
@@ -544,7 +548,7 @@ def _run_campaign(config: CampaignConfig, ui, run_id: str) -> CampaignResult:
     try:
         try:
             _fuzz(executor, config, commit, run_id, _seeds(done), rows, run, ui)
-            findings = _triage(executor, rows, corpus_dir, config.reproduce_attempts, ui)
+            findings = _triage(executor, rows, corpus_dir, config.reproduce_attempts, config.shrink_seconds, ui)
         except BaseException as e:
             # what finished is in the table; the run record and the report say the run did not
             run["status"] = "aborted" if isinstance(e, CampaignAborted) else "interrupted"
@@ -645,7 +649,7 @@ def _finish_run(out: str, run: dict, rows: list[dict], start: float) -> None:
     os.replace(path + ".tmp", path)
 
 
-def _triage(executor, rows: list[dict], corpus_dir: str, attempts: int, ui) -> list[dict]:
+def _triage(executor, rows: list[dict], corpus_dir: str, attempts: int, shrink_s: float, ui) -> list[dict]:
     """reproduce → shrink → dedupe → corpus, for signatures not in the corpus yet."""
     known = corpus.known_entries(corpus_dir)
     first: dict[str, dict] = {}
@@ -657,8 +661,8 @@ def _triage(executor, rows: list[dict], corpus_dir: str, attempts: int, ui) -> l
     reps = list(first.values())
     ui.stage(f"reproduce: {len(reps)} new signature(s) × {attempts}")
     counts = executor.map(_reproduce, [(r, attempts) for r in reps], lambda _k: None)
-    ui.stage(f"shrink: {len(reps)} scenario(s), at most {2 * SHRINK_SECONDS} s each")
-    shrunk = executor.map(shrink, reps, _shrink_progress(ui, len(reps)))
+    ui.stage(f"shrink: {len(reps)} scenario(s), at most {2 * shrink_s:g} s each")
+    shrunk = executor.map(functools.partial(shrink, seconds=shrink_s), reps, _shrink_progress(ui, len(reps)))
     findings: dict[str, dict] = {}
     for r, c, s in zip(reps, counts, shrunk, strict=True):
         finding = {**r, **(s or {}), "reproduced": c["reproduced"], "attempts": c["attempts"], "flaky": c["flaky"]}

@@ -347,15 +347,15 @@ def reproduce(row: dict, attempts: int = 3) -> dict:
 SHRINK_SECONDS = 120
 
 
-def shrink(row: dict) -> dict:
+def shrink(row: dict, seconds: float = SHRINK_SECONDS) -> dict:
     """Rerun a failing row's task with the shrinker on: the minimal scenario, its signature, witness
-    (within 2 × :data:`SHRINK_SECONDS`)."""
+    (within 2 × ``seconds``: the shrinker's half, then the whole-step deletion's)."""
     task = Task(
         row["commit"], row["seed"], row["profile"], row["target"], row["examples"], row["max_steps"],
         kafka_build=row.get("kafka_build") or "", kafka_classpath=os.environ.get("KLC_KAFKA_CLASSPATH", ""),
     )  # fmt: skip
     bound = engine.MAX_SHRINKING_SECONDS  # private API: if a release renames it, the shrinker keeps its own 300 s
-    engine.MAX_SHRINKING_SECONDS = SHRINK_SECONDS
+    engine.MAX_SHRINKING_SECONDS = seconds
     try:
         observed, error, _db = _run(task, shrinking=True, want=row["signature"])
     finally:
@@ -366,7 +366,7 @@ def shrink(row: dict) -> dict:
     else:  # the rerun did not fail the same way: minimise the row's own scenario
         shrunk, how = {k: row[k] for k in ("status", "property", "witness", "signature", "steps")}, "steps"
     scenario = drop_steps(
-        sc.Scenario.from_json(json.loads(shrunk["steps"])), row["target"], shrunk["signature"], SHRINK_SECONDS
+        sc.Scenario.from_json(json.loads(shrunk["steps"])), row["target"], shrunk["signature"], seconds
     )
     _sig, v = replay_signature(scenario, row["target"])
     if v is None:
