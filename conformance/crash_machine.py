@@ -682,6 +682,7 @@ class CrashMachine(LogMachine):
 
     def _open(self) -> None:
         result = self._do(sc.Open())
+        self._forget_guards()
         # a failed startup (Kafka's failure policy) leaves the broker down: the next operation
         # opens again, on the files the failed load left
         self.running = result.get("started", True)

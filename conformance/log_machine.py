@@ -25,6 +25,7 @@ from conformance.targets.kafka import (
     runs_cleaning_rounds,
     sets_unassigned_logs_aside,
     takes_transaction_versions,
+    verifies_transactions,
 )
 from conformance.weights import chance, choices, weighted
 from model.file_records import iterate_file
@@ -55,6 +56,8 @@ configs = st.fixed_dictionaries(
         "message.timestamp.type": st.sampled_from(["CreateTime", "LogAppendTime"]),
         # the leader rebuilds a batch of another codec in the topic's (§4.14): every codec written by the broker
         "compression.type": st.sampled_from(["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"]),
+        # a client's transactional batch needs the guard of its producer's verification (KIP-890)
+        "transaction.partition.verification.enable": st.booleans(),
     },
 )
 
@@ -105,6 +108,10 @@ class LogMachine(RuleBasedStateMachine):
         self.producers: dict[tuple, tuple[int, int, sc.BatchSpec | None]] = {}
         self.open_txns: set[tuple] = set()  # (partition, producer) with a transactional batch written, no marker yet
         self.coordinators: dict[tuple, int] = {}  # (partition, producer) → the coordinator epoch last written
+        # (partition, producer) → the number of the guard its last verification handed out; how
+        # many guards the running broker handed out (their numbers start again at a restart)
+        self.guards: dict[tuple, int] = {}
+        self.handed_out = 0
         self.scores: dict[str, float] = {}
 
     def _up(self) -> bool:
@@ -115,10 +122,21 @@ class LogMachine(RuleBasedStateMachine):
     def expressible(self, config: dict) -> dict:
         """``config`` as every target can run it: all of it (the kafka target gives each segment the
         scenario's roll jitter in place of Kafka's random draw, docs/kafka-target.md), but zstd on a
-        release without it (gzip in its place)."""
+        release without it (gzip in its place), and transaction verification on a release whose
+        adapter does not run it (off)."""
         if config.get("compression.type") == "zstd" and not all(has_zstd(t) for t in self.targets):
-            return {**config, "compression.type": "gzip"}
+            config = {**config, "compression.type": "gzip"}
+        if config.get("transaction.partition.verification.enable") and not self._verifies():
+            config = {**config, "transaction.partition.verification.enable": False}
         return config
+
+    def _verifies(self) -> bool:
+        """Whether every target verifies transactions (kafka.verifies_transactions)."""
+        return all(verifies_transactions(t) for t in self.targets)
+
+    def _forget_guards(self) -> None:
+        """The broker started again: the guards it handed out are gone with its memory."""
+        self.guards, self.handed_out = {}, 0
 
     def _holds_legacy(self, tp) -> bool:
         """Whether the model's log of ``tp`` holds a legacy batch a cleaning round would read."""
@@ -250,7 +268,8 @@ class LogMachine(RuleBasedStateMachine):
                 sequence += data.draw(st.integers(1, 3), label="gap")
             batch = sc.BatchSpec(self.draw_records(data), producer=(producer, epoch, sequence), transactional=transactional)
         leader_epoch = self._epoch(tp, data.draw(st.integers(0, 3), label="epoch"))
-        result = self._do(sc.Append(tp[0], tp[1], (batch,), True, leader_epoch))
+        guard = self._guard(tp, producer, data) if batch.transactional and self._verifies() else 0
+        result = self._do(sc.Append(tp[0], tp[1], (batch,), True, leader_epoch, guard))
         if "last" in result and result["first"] >= self.leo.get(tp, 0):  # written, not a retry answered
             self.leo[tp] = result["last"] + 1
             if transactional:
@@ -517,6 +536,29 @@ class LogMachine(RuleBasedStateMachine):
         self.clock += ms
         self._do(sc.Tick(ms))
 
+    def _guard(self, tp, producer: int, data) -> int:
+        """The guard a transactional produce request brings (its number)."""
+        kind = data.draw(st.sampled_from(choices("transactional append: guard")), label="guard")
+        if kind == "another handed out" and self.handed_out:
+            return data.draw(st.integers(1, self.handed_out), label="guard number")
+        if kind == "stale":
+            return self.handed_out + 1
+        return self.guards.get((tp, producer), 0) if kind == "the producer's" else 0
+
+    @precondition(lambda self: self._up() and self._verifies())
+    @rule(tp=partitions, data=st.data(), producer=st.sampled_from((1, 2, 3)))
+    def verify_transaction(self, tp, data, producer):
+        """The partition's half of a transactional produce's verification (KIP-890): at the
+        producer's epoch, its next sequence or one near it."""
+        epoch, sequence, _ = self.producers.get((tp, producer), (0, 0, None))
+        kind = data.draw(st.sampled_from(choices("verify transaction: sequence")), label="verified sequence")
+        seq = {"next": sequence, "lower": max(0, sequence - 1), "higher": sequence + 1}[kind]
+        bump = data.draw(st.sampled_from(choices("verify transaction: epoch bump")), label="epoch bump")
+        result = self._do(sc.VerifyTransaction(tp[0], tp[1], producer, epoch, seq, bump))
+        if result.get("guard"):
+            self.guards[(tp, producer)] = result["guard"]
+            self.handed_out = max(self.handed_out, result["guard"])
+
     @precondition(lambda self: self._up())
     @rule()
     def shutdown(self):
@@ -528,6 +570,7 @@ class LogMachine(RuleBasedStateMachine):
     def open(self):
         self._do(sc.Open())
         self.running = True
+        self._forget_guards()
         self._score("clean restarts", 1.0, add=True)
 
     @invariant()

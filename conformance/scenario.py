@@ -238,18 +238,24 @@ class Append(Step):
     batches: tuple[BatchSpec, ...] = ()
     leader: bool = True
     leader_epoch: int = 0  # leader appends: the epoch stamped on every batch
+    # a client's produce request: the guard a verify_transaction step handed out (its number), 0 none
+    verification_guard: int = 0
 
     @classmethod
     def fields_from_json(cls, d, where):
         leader = _bool(d, "leader", where, True)
         epoch = _int(d, "leader_epoch", where, 0, 0, INT[1])
-        return {"leader": leader, "leader_epoch": epoch, "batches": _batches(d, where, leader)}
+        guard = _int(d, "verification_guard", where, 0, 0, INT[1])
+        if guard and not leader:
+            raise ScenarioError(f"{where}: 'verification_guard' is a leader's (a client's produce request)")
+        return {"leader": leader, "leader_epoch": epoch, "batches": _batches(d, where, leader), "verification_guard": guard}
 
     def call(self, manager, dirs):
         """One ``UnifiedLog.append`` per request (:func:`append_requests`); a refusal ends the step."""
         log = manager.log(self.topic, self.partition)
+        guard = guard_value(manager.guards_handed_out, self.verification_guard)
         infos = [
-            log.append(data, self.leader, self.leader_epoch, version)
+            log.append(data, self.leader, self.leader_epoch, version, guard)
             for data, version in zip(append_requests(self), transaction_versions(self), strict=True)
         ]
         return {"first": infos[0].first_offset, "last": infos[-1].last_offset}
@@ -273,6 +279,62 @@ class Append(Step):
 
     def wire_result(self, answers):
         return {"first": answers[0]["first"], "last": answers[-1]["last"]}
+
+
+STALE_GUARD = -1  # a guard this broker never handed out (Kafka's values are positive): it verifies nothing
+
+
+def guard_number(handed_out: list[int], guard: int) -> int:
+    """A guard as a scenario names it: 0 the sentinel, else its place among the guards the running
+    broker handed out since it started, 1 the first (a guard handed out again keeps its number)."""
+    if guard == 0:
+        return 0
+    if guard not in handed_out:
+        handed_out.append(guard)
+    return handed_out.index(guard) + 1
+
+
+def guard_value(handed_out: list[int], number: int) -> int:
+    """The guard an append's ``verification_guard`` names: 0 the sentinel; a number this broker
+    has not handed out (one from before a restart) a guard no producer's entry holds."""
+    if number == 0:
+        return 0
+    return handed_out[number - 1] if number <= len(handed_out) else STALE_GUARD
+
+
+@attrs.frozen
+class VerifyTransaction(Step):
+    """The partition's part of a transactional produce's verification (KIP-890, Kafka 3.6+; here as
+    4.4.0 does it): ``UnifiedLog.maybeStartTransactionVerification``.  A producer epoch below the
+    producer's is fenced (InvalidProducerEpochException); a transaction open at this epoch needs no
+    guard: the sentinel, 0; else the producer's verification entry — made if it has none, its
+    lowest sequence and epoch updated — and its guard.  The entry lives in memory until the
+    producer's next transactional batch is appended (or ``producer.id.expiration.ms`` passes).
+    Its result: ``{"guard": n}``, n the guard's number (:func:`guard_number`), which an append's
+    ``verification_guard`` passes back.  ``supports_epoch_bump``: the client's transaction version is 2."""
+
+    op = "verify_transaction"
+    topic: str = "t"
+    partition: int = 0
+    producer_id: int = 0
+    producer_epoch: int = 0
+    sequence: int = 0
+    supports_epoch_bump: bool = False
+
+    @classmethod
+    def fields_from_json(cls, d, where):
+        return {
+            "producer_id": _int(d, "producer_id", where, 0, 0),
+            "producer_epoch": _int(d, "producer_epoch", where, 0, 0, 2**15 - 1),
+            "sequence": _int(d, "sequence", where, 0, 0, INT[1]),
+            "supports_epoch_bump": _bool(d, "supports_epoch_bump", where, False),
+        }
+
+    def call(self, manager, dirs):
+        guard = manager.log(self.topic, self.partition).maybe_start_transaction_verification(
+            self.producer_id, self.sequence, self.producer_epoch, self.supports_epoch_bump
+        )
+        return {"guard": guard_number(manager.guards_handed_out, guard)}
 
 
 @attrs.frozen
@@ -557,6 +619,9 @@ class Unassign(Step):
         return target.unassign(self.topic, self.partition)
 
 
+BROKER_CONFIGS = ("num.recovery.threads.per.data.dir", "transaction.partition.verification.enable")
+
+
 @attrs.frozen
 class AlterConfig(Step):
     """A topic's config altered while the broker runs (the AlterConfigs request; LogManager.updateTopicConfig):
@@ -579,8 +644,9 @@ class AlterConfig(Step):
             Config.of(config)
         except ConfigError as e:
             raise ScenarioError(f"{where}: config: {e}") from None
-        if "num.recovery.threads.per.data.dir" in config:
-            raise ScenarioError(f"{where}: config: num.recovery.threads.per.data.dir is the broker's, not a topic's")
+        for key in BROKER_CONFIGS:
+            if key in config:
+                raise ScenarioError(f"{where}: config: {key} is the broker's, not a topic's")
         return {"topic": _str(d, "topic", where, "t"), "config": dict(config)}
 
     def call(self, manager, dirs):

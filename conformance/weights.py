@@ -148,6 +148,15 @@ TABLE = (
     Weight("idempotent append: transactional", {False: 2, True: 1},
            "a transactional producer's batch opens or continues its transaction (docs/producer-state.md rule 53); "
            "a plain one of a producer inside one is refused"),
+    Weight("verify transaction: sequence", {"next": 4, "lower": 1, "higher": 1},
+           "the producer's next sequence mostly; a lower one moves the entry's lowest sequence down, a higher "
+           "one leaves it, so the next batch is refused or taken (KIP-890's lowest sequence)"),
+    Weight("verify transaction: epoch bump", {False: 2, True: 1},
+           "a client at transaction version 2 is verified with an epoch bump: a producer with no batch must "
+           "then start at sequence 0, and a marker at the entry's epoch keeps the entry"),
+    Weight("transactional append: guard", {"the producer's": 4, "none": 1, "another handed out": 1, "stale": 1},
+           "with verification on, the guard its verification handed out mostly; none, another producer's "
+           "and one never handed out since the start are refused outside an open transaction (the ABA case)"),
     Weight("transaction marker", {"current": 6, "fenced coordinator": 1, "older producer epoch": 1},
            "COMMIT and ABORT close transactions and fill the txn index (rules 55-56); a fenced coordinator's and an "
            "older epoch's markers are refused"),

@@ -1,9 +1,10 @@
 """Topic-level log configuration (spec §8) with Kafka's defaults and validation.
 
 Keys are Kafka's topic config names (``segment.bytes``, ``retention.ms``, …) so a scenario file reads
-like a topic's ``--config``.  Only what the log layer uses is here.  One broker config rides along:
+like a topic's ``--config``.  Only what the log layer uses is here.  Two broker configs ride along:
 ``num.recovery.threads.per.data.dir`` (spec §6.2, §8), read by the LogManager from its default
-config only (a topic override of it means nothing).
+config only (a topic override of it means nothing), and ``transaction.partition.verification.enable``
+(KIP-890), which the producer state reads: off unless a scenario turns it on (Kafka's default is on).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ _KEYS = {
     "message.timestamp.type": ("message_timestamp_type", "CreateTime", None),
     "compression.type": ("compression_type", "producer", None),
     "num.recovery.threads.per.data.dir": ("num_recovery_threads_per_data_dir", 1, 1),
+    "transaction.partition.verification.enable": ("transaction_partition_verification_enable", False, None),
 }
 
 
@@ -72,6 +74,8 @@ class LogConfig:
     message_timestamp_type: str = "CreateTime"  # LogAppendTime: the leader stamps batches with its clock
     compression_type: str = "producer"  # the codec a leader writes; producer: the batch's own (§4.14)
     num_recovery_threads_per_data_dir: int = 1  # broker config: partitions of one dir loaded in parallel
+    # broker config: a client's transactional batch needs a verification guard (KIP-890)
+    transaction_partition_verification_enable: bool = False
 
     @classmethod
     def from_dict(cls, values: dict) -> LogConfig:

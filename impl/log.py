@@ -27,10 +27,12 @@ from impl.producer_state import (
     CLIENT,
     COORDINATOR,
     REPLICATION,
+    SENTINEL,
     ProducerStateManager,
     RebuildError,
     has_producer,
     is_control,
+    is_transactional,
     rebuild,
 )
 from impl.record_walk import base_offset, end_marker, timestamps_and_keys
@@ -297,13 +299,29 @@ class PartitionLog:
             {"first_offset": base_offset(data, headers[0]), "last_offset": last},
         )
 
+    def maybe_start_transaction_verification(self, pid: int, sequence: int, epoch: int, supports_epoch_bump: bool) -> int:
+        """A transactional produce's verification (KIP-890): fenced below the producer's epoch; the
+        sentinel while a transaction is open at ``epoch``; else the producer's guard."""
+        entry = self.producer_state.producers.get(pid)
+        if entry is not None and epoch < entry[1]:
+            raise LogError("InvalidProducerEpochException", f"producer {pid}: epoch {epoch} is below {entry[1]}")
+        if self.producer_state.ongoing_at(pid, epoch):
+            return SENTINEL
+        return self.producer_state.start_verification(pid, sequence, epoch, supports_epoch_bump, self.clock())
+
     @storage_errors
     def append(
-        self, records: bytes, leader: bool = True, leader_epoch: int = 0, transaction_version: int = 0
+        self,
+        records: bytes,
+        leader: bool = True,
+        leader_epoch: int = 0,
+        transaction_version: int = 0,
+        verification_guard: int = SENTINEL,
     ) -> LogAppendInfo:
         """Append v2 batches: as leader, offsets are assigned from the log end offset and the batches'
         partition leader epoch set; as follower, offsets are kept and validated.  A leader's marker
-        is checked at ``transaction_version`` (its coordinator's)."""
+        is checked at ``transaction_version`` (its coordinator's); a client's transactional batch
+        needs ``verification_guard`` when verification is on (KIP-890)."""
         data = bytearray(records)
         scan = BatchScan(data)
         headers = list(scan)
@@ -363,7 +381,7 @@ class PartitionLog:
         segment = self._maybe_roll(len(data), first if first >= 0 else last - INT32_MAX, last, max_ts)
         # after the roll, before the write: a retry or a refusal writes nothing
         duplicate, pending, completed = self._analyse_producers(
-            data, headers, _origin(headers, leader), transaction_version
+            data, headers, _origin(headers, leader), transaction_version, verification_guard
         )
         if duplicate is not None:
             return LogAppendInfo(*duplicate)
@@ -382,10 +400,10 @@ class PartitionLog:
             self.flush(self.log_end_offset)
         return LogAppendInfo(first, last)
 
-    def _analyse_producers(self, data, headers, origin: str, transaction_version: int):
+    def _analyse_producers(self, data, headers, origin: str, transaction_version: int, guard: int = SENTINEL):
         """analyzeAndValidateProducerState: (the offsets of the batch a client's repeats, None,
         None), or (None, the producer state with the request applied to a copy, the transactions
-        it completes); a refused check raises and changes nothing."""
+        it completes); a refused check raises and changes nothing but a verification it used."""
         pending, completed = self.producer_state.scratch(), []
         for h in headers:
             if not has_producer(h):
@@ -394,11 +412,28 @@ class PartitionLog:
                 duplicate = self.producer_state.duplicate_of(h)
                 if duplicate is not None:
                     return duplicate, None, None
+            if origin != REPLICATION and is_transactional(h):
+                self._check_verified(h, guard)
             marker = end_marker(data, h) if is_control(h) else None
             txn = pending.append(h, marker, origin, transaction_version)
             if txn is not None:
                 completed.append(txn)
         return None, pending, completed
+
+    def _check_verified(self, h, guard: int) -> None:
+        """A client's or coordinator's transactional batch outside a transaction open at its epoch:
+        fenced below the producer's epoch; with verification on, a data batch needs its producer's
+        guard, so nothing transactional lands that the coordinator does not know is open."""
+        psm = self.producer_state
+        if psm.ongoing_at(h.producer_id, h.producer_epoch):
+            return
+        entry = psm.producers.get(h.producer_id)
+        if entry is not None and h.producer_epoch < entry[1]:
+            where = f"producer {h.producer_id} at offset {h.offset}"
+            raise LogError("InvalidProducerEpochException", f"{where}: epoch {h.producer_epoch} is below {entry[1]}")
+        needed = self.config.transaction_partition_verification_enable and not is_control(h)
+        if needed and not psm.verified(h.producer_id, guard):
+            raise LogError("InvalidTxnStateException", "Record was not part of an ongoing transaction")
 
     def _validate_produce_request(self, data, headers) -> None:
         """LogValidator (§4.14): one v2 batch per produce request, base offset 0; on a compacted

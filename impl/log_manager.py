@@ -154,6 +154,8 @@ class LogManager:
         self.unique_ids = unique_ids  # (topic, partition, taken: dir name → bool, kind) → a renamed dir's id
         # the partitions the metadata image no longer assigns here: KRaft's isStray at startup
         self.unassigned = unassigned
+        # the verification guards handed to transactional produce requests since startup (KIP-890)
+        self.guards_handed_out: list[int] = []
         self.deleting: list[Deleting] = []  # logsToBeDeleted, oldest first
         self.delete_logs_due: int | None = None  # the next run of the kafka-delete-logs task
         self.data_dirs = list(data_dirs)

@@ -14,6 +14,7 @@ section 9).
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 from typing import NamedTuple
@@ -41,6 +42,29 @@ EPOCH_MAX = 2**15 - 1  # Short.MAX_VALUE: a producer epoch that can go no higher
 CLIENT, COORDINATOR, REPLICATION = "client", "coordinator", "replication"  # AppendOrigin
 
 
+# VerificationGuard (KIP-890): unique values in the process, 0 the sentinel that verifies nothing
+SENTINEL = 0
+_GUARDS = itertools.count(1)
+
+
+class Verification:
+    """A producer's VerificationStateEntry: made when its transactional produce is verified, gone
+    with its next transactional batch (or expired); the guard that batch must bring."""
+
+    __slots__ = ("timestamp", "guard", "lowest_sequence", "epoch", "supports_epoch_bump")
+
+    def __init__(self, timestamp: int, sequence: int, epoch: int, supports_epoch_bump: bool):
+        self.timestamp, self.guard = timestamp, next(_GUARDS)
+        self.lowest_sequence, self.epoch, self.supports_epoch_bump = sequence, epoch, supports_epoch_bump
+
+    def update(self, sequence: int, epoch: int) -> None:
+        """maybeUpdateLowestSequenceAndEpoch: the lowest sequence seen at the epoch, a higher epoch restarting it."""
+        if epoch == self.epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+        if epoch > self.epoch:
+            self.epoch, self.lowest_sequence = epoch, sequence
+
+
 class CompletedTxn(NamedTuple):
     producer_id: int
     first_offset: int
@@ -60,6 +84,10 @@ def _next_sequence(sequence: int, delta: int) -> int:
 def has_producer(h) -> bool:
     """RecordBatch.hasProducerId: a v2 batch with a producer id."""
     return h.magic >= 2 and h.producer_id >= 0
+
+
+def is_transactional(h) -> bool:
+    return bool(h.attributes & _TRANSACTIONAL)
 
 
 def is_control(h) -> bool:
@@ -146,6 +174,9 @@ class ProducerStateManager:
         self.batches: dict[int, list[tuple[int, int, int]]] = {}  # id → last batches: (last seq, last offset, delta)
         self.ongoing: dict[int, int] = {}  # an open transaction's first offset → its producer id
         self.read_back: list[int] = []  # last offsets of the transactions batches read back completed
+        # id → Verification, in memory only; scratch copies share it: Kafka clears an entry while
+        # it checks a request, whether or not the request is then written
+        self.verifying: dict[int, Verification] = {}
         self.map_end = 0
         self.last_snap = 0
 
@@ -220,6 +251,13 @@ class ProducerStateManager:
             raise LogError("InvalidProducerEpochException", f"{where}: epoch {h.producer_epoch} is below {epoch}")
         if origin != CLIENT:
             return
+        verification = self.verifying.get(h.producer_id)
+        if verification is not None:
+            if verification.supports_epoch_bump and h.base_sequence != 0 and not self.batches.get(h.producer_id):
+                raise LogError("OutOfOrderSequenceException", f"{where}: {h.base_sequence}, no batch of it known")
+            if h.base_sequence > verification.lowest_sequence:
+                lowest = verification.lowest_sequence
+                raise LogError("OutOfOrderSequenceException", f"{where}: {h.base_sequence} above {lowest} verified")
         if h.producer_epoch != epoch:
             if h.base_sequence != 0 and epoch != -1:
                 raise LogError("OutOfOrderSequenceException", f"{where}: a new epoch opens at {h.base_sequence}")
@@ -233,14 +271,42 @@ class ProducerStateManager:
         """UnifiedLog.updateProducers for batch ``h`` with a producer id (``marker``: its end
         marker, if a control batch, written at ``transaction_version``): checked, then applied;
         the transaction it completes."""
-        if is_control(h):
-            if marker is None:  # a control batch with no record: the entry, nothing more
-                self.producers.setdefault(h.producer_id, _empty(h.producer_id))
-                return None
-            return self._end_transaction(h, marker, origin, transaction_version)
-        self.validate(h, origin)
-        self.update(h)
-        return None
+        completed = None
+        if not is_control(h):
+            self.validate(h, origin)
+            self.update(h)
+        elif marker is None:  # a control batch with no record: the entry, nothing more
+            self.producers.setdefault(h.producer_id, _empty(h.producer_id))
+        else:
+            completed = self._end_transaction(h, marker, origin, transaction_version)
+        if h.attributes & _TRANSACTIONAL:
+            self._transactional_done(h)
+        return completed
+
+    def _transactional_done(self, h) -> None:
+        """The producer's verification goes with its transactional batch (its transaction has a
+        first offset, or ended), but a marker at the epoch a bump-verification was made for."""
+        v = self.verifying.get(h.producer_id)
+        if v is None or not (v.supports_epoch_bump and is_control(h) and h.producer_epoch == v.epoch):
+            self.verifying.pop(h.producer_id, None)
+
+    def ongoing_at(self, pid: int, epoch: int) -> bool:
+        """hasOngoingTransaction: a transaction of the producer open at ``epoch``."""
+        entry = self.producers.get(pid)
+        return entry is not None and entry[7] >= 0 and entry[1] == epoch
+
+    def start_verification(self, pid: int, sequence: int, epoch: int, supports_epoch_bump: bool, now_ms: int) -> int:
+        """maybeCreateVerificationStateEntry: the producer's entry (made if missing, then updated); its guard."""
+        v = self.verifying.get(pid)
+        if v is None:
+            v = self.verifying[pid] = Verification(now_ms, sequence, epoch, supports_epoch_bump)
+        v.update(sequence, epoch)
+        return v.guard
+
+    def verified(self, pid: int, guard: int) -> bool:
+        """The producer's entry holds ``guard``: the sentinel verifies nothing."""
+        v = self.verifying.get(pid)
+        return guard != SENTINEL and v is not None and v.guard == guard
 
     def read(self, h, marker=None, txn_index=None) -> None:
         """A batch read back from the log (a rebuild's scan, a recovery): its producer, if any, moves
@@ -379,6 +445,8 @@ class ProducerStateManager:
         for p in gone:
             del self.producers[p]
             self.batches.pop(p, None)
+        for p in [p for p, v in self.verifying.items() if now_ms - v.timestamp >= PRODUCER_ID_EXPIRATION_MS]:
+            del self.verifying[p]
         return len(gone)
 
     def on_log_start_offset_incremented(self, log_start: int) -> None:

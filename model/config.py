@@ -2,7 +2,10 @@
 
 ``num.recovery.threads.per.data.dir`` (a broker config, §6.2) is accepted and validated like the
 rest so scenarios are checked alike on both sides, and otherwise ignored: how many threads load a
-dir's partitions changes nothing a load leaves."""
+dir's partitions changes nothing a load leaves.  ``transaction.partition.verification.enable`` (a
+broker config, KIP-890) is read by the producer state: default false here, where Kafka's is true
+(a scenario's transactional appends had no coordinator to verify them before the step that does).
+"""
 
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ DEFAULTS = {
     # name recompresses a batch of another codec ("uncompressed": none)
     "compression.type": "producer",
     "num.recovery.threads.per.data.dir": 1,
+    "transaction.partition.verification.enable": False,
 }
 MINIMUMS = {
     "segment.bytes": 14,

@@ -29,6 +29,7 @@ from model.producer_state import (
     CLIENT,
     COORDINATOR,
     REPLICATION,
+    SENTINEL,
     ProducerStateManager,
     RebuildError,
     aborted_txn,
@@ -213,7 +214,20 @@ class Log:
         self.epoch_writes += 1
 
     # §4.14
-    def append(self, records: bytes, leader: bool, leader_epoch: int, transaction_version: int = 0) -> LogAppendInfo:
+    def maybe_start_transaction_verification(self, pid: int, sequence: int, epoch: int, supports_epoch_bump: bool) -> int:
+        """The partition's part of a transactional produce's verification (KIP-890): an epoch below
+        the producer's is fenced; a transaction open at this epoch needs no guard (the sentinel);
+        else the producer's verification entry, made if it has none, and its guard."""
+        entry = self.producer_state.producers.get(pid)
+        if entry is not None and epoch < entry[1]:
+            raise LogError("InvalidProducerEpochException", f"epoch {epoch} of producer {pid} is below {entry[1]}")
+        if self.producer_state.has_ongoing_transaction(pid, epoch):
+            return SENTINEL
+        return self.producer_state.verify(pid, sequence, epoch, supports_epoch_bump, self.clock())
+
+    def append(
+        self, records: bytes, leader: bool, leader_epoch: int, transaction_version: int = 0, verification_guard: int = 0
+    ) -> LogAppendInfo:
         scan = iterate_file(bytes(records))
         if scan.stop == CORRUPT:
             raise LogError("CorruptRecordException", str(scan.error))
@@ -269,7 +283,9 @@ class Log:
             self.roll(first if first >= 0 else last - INT32_MAX)
         batches = iterate_file(bytes(data)).batches
         # after the roll, before the write: a duplicate or a refusal writes nothing (rule 47)
-        duplicate, pending, completed = self._analyse_producers(batches, _origin(batches, leader), transaction_version)
+        duplicate, pending, completed = self._analyse_producers(
+            batches, _origin(batches, leader), transaction_version, verification_guard
+        )
         if duplicate is not None:
             return LogAppendInfo(*duplicate)
         self.active.append(last, bytes(data), self.clock())
@@ -300,11 +316,12 @@ class Log:
             {"first_offset": first, "last_offset": last},
         )
 
-    def _analyse_producers(self, batches, origin: str, transaction_version: int):
+    def _analyse_producers(self, batches, origin: str, transaction_version: int, guard: int = SENTINEL):
         """analyzeAndValidateProducerState: a client's batch that repeats one of its producer's
         last five gives that batch's offsets (the duplicate); else every batch with a producer id
-        is applied to a copy of the producer state, the request refused on the first failing
-        check: the copy and the transactions the request completes."""
+        is checked against its transaction's verification and applied to a copy of the producer
+        state, the request refused on the first failing check: the copy and the transactions the
+        request completes."""
         pending, completed = self.producer_state.scratch(), []
         for batch in batches:
             if not batch.is_v2 or batch.header().producer_id < 0:
@@ -313,10 +330,27 @@ class Log:
                 duplicate = self.producer_state.duplicate_of(batch.header())
                 if duplicate is not None:
                     return duplicate, None, None
+            if origin in (CLIENT, COORDINATOR) and batch.is_transactional:
+                self._check_verified(batch, guard)
             txn = append_batch(pending, batch, origin, transaction_version)
             if txn is not None:
                 completed.append(txn)
         return None, pending, completed
+
+    def _check_verified(self, batch, guard: int) -> None:
+        """A client's or the coordinator's transactional batch outside a transaction open at its
+        epoch (KIP-890): an epoch below the producer's is fenced; with verification on, a data
+        batch must bring the guard of its producer's verification entry, so nothing transactional
+        is written that the coordinator does not know is open (a stale guard: the ABA case)."""
+        h, psm = batch.header(), self.producer_state
+        if psm.has_ongoing_transaction(h.producer_id, h.producer_epoch):
+            return
+        entry = psm.producers.get(h.producer_id)
+        if entry is not None and h.producer_epoch < entry[1]:
+            raise LogError("InvalidProducerEpochException", f"epoch {h.producer_epoch} of producer {h.producer_id} is below {entry[1]}")
+        verifying = self.config.transaction_partition_verification_enable
+        if verifying and not batch.is_control and not psm.verifies(h.producer_id, guard):
+            raise LogError("InvalidTxnStateException", "Record was not part of an ongoing transaction")
 
     def _validate_produce_request(self, batches) -> None:
         """Kafka's LogValidator on a leader append (§4.14): a v2 produce request holds one batch,

@@ -151,6 +151,9 @@ class LogManager:
         # the partitions the metadata image no longer assigns here (KRaft's isStray at startup),
         # the directories the load found and those it set aside -stray
         self.unassigned: frozenset[tuple[str, int]] = frozenset()
+        # the verification guards this broker handed to transactional produce requests since it
+        # started (KIP-890), in order: a scenario names a guard by its place here
+        self.guards_handed_out: list[int] = []
         self.dirs_found: set[str] = set()
         self.set_aside: set[str] = set()
         self.dir_files: dict[str, dict[str, bytes]] = {d: {} for d in self.data_dirs}  # name → bytes

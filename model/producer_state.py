@@ -14,6 +14,7 @@ of a segment's recovery deletes files this one still lists (rule 17 of docs/prod
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 from typing import NamedTuple
@@ -123,6 +124,34 @@ def expired(entry, now_ms: int) -> bool:
     return entry[7] < 0 and now_ms - entry[5] >= PRODUCER_ID_EXPIRATION_MS
 
 
+# VerificationGuard (KIP-890): a value unique in the process (Kafka's AtomicLong); the sentinel is 0
+# and verifies nothing
+SENTINEL = 0
+_GUARDS = itertools.count(1)
+
+
+@attrs.define
+class Verification:
+    """A producer's VerificationStateEntry: made when a transactional produce asks the coordinator
+    to verify it (``maybeStartTransactionVerification``), held until the producer's next
+    transactional batch is appended; its guard must come back with that batch."""
+
+    timestamp: int  # the broker's clock when made: expired with the producers (removeExpiredProducers)
+    guard: int
+    lowest_sequence: int
+    epoch: int
+    supports_epoch_bump: bool  # the client's transaction version is 2
+
+    def update(self, sequence: int, epoch: int) -> None:
+        """maybeUpdateLowestSequenceAndEpoch: a lower sequence at the same epoch, or a higher epoch
+        with its sequence, is the lowest a later batch may start at (an OutOfOrderSequence loop
+        otherwise)."""
+        if epoch == self.epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+        if epoch > self.epoch:
+            self.epoch, self.lowest_sequence = epoch, sequence
+
+
 def hashmap_order(keys: list[int]) -> list[int]:
     """The order java.util.HashMap iterates Long keys inserted in ``keys``' order: by bucket of the
     table (16 slots, doubled whenever more than three quarters are used), insertion order within a
@@ -165,6 +194,9 @@ class ProducerStateManager:
     ongoing: dict[int, int] = attrs.Factory(dict)
     # the last offsets of the transactions batches read back completed (rule 61)
     read_back: list[int] = attrs.Factory(list)
+    # producer id → its Verification; in memory only, and shared with every scratch copy: Kafka
+    # clears an entry while it analyses a request, before the request is known to succeed
+    verifying: dict[int, Verification] = attrs.Factory(dict)
 
     @classmethod
     def listing(cls, disk: dict[str, bytes]) -> ProducerStateManager:
@@ -216,6 +248,7 @@ class ProducerStateManager:
             raise LogError("InvalidProducerEpochException", f"epoch {h.producer_epoch} of {where} is below {current}")
         if origin != CLIENT:
             return
+        self._check_verified_sequence(h, where)
         if h.producer_epoch != current:
             if h.base_sequence != 0 and current != -1:
                 raise LogError(
@@ -227,6 +260,52 @@ class ProducerStateManager:
         last = recent[-1][0] if recent else NO_SEQUENCE
         if not (h.base_sequence == last + 1 or (h.base_sequence == 0 and last == INT_MAX)):
             raise LogError("OutOfOrderSequenceException", f"sequence {h.base_sequence} of {where} follows {last}")
+
+    def _check_verified_sequence(self, h, where: str) -> None:
+        """checkSequence's first rules, while the producer is being verified (KIP-890): verified at
+        transaction version 2, a producer with no batch known starts at sequence 0; and no batch
+        starts above the lowest sequence verification saw."""
+        state = self.verifying.get(h.producer_id)
+        if state is None:
+            return
+        if state.supports_epoch_bump and h.base_sequence != 0 and not self.recent.get(h.producer_id):
+            raise LogError(
+                "OutOfOrderSequenceException", f"sequence {h.base_sequence} of {where}, a producer with no batch known"
+            )
+        if h.base_sequence > state.lowest_sequence:
+            raise LogError(
+                "OutOfOrderSequenceException",
+                f"sequence {h.base_sequence} of {where} is above {state.lowest_sequence}, the lowest verified",
+            )
+
+    # --- transaction verification (KIP-890) ---------------------------------------------------------
+
+    def has_ongoing_transaction(self, pid: int, epoch: int) -> bool:
+        """UnifiedLog.hasOngoingTransaction: the producer has a transaction open at ``epoch``."""
+        entry = self.producers.get(pid)
+        return entry is not None and entry[7] >= 0 and entry[1] == epoch
+
+    def verify(self, pid: int, sequence: int, epoch: int, supports_epoch_bump: bool, now_ms: int) -> int:
+        """maybeCreateVerificationStateEntry: the producer's entry, made if it has none, its lowest
+        sequence and epoch updated; its guard."""
+        state = self.verifying.get(pid)
+        if state is None:
+            state = self.verifying[pid] = Verification(now_ms, next(_GUARDS), sequence, epoch, supports_epoch_bump)
+        state.update(sequence, epoch)
+        return state.guard
+
+    def verifies(self, pid: int, guard: int) -> bool:
+        """``verificationGuard(pid).verify(guard)``: the producer's entry holds ``guard`` (never the sentinel)."""
+        state = self.verifying.get(pid)
+        return guard != SENTINEL and state is not None and state.guard == guard
+
+    def transactional_batch_done(self, h, control: bool) -> None:
+        """updateProducers after a transactional batch: the producer's entry goes (the transaction
+        has its first offset, or it ended), but where a marker closes the epoch an epoch-bump
+        verification was made for."""
+        state = self.verifying.get(h.producer_id)
+        if not (state is not None and state.supports_epoch_bump and control and h.producer_epoch == state.epoch):
+            self.verifying.pop(h.producer_id, None)
 
     def update(self, h, transactional: bool = False) -> None:
         """ProducerStateManager.update from data batch ``h`` (rules 45, 53): a new epoch forgets
@@ -378,6 +457,8 @@ class ProducerStateManager:
         for pid in gone:
             del self.producers[pid]
             self.recent.pop(pid, None)
+        for pid in [p for p, v in self.verifying.items() if now_ms - v.timestamp >= PRODUCER_ID_EXPIRATION_MS]:
+            del self.verifying[pid]  # lingering unverified, with the same bound
         return len(gone)
 
     def on_log_start_offset_incremented(self, log_start: int) -> None:
@@ -498,20 +579,24 @@ def append_batch(psm: ProducerStateManager, batch, origin: str, transaction_vers
     transaction; a control batch with no record changes nothing but makes the entry (rule 55).
     The completed transaction, if any."""
     h = batch.header()
+    completed = None
     if batch.is_control:
         records = batch.records()
         if not records:
             psm.producers.setdefault(h.producer_id, _empty(h.producer_id))
-            return None
-        if records[0].control_type not in ("ABORT", "COMMIT"):
+        elif records[0].control_type not in ("ABORT", "COMMIT"):
             raise LogError(
                 "IllegalArgumentException",
                 f"control record type {records[0].control_type} at offset {h.offset} ends no transaction",
             )
-        return psm.end_transaction(h, records[0], origin, transaction_version)
-    psm.validate(h, origin)
-    psm.update(h, batch.is_transactional)
-    return None
+        else:
+            completed = psm.end_transaction(h, records[0], origin, transaction_version)
+    else:
+        psm.validate(h, origin)
+        psm.update(h, batch.is_transactional)
+    if batch.is_transactional:
+        psm.transactional_batch_done(h, batch.is_control)
+    return completed
 
 
 def read_producer(psm: ProducerStateManager, batch, txn_index=None) -> None:

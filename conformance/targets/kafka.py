@@ -53,6 +53,9 @@ EXPIRY_FROM = (3, 4)  # KIP-854's producer.id.expiration.ms: what the model's pr
 SET_ASIDE_DIRS_FROM = (3, 9)  # the first whose adapter follows -delete, -future and -stray dirs as modelled
 UNASSIGNED_FROM = (4, 1)  # KRaft's isStray passed to LogManager.startup: the adapters of 4.1 on
 TRANSACTION_VERSION_FROM = (4, 2)  # the first whose appendAsLeader takes a marker's transaction version (KIP-890)
+# the first release whose adapter verifies transactions as the model states (KIP-890's
+# maybeStartTransactionVerification with an epoch bump, and an append given its guard)
+VERIFICATION_FROM = (4, 1)
 ZSTD_FROM = (2, 1)  # the first with a zstd codec (KIP-110), for compression.type too
 WRITE_SLACK_NS = 1_000_000_000  # a file system's coarsest modification-time step
 
@@ -90,6 +93,13 @@ def takes_transaction_versions(target: str) -> bool:
     """Whether ``target`` appends a marker at transaction version 2 as the model states: every one but
     the kafka target of a release before 4.2, which takes no version (unsupported)."""
     return _from(target, TRANSACTION_VERSION_FROM)
+
+
+def verifies_transactions(target: str) -> bool:
+    """Whether ``target`` runs ``verify_transaction`` and an append's ``verification_guard`` as the
+    model states, with ``transaction.partition.verification.enable`` on: every one but the kafka
+    target of a release before :data:`VERIFICATION_FROM`."""
+    return _from(target, VERIFICATION_FROM)
 
 
 def has_zstd(target: str) -> bool:

@@ -528,6 +528,40 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="verification-kept-after-the-first-batch",
+        module="impl.producer_state",
+        old="""        if v is None or not (v.supports_epoch_bump and is_control(h) and h.producer_epoch == v.epoch):
+            self.verifying.pop(h.producer_id, None)""",
+        new="""        pass""",
+        description="a producer's verification entry outlives its transaction's first batch, so the next verification hands back the old guard (and a stale one still verifies: KIP-890's ABA case), where updateProducers clears it (pinned by corpora/log/transaction-verification-guards-a-transactions-first-batch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="verification-ignores-the-lowest-sequence",
+        module="impl.producer_state",
+        old="""            if h.base_sequence > verification.lowest_sequence:""",
+        new="""            if False:""",
+        description="a batch above the lowest sequence its producer's verification saw is written, where checkSequence refuses it (OutOfOrderSequenceException: the retry loop KIP-890 prevents; pinned by corpora/log/transaction-verification-guards-a-transactions-first-batch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="verification-sentinel-verifies",
+        module="impl.producer_state",
+        old="""        return guard != SENTINEL and v is not None and v.guard == guard""",
+        new="""        return v is not None and guard in (SENTINEL, v.guard)""",
+        description="a transactional batch with no guard is written once its producer has a verification entry, where the sentinel verifies nothing (VerificationGuard.verify; pinned by corpora/log/transaction-verification-guards-a-transactions-first-batch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
+        name="verification-never-expires",
+        module="impl.producer_state",
+        old="""        for p in [p for p, v in self.verifying.items() if now_ms - v.timestamp >= PRODUCER_ID_EXPIRATION_MS]:
+            del self.verifying[p]""",
+        new="""        pass""",
+        description="a verification entry lingers past producer.id.expiration.ms, so a guard handed out a day ago still lets its transaction start, where removeExpiredProducers drops it (pinned by corpora/log/transaction-verification-guards-a-transactions-first-batch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="retention-skips-future-logs",
         module="impl.log_manager",
         old="""        \"\"\"cleanupLogs: deleteOldSegments on each current log, then on its future log if any.\"\"\"

@@ -40,12 +40,12 @@ import java.util.Set;
 final class Logs {
     private final LogManager manager;
 
-    Logs(List<File> dirs, LogConfig config, int recoveryThreads, Scheduler scheduler, LogDirFailureChannel failures, Time time) {
+    Logs(List<File> dirs, LogConfig config, int recoveryThreads, boolean transactionVerification, Scheduler scheduler, LogDirFailureChannel failures, Time time) {
         ConfigRepository noOverrides = resource -> new Properties();
         Object[] args = {CollectionConverters.asScala(dirs), CollectionConverters.asScala(List.<File>of()), noOverrides, config,
             new CleanerConfig(false), recoveryThreads,
             Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, 900_000,
-            new ProducerStateManagerConfig(86_400_000, false), 600_000,
+            new ProducerStateManagerConfig(86_400_000, transactionVerification), 600_000,
             scheduler, new BrokerTopicStats(), failures, time, false, 0L, noCleaner()};
         manager = construct(args);
     }

@@ -83,7 +83,7 @@ final class Broker extends Generation<Logs, UnifiedLog> {
     @Override
     protected Startup.Step startManager() throws IOException {
         failures = new LogDirFailureChannel(dataDirs.size());
-        manager = new Logs(dataDirs, new LogConfig(topicConfig), recoveryThreads, scheduler, failures, clock);
+        manager = new Logs(dataDirs, new LogConfig(topicConfig), recoveryThreads, transactionVerification, scheduler, failures, clock);
         // BrokerServer reads the markers' broker epoch from the new LogManager before its startup
         previousEpoch = manager.readBrokerEpochFromCleanShutdownFiles();
         return () -> manager.startup();
@@ -273,6 +273,43 @@ final class Broker extends Generation<Logs, UnifiedLog> {
                     + " takes no transaction version (KIP-890's markers, 4.2 on)");
         }
         return (LogAppendInfo) Moved.callFirst(log, "appendAsLeader", withVersion, head);
+    }
+
+    /** A leader's client append with {@code guard} (null: a new guard, which no producer's
+     *  verification holds); a follower's or a marker's append takes none and is the plain one. */
+    @Override
+    protected ObjectNode appendVerified(UnifiedLog log, byte[] data, boolean leader, int leaderEpoch, short transactionVersion,
+            Object guard) throws IOException {
+        if (!leader || isControlBatch(data)) {
+            return append(log, data, leader, leaderEpoch, transactionVersion);
+        }
+        LogAppendInfo info = clientAppend(log, data, leaderEpoch, guard == null ? new VerificationGuard() : (VerificationGuard) guard);
+        ObjectNode out = JSON.createObjectNode();
+        out.put("first", info.firstOffset());
+        out.put("last", info.lastOffset());
+        return out;
+    }
+
+    /** appendAsLeader(records, epoch, CLIENT, …, guard): what the 2-argument form calls with the
+     *  sentinel, at the transaction version it passes there (unknown, −1, from 4.2; 4.1 takes none). */
+    private static LogAppendInfo clientAppend(UnifiedLog log, byte[] data, int leaderEpoch, VerificationGuard guard) {
+        Object[] head = {Moved.memoryRecords(data), leaderEpoch, AppendOrigin.CLIENT, RequestLocal.noCaching(), guard};
+        Object[] withVersion = java.util.Arrays.copyOf(head, head.length + 1);
+        withVersion[head.length] = (short) -1;
+        return (LogAppendInfo) Moved.callFirst(log, "appendAsLeader", withVersion, head);
+    }
+
+    /** UnifiedLog.maybeStartTransactionVerification (the same shape 4.1 to 4.4); null: the sentinel. */
+    @Override
+    protected Object startTransactionVerification(UnifiedLog log, long producerId, int sequence, short epoch,
+            boolean supportsEpochBump) {
+        VerificationGuard guard = log.maybeStartTransactionVerification(producerId, sequence, epoch, supportsEpochBump);
+        return guard.equals(VerificationGuard.SENTINEL) ? null : guard;
+    }
+
+    @Override
+    protected boolean verifiesTransactions() {
+        return true;
     }
 
     /** Whether the request's first batch is a v2 control batch (magic at byte 16, the control bit

@@ -39,6 +39,9 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     protected static final ObjectMapper JSON = new ObjectMapper();
     /** The broker's own config among the scenario's: the rest are its topics' log config. */
     private static final String RECOVERY_THREADS = "num.recovery.threads.per.data.dir";
+    /** The broker's KIP-890 switch (ProducerStateManagerConfig's): a transactional batch is taken
+     *  only with the guard of a verification its producer started ({@code verify_transaction}). */
+    private static final String VERIFICATION = "transaction.partition.verification.enable";
     private static final String CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown";
 
     protected final File root;
@@ -46,6 +49,8 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     /** The scenario header's topic config as this generation's LogConfig takes it. */
     protected final Properties topicConfig;
     protected final int recoveryThreads;
+    /** {@code transaction.partition.verification.enable}: the scenario's, false unless it says. */
+    protected final boolean transactionVerification;
     protected final StepClock clock;
     protected final StepScheduler scheduler;
     /** The running broker's LogManager; null while the broker is down. */
@@ -53,6 +58,9 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
     /** The header's topic config as the scenario wrote it: what alter_config overlays. */
     private final Map<String, JsonNode> header = new LinkedHashMap<>();
     private final Function<Map<String, JsonNode>, Properties> kafkaConfig;
+    /** The distinct guards verify_transaction handed out since the broker started: a process's
+     *  memory, emptied by open, shutdown and halt. */
+    private final List<Object> guards = new ArrayList<>();
 
     /** {@code kafkaConfig}: a scenario's topic config, in order, as the generation's LogConfig takes
      *  it (renamed where a release names a setting otherwise); throws {@link Unsupported} for what the
@@ -63,16 +71,27 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
             dataDirs.add(new File(root, d.asText()).getAbsoluteFile());
         }
         int threads = 1;
+        boolean verification = false;
         Iterator<Map.Entry<String, JsonNode>> fields = request.path("config").fields();
         while (fields.hasNext()) {
             Map.Entry<String, JsonNode> e = fields.next();
             if (e.getKey().equals(RECOVERY_THREADS)) {
                 threads = e.getValue().asInt();
+            } else if (e.getKey().equals(VERIFICATION)) {
+                if (!e.getValue().isBoolean()) {
+                    throw new Steps.BadRequest(VERIFICATION + " must be a boolean, got " + e.getValue());
+                }
+                verification = e.getValue().asBoolean();
             } else {
                 header.put(e.getKey(), e.getValue());
             }
         }
+        if (verification && !verifiesTransactions()) {
+            throw new Unsupported(VERIFICATION + "=true: transaction verification (KIP-890) is driven on Kafka 4.1"
+                    + " and later only, not by this adapter of Kafka " + Release.version());
+        }
         this.recoveryThreads = threads;
+        this.transactionVerification = verification;
         this.kafkaConfig = kafkaConfig;
         this.topicConfig = kafkaConfig.apply(header);
         this.clock = new StepClock(request.path("clock_ms").asLong());
@@ -91,6 +110,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
             refuseMovedDirs();
         }
         refuseUnassigned();
+        guards.clear(); // a new process: the guards handed out before are gone with the old one
         Recoveries.reset();
         LogsBuilt.reset();
         SegmentJitter.restarted();
@@ -143,6 +163,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
             dirs.put(dir.getName(), new File(dir, CLEAN_SHUTDOWN_FILE).exists());
         }
         manager = null;
+        guards.clear();
         ProcessMetrics.forget(); // the per-dir gauges would keep the shut-down LogManager reachable
         return out;
     }
@@ -154,6 +175,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
             releaseDirLocks();
         }
         manager = null;
+        guards.clear();
         scheduler.forget();
         ProcessMetrics.forget(); // its gauges would keep every abandoned log reachable
         System.gc(); // the abandoned logs' channels and mappings go with their objects
@@ -343,8 +365,8 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         Iterator<Map.Entry<String, JsonNode>> fields = changes.fields();
         while (fields.hasNext()) {
             Map.Entry<String, JsonNode> e = fields.next();
-            if (e.getKey().equals(RECOVERY_THREADS)) {
-                throw new Steps.BadRequest(RECOVERY_THREADS + " is the broker's config, not a topic's");
+            if (e.getKey().equals(RECOVERY_THREADS) || e.getKey().equals(VERIFICATION)) {
+                throw new Steps.BadRequest(e.getKey() + " is the broker's config, not a topic's");
             }
             merged.put(e.getKey(), e.getValue());
             updated.add(e.getKey());
@@ -416,6 +438,60 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
                     + Release.version() + " takes no transaction version (KIP-890's markers, 4.2 on)");
         }
         return append(log, data, leader, leaderEpoch);
+    }
+
+    /**
+     * A client's append carrying the {@code n}th guard {@code verify_transaction} handed out since the
+     * broker started (KIP-890): 0 is none (Kafka's {@code VerificationGuard.SENTINEL}), a number past
+     * the list a guard no producer's verification holds (one from before a restart). Only a leader's
+     * client append takes a guard; a follower's or a marker's append is the plain one.
+     */
+    ObjectNode append(L log, byte[] data, boolean leader, int leaderEpoch, short transactionVersion, int guard)
+            throws IOException {
+        if (guard < 0) {
+            throw new Steps.BadRequest("verification_guard must be 0 or more, got " + guard);
+        }
+        if (guard == 0) {
+            return append(log, data, leader, leaderEpoch, transactionVersion);
+        }
+        return appendVerified(log, data, leader, leaderEpoch, transactionVersion, guard <= guards.size() ? guards.get(guard - 1) : null);
+    }
+
+    /** The append with Kafka's guard {@code guard}; null: a guard of none of the handed-out ones. */
+    protected ObjectNode appendVerified(L log, byte[] data, boolean leader, int leaderEpoch, short transactionVersion, Object guard)
+            throws IOException {
+        throw new Unsupported("an append with a verification guard: transaction verification (KIP-890) is driven on Kafka 4.1"
+                + " and later only, not by this adapter of Kafka " + Release.version());
+    }
+
+    /**
+     * UnifiedLog.maybeStartTransactionVerification (KIP-890): the guard Kafka answers, numbered on the
+     * wire by its place among the distinct guards handed out since the broker started (from 1; 0 is
+     * the sentinel, which Kafka answers while the producer's transaction is ongoing).
+     */
+    ObjectNode verifyTransaction(L log, long producerId, int sequence, short epoch, boolean supportsEpochBump) {
+        Object guard = startTransactionVerification(log, producerId, sequence, epoch, supportsEpochBump);
+        int n = 0;
+        if (guard != null) {
+            n = guards.indexOf(guard) + 1; // equals: the guard's value
+            if (n == 0) {
+                guards.add(guard);
+                n = guards.size();
+            }
+        }
+        return JSON.createObjectNode().put("guard", n);
+    }
+
+    /** Kafka's guard for the producer's verification, or null for its sentinel. */
+    protected Object startTransactionVerification(L log, long producerId, int sequence, short epoch, boolean supportsEpochBump) {
+        throw new Unsupported("verify_transaction: transaction verification (KIP-890) is driven on Kafka 4.1"
+                + " and later only, not by this adapter of Kafka " + Release.version());
+    }
+
+    /** Whether this generation passes {@code transaction.partition.verification.enable} to Kafka
+     *  (asked before the subclass is built: a constant). */
+    protected boolean verifiesTransactions() {
+        return false;
     }
 
     abstract ObjectNode roll(L log) throws IOException;

@@ -56,7 +56,12 @@ final class Steps {
         switch (op) {
             case "append":
                 return broker.append(log, HexFormat.of().parseHex(text(r, "data")), r.path("leader").asBoolean(true),
-                        (int) number(r, "leader_epoch"), (short) r.path("transaction_version").asInt(0));
+                        (int) number(r, "leader_epoch"), (short) r.path("transaction_version").asInt(0),
+                        r.path("verification_guard").isNull() || r.path("verification_guard").isMissingNode()
+                                ? 0 : (int) number(r, "verification_guard"));
+            case "verify_transaction":
+                return broker.verifyTransaction(log, number(r, "producer_id"), (int) number(r, "sequence"),
+                        (short) number(r, "producer_epoch"), bool(r, "supports_epoch_bump", false));
             case "roll": return broker.roll(log);
             case "clean": return broker.clean(log);
             case "read":
@@ -115,6 +120,15 @@ final class Steps {
 
     private static long number(JsonNode r, String field) {
         return field(r, field, JsonNode::canConvertToLong, "an integer").asLong();
+    }
+
+    /** An optional boolean field: {@code absent} when missing or null. */
+    private static boolean bool(JsonNode r, String field, boolean absent) {
+        JsonNode v = r.get(field);
+        if (v == null || v.isNull()) {
+            return absent;
+        }
+        return field(r, field, JsonNode::isBoolean, "a boolean").asBoolean();
     }
 
     private static JsonNode object(JsonNode r, String field) {

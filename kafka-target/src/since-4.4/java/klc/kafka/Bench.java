@@ -121,7 +121,7 @@ public final class Bench {
         request.path("dirs").forEach(d -> dirs.add(new File(d.asText())));
         int threads = request.path("threads").asInt(1);
         long began = System.nanoTime();
-        Logs logs = new Logs(dirs, topicDefaults(), threads, scheduler, new LogDirFailureChannel(dirs.size()), Time.SYSTEM);
+        Logs logs = new Logs(dirs, topicDefaults(), threads, false, scheduler, new LogDirFailureChannel(dirs.size()), Time.SYSTEM);
         logs.startup();
         long ns = System.nanoTime() - began;
         ObjectNode out = JSON.createObjectNode();

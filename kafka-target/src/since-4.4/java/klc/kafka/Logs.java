@@ -30,13 +30,13 @@ import java.util.Set;
 final class Logs {
     private final LogManager manager;
 
-    Logs(List<File> dirs, LogConfig config, int recoveryThreads, Scheduler scheduler, LogDirFailureChannel failures, Time time)
+    Logs(List<File> dirs, LogConfig config, int recoveryThreads, boolean transactionVerification, Scheduler scheduler, LogDirFailureChannel failures, Time time)
             throws IOException {
         manager = new LogManager(
                 dirs, List.of(), resource -> new Properties(), config,
                 new CleanerConfig(false), recoveryThreads,
                 Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE, 900_000,
-                new ProducerStateManagerConfig(86_400_000, false), 600_000,
+                new ProducerStateManagerConfig(86_400_000, transactionVerification), 600_000,
                 scheduler, new BrokerTopicStats(), failures, time, false, 0L,
                 (cleanerConfig, logDirs, logs, channel, clock) -> {
                     throw new AdapterFailure("the log cleaner is not started by this target");
