@@ -248,7 +248,8 @@ class Append(Step):
         guard = _int(d, "verification_guard", where, 0, 0, INT[1])
         if guard and not leader:
             raise ScenarioError(f"{where}: 'verification_guard' is a leader's (a client's produce request)")
-        return {"leader": leader, "leader_epoch": epoch, "batches": _batches(d, where, leader), "verification_guard": guard}
+        batches = _batches(d, where, leader)
+        return {"leader": leader, "leader_epoch": epoch, "batches": batches, "verification_guard": guard}
 
     def call(self, manager, dirs):
         """One ``UnifiedLog.append`` per request (:func:`append_requests`); a refusal ends the step."""

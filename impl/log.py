@@ -299,7 +299,9 @@ class PartitionLog:
             {"first_offset": base_offset(data, headers[0]), "last_offset": last},
         )
 
-    def maybe_start_transaction_verification(self, pid: int, sequence: int, epoch: int, supports_epoch_bump: bool) -> int:
+    def maybe_start_transaction_verification(
+        self, pid: int, sequence: int, epoch: int, supports_epoch_bump: bool
+    ) -> int:
         """A transactional produce's verification (KIP-890): fenced below the producer's epoch; the
         sentinel while a transaction is open at ``epoch``; else the producer's guard."""
         entry = self.producer_state.producers.get(pid)

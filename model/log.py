@@ -214,7 +214,9 @@ class Log:
         self.epoch_writes += 1
 
     # §4.14
-    def maybe_start_transaction_verification(self, pid: int, sequence: int, epoch: int, supports_epoch_bump: bool) -> int:
+    def maybe_start_transaction_verification(
+        self, pid: int, sequence: int, epoch: int, supports_epoch_bump: bool
+    ) -> int:
         """The partition's part of a transactional produce's verification (KIP-890): an epoch below
         the producer's is fenced; a transaction open at this epoch needs no guard (the sentinel);
         else the producer's verification entry, made if it has none, and its guard."""
@@ -347,7 +349,8 @@ class Log:
             return
         entry = psm.producers.get(h.producer_id)
         if entry is not None and h.producer_epoch < entry[1]:
-            raise LogError("InvalidProducerEpochException", f"epoch {h.producer_epoch} of producer {h.producer_id} is below {entry[1]}")
+            where = f"producer {h.producer_id}"
+            raise LogError("InvalidProducerEpochException", f"epoch {h.producer_epoch} of {where} is below {entry[1]}")
         verifying = self.config.transaction_partition_verification_enable
         if verifying and not batch.is_control and not psm.verifies(h.producer_id, guard):
             raise LogError("InvalidTxnStateException", "Record was not part of an ongoing transaction")

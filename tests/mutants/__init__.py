@@ -553,6 +553,17 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="verification-before-the-epoch-check",
+        module="impl.log",
+        old="""        if entry is not None and h.producer_epoch < entry[1]:
+            where = f"producer {h.producer_id} at offset {h.offset}"
+            raise LogError("InvalidProducerEpochException", f"{where}: epoch {h.producer_epoch} is below {entry[1]}")
+        needed""",
+        new="""        needed""",
+        description="a transactional batch of an older producer epoch, outside an open transaction and with no guard, is refused for its guard (InvalidTxnStateException), where Kafka's analysis fences its epoch first (InvalidProducerEpochException; pinned by corpora/log/transaction-verification-guards-a-transactions-first-batch.json)",
+        caught_by=("log-scenarios",),
+    ),
+    Mutant(
         name="verification-never-expires",
         module="impl.producer_state",
         old="""        for p in [p for p, v in self.verifying.items() if now_ms - v.timestamp >= PRODUCER_ID_EXPIRATION_MS]:
@@ -701,7 +712,7 @@ LOG_MUTANTS = (
         module="impl.producer_state",
         old="        if origin != REPLICATION and _fenced_marker(h.producer_epoch, entry, transaction_version):\n",
         new="        if False:\n",
-        description="the coordinator's marker of an older producer epoch is written, where Kafka refuses it (InvalidProducerEpochException, rule 55)",
+        description="appendEndTxnMarker's epoch check gone: a version 2 marker at the producer's epoch while its transaction is open is written, where Kafka refuses it (InvalidProducerEpochException, rule 55); a marker of an older epoch is fenced before, by the analysis of a transactional batch outside an open transaction (rule 63)",
         caught_by=("log-scenarios",),
     ),
     Mutant(
