@@ -25,34 +25,15 @@ OLDER_RELEASES_IN_THE_GATE = {
 def _tier(case, target: str) -> list:
     """The log operations' and crash cases on releases other than the pinned one run nightly
     (corpora/README.md, "What the gate leaves to the nightly"), but two crash cases: the gate replays
-    them on the pinned release. A historical case runs in the gate on the pinned release, on every
-    release it records red and on the first it records green (the bug and its fix) when the gate
-    starts that release anyway; its other green releases run nightly."""
+    them on the pinned release. A historical case runs in the gate on the pinned release and on
+    every release it records red (the bug where it shipped); its green releases run nightly (which
+    release fixed it is a `klc matrix` fact; the pinned release's green verdict shows the fix)."""
     if case.group in ("log", "crash"):
         nightly = target.startswith("kafka:") and (case.name, target) not in OLDER_RELEASES_IN_THE_GATE
-    elif target.startswith("kafka:") and case.verdicts[target] == "pass":
-        nightly = target != _first_green(case) or target not in _RELEASES_STARTED
     else:
-        nightly = False
+        nightly = target.startswith("kafka:") and case.verdicts[target] == "pass"
     return [pytest.mark.slow] if nightly else []
 
-
-def _gate_releases(cases) -> set[str]:
-    """The releases the gate starts a JVM of for a reason other than a fix: a historical case
-    recorded red there, or a crash case kept there. A release the gate would start only to show a
-    fix costs a JVM's start and its cold first load (4–7 s here) for what the pinned release's green
-    verdict already shows."""
-    red = {t for c in cases if c.group not in ("log", "crash") for t, v in c.verdicts.items() if v != "pass"}
-    return {t for t in red if t.startswith("kafka:")} | {t for _, t in OLDER_RELEASES_IN_THE_GATE}
-
-
-def _first_green(case) -> str | None:
-    """The oldest release the case records as passing."""
-    green = [t for t, v in case.verdicts.items() if t.startswith("kafka:") and v == "pass"]
-    return min(green, key=lambda t: tuple(int(x) for x in t.split(":", 1)[1].split(".")), default=None)
-
-
-_RELEASES_STARTED = _gate_releases(NAMED)
 
 # Traced by coverage: the model and impl runs only.  A mutant is a patched copy of an impl module
 # compiled under the module's file name, so coverage would credit impl's lines with what the copy
