@@ -671,6 +671,10 @@ def _set_aside(manager: LogManager, pf, outcome: LoadOutcome) -> None:
     pf.dir_name = log_dir_name_with_suffix(topic, partition, manager.unique_ids(topic, partition, taken, "stray"), "stray")
     manager.set_aside.add(pf.path)
     outcome.name, outcome.kind = pf.dir_name, "stray"
+    # the load's pending file deletions (a split's originals, renamed .deleted) name the old
+    # directory: they delete nothing, and the files stay in the -stray dir (as after a -delete or
+    # a future replica's promotion)
+    pf.log.delete_tasks, pf.log.snapshot_delete_tasks = [], []
     manager.strays.append(pf)
     outcome.written, outcome.files_now, outcome.log_now = {}, None, None
 
