@@ -233,7 +233,9 @@ def build_offset_map(log, start: int, end: int) -> tuple[dict[bytes, int], int]:
 
 
 def _map_segment(segment: LogSegment, offsets: dict, start: int, max_message: int, txns) -> None:
-    position = segment.translate_position(start) if segment.base_offset < start else 0
+    # buildOffsetMapForSegment reads from the offset index's entry for ``start`` as the index holds
+    # it, in every dirty segment: a damaged entry is where the read starts (no proof, no shadow)
+    position = segment.offset_index.get().lookup(start)[1]
     size = segment.size
     view = segment.view()
     capacity = READ_BUFFER

@@ -528,6 +528,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="offset-map-read-from-the-proven-index",
+        module="impl.cleaner",
+        old="""    position = segment.offset_index.get().lookup(start)[1]""",
+        new="""    position = segment.translate_position(start) if segment.base_offset < start else 0""",
+        description="a cleaning round maps a dirty segment's keys from where the proven index puts the round's start, so a damaged offset-index entry is read past and the round fails later, after its .cleaned segment was made and left behind; Kafka's buildOffsetMapForSegment reads from the entry as the index holds it and fails before (pinned by corpora/crash/cleaning-reads-a-damaged-offset-index-as-kafka-does.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="verification-kept-after-the-first-batch",
         module="impl.producer_state",
         old="""        if v is None or not (v.supports_epoch_bump and is_control(h) and h.producer_epoch == v.epoch):
