@@ -3,6 +3,8 @@ property families (the modules of this package) judge after each step."""
 
 from __future__ import annotations
 
+import re
+
 import attrs
 
 from conformance import scenario as sc
@@ -51,5 +53,16 @@ class Observation:
 
 def tainted(partition: str, corrupted) -> bool:
     """Whether a ``corrupt`` step damaged this partition (``d0/t-0``): one of its files, or a file
-    of its data dir (``d0``: a checkpoint, whose damage reaches every partition of the dir)."""
-    return partition in corrupted or partition.split("/", 1)[0] in corrupted
+    of its data dir (``d0``: a checkpoint, whose damage reaches every partition of the dir).  The
+    damage travels with the partition's data to another data dir (a ``rename_dir`` copy made a
+    future replica of it, then promoted): :func:`anywhere` names the partition in every dir."""
+    return partition in corrupted or partition.split("/", 1)[0] in corrupted or anywhere(partition) in corrupted
+
+
+_SET_ASIDE = re.compile(r"\.[0-9a-f]{32}-(delete|future|stray)$")
+
+
+def anywhere(partition: str) -> str:
+    """``d1/t-0.<id>-future`` → ``*/t-0``: the partition, in whatever data dir and under whatever
+    suffix its directory has."""
+    return "*/" + _SET_ASIDE.sub("", partition.split("/", 1)[-1])

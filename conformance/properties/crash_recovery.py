@@ -25,7 +25,7 @@ import attrs
 from conformance import kafkas_own
 from conformance import scenario as sc
 from conformance.index_files import is_index_file
-from conformance.properties import DURABLE, IDEMPOTENT_RECOVERY, ISOLATED, PREFIX, Observation, tainted
+from conformance.properties import DURABLE, IDEMPOTENT_RECOVERY, ISOLATED, PREFIX, Observation, anywhere, tainted
 from conformance.properties.storage_protocol import MARKER
 from conformance.targets import without_producers
 from conformance.verdicts import first_difference
@@ -285,7 +285,10 @@ class RecoveryTracker:
 
     def corrupted(self, path: str) -> None:
         self.faulted = self.ever_faulted = True
-        self.ever_corrupted.add(path.rsplit("/", 1)[0])
+        directory = path.rsplit("/", 1)[0]
+        self.ever_corrupted.add(directory)
+        if "/" in directory:  # a partition's file, not a data dir's checkpoint
+            self.ever_corrupted.add(anywhere(directory))
         self.reference = None
 
     def judge(self, targets):
