@@ -304,9 +304,7 @@ class PartitionLog:
     ) -> int:
         """A transactional produce's verification (KIP-890): fenced below the producer's epoch; the
         sentinel while a transaction is open at ``epoch``; else the producer's guard."""
-        entry = self.producer_state.producers.get(pid)
-        if entry is not None and epoch < entry[1]:
-            raise LogError("InvalidProducerEpochException", f"producer {pid}: epoch {epoch} is below {entry[1]}")
+        self.producer_state.fence_older_epoch(pid, epoch)
         if self.producer_state.ongoing_at(pid, epoch):
             return SENTINEL
         return self.producer_state.start_verification(pid, sequence, epoch, supports_epoch_bump, self.clock())
@@ -429,10 +427,7 @@ class PartitionLog:
         psm = self.producer_state
         if psm.ongoing_at(h.producer_id, h.producer_epoch):
             return
-        entry = psm.producers.get(h.producer_id)
-        if entry is not None and h.producer_epoch < entry[1]:
-            where = f"producer {h.producer_id} at offset {h.offset}"
-            raise LogError("InvalidProducerEpochException", f"{where}: epoch {h.producer_epoch} is below {entry[1]}")
+        psm.fence_older_epoch(h.producer_id, h.producer_epoch)
         needed = self.config.transaction_partition_verification_enable and not is_control(h)
         if needed and not psm.verified(h.producer_id, guard):
             raise LogError("InvalidTxnStateException", "Record was not part of an ongoing transaction")

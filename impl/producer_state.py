@@ -295,6 +295,12 @@ class ProducerStateManager:
         entry = self.producers.get(pid)
         return entry is not None and entry[7] >= 0 and entry[1] == epoch
 
+    def fence_older_epoch(self, pid: int, epoch: int) -> None:
+        """KIP-890's fence: a verification or an unverified transactional batch below the producer's epoch."""
+        entry = self.producers.get(pid)
+        if entry is not None and epoch < entry[1]:
+            raise LogError("InvalidProducerEpochException", f"producer {pid}: epoch {epoch} is below {entry[1]}")
+
     def start_verification(self, pid: int, sequence: int, epoch: int, supports_epoch_bump: bool, now_ms: int) -> int:
         """maybeCreateVerificationStateEntry: the producer's entry (made if missing, then updated); its guard."""
         v = self.verifying.get(pid)

@@ -220,9 +220,7 @@ class Log:
         """The partition's part of a transactional produce's verification (KIP-890): an epoch below
         the producer's is fenced; a transaction open at this epoch needs no guard (the sentinel);
         else the producer's verification entry, made if it has none, and its guard."""
-        entry = self.producer_state.producers.get(pid)
-        if entry is not None and epoch < entry[1]:
-            raise LogError("InvalidProducerEpochException", f"epoch {epoch} of producer {pid} is below {entry[1]}")
+        self.producer_state.fence_older_epoch(pid, epoch)
         if self.producer_state.has_ongoing_transaction(pid, epoch):
             return SENTINEL
         return self.producer_state.verify(pid, sequence, epoch, supports_epoch_bump, self.clock())
@@ -347,10 +345,7 @@ class Log:
         h, psm = batch.header(), self.producer_state
         if psm.has_ongoing_transaction(h.producer_id, h.producer_epoch):
             return
-        entry = psm.producers.get(h.producer_id)
-        if entry is not None and h.producer_epoch < entry[1]:
-            where = f"producer {h.producer_id}"
-            raise LogError("InvalidProducerEpochException", f"epoch {h.producer_epoch} of {where} is below {entry[1]}")
+        psm.fence_older_epoch(h.producer_id, h.producer_epoch)
         verifying = self.config.transaction_partition_verification_enable
         if verifying and not batch.is_control and not psm.verifies(h.producer_id, guard):
             raise LogError("InvalidTxnStateException", "Record was not part of an ongoing transaction")

@@ -285,6 +285,13 @@ class ProducerStateManager:
         entry = self.producers.get(pid)
         return entry is not None and entry[7] >= 0 and entry[1] == epoch
 
+    def fence_older_epoch(self, pid: int, epoch: int) -> None:
+        """A verification, or a transactional batch outside an open transaction, at an epoch below
+        the producer's entry's is refused (KIP-890's checks under the log's lock)."""
+        entry = self.producers.get(pid)
+        if entry is not None and epoch < entry[1]:
+            raise LogError("InvalidProducerEpochException", f"epoch {epoch} of producer {pid} is below {entry[1]}")
+
     def verify(self, pid: int, sequence: int, epoch: int, supports_epoch_bump: bool, now_ms: int) -> int:
         """maybeCreateVerificationStateEntry: the producer's entry, made if it has none, its lowest
         sequence and epoch updated; its guard."""

@@ -563,9 +563,7 @@ LOG_MUTANTS = (
     Mutant(
         name="verification-before-the-epoch-check",
         module="impl.log",
-        old="""        if entry is not None and h.producer_epoch < entry[1]:
-            where = f"producer {h.producer_id} at offset {h.offset}"
-            raise LogError("InvalidProducerEpochException", f"{where}: epoch {h.producer_epoch} is below {entry[1]}")
+        old="""        psm.fence_older_epoch(h.producer_id, h.producer_epoch)
         needed""",
         new="""        needed""",
         description="a transactional batch of an older producer epoch, outside an open transaction and with no guard, is refused for its guard (InvalidTxnStateException), where Kafka's analysis fences its epoch first (InvalidProducerEpochException; pinned by corpora/log/transaction-verification-guards-a-transactions-first-batch.json)",
