@@ -1,7 +1,7 @@
 """The kafka target's cost, as ratios within one run (docs/kafka-target.md): the JVM's start, and
 the same scenarios' wall time on model-vs-kafka against model-vs-impl.
 
-    python -m benchmarks.kafka_target
+    python -m benchmarks.kafka_target [--scenarios N]
 """
 
 from __future__ import annotations
@@ -16,30 +16,55 @@ from conformance.runner import run
 from conformance.scenario import Scenario
 from conformance.targets import kafka_jvm
 
+RUNS = (("model",), ("model", "impl"), ("model", "kafka"))
 
-def main(argv: list[str] | None = None) -> None:
-    argparse.ArgumentParser(prog="python -m benchmarks.kafka_target", description=__doc__.split("\n\n")[0]).parse_args(argv)
+
+def corpus_scenarios(limit: int | None = None) -> list[Scenario]:
+    """The log and crash corpora's scenarios, in name order (the first ``limit`` of them)."""
+    paths = sorted(glob.glob(os.path.join(CORPORA, "log", "*.json")))
+    paths += sorted(glob.glob(os.path.join(CORPORA, "crash", "*.json")))
+    return [Scenario.load(p) for p in paths[:limit]]
+
+
+def measure(limit: int | None = None) -> dict:
+    """The JVM's start to its first answer, then each run of :data:`RUNS` over the same scenarios in
+    one process, one after another, with one shared JVM as a test worker has it."""
     classpath = kafka_jvm.build()
     started = time.perf_counter()
     jvm = kafka_jvm.Jvm(classpath)
     start_s = time.perf_counter() - started
     jvm.stop()
-    scenarios = [Scenario.load(p) for p in sorted(glob.glob(os.path.join(CORPORA, "log", "*.json")))]
-    scenarios += [Scenario.load(p) for p in sorted(glob.glob(os.path.join(CORPORA, "crash", "*.json")))]
-    kafka_jvm.shared()  # started once, as a test worker starts it
-    timings = {}
-    for targets in (("model",), ("model", "impl"), ("model", "kafka")):
+    scenarios = corpus_scenarios(limit)
+    kafka_jvm.shared()
+    runs = {}
+    for targets in RUNS:
         t0, steps = time.perf_counter(), 0
         for s in scenarios:
             steps += len(run(s, targets).results)
-        timings[targets] = (time.perf_counter() - t0, steps)
-    model_s = timings[("model",)][0]
-    print(f"JVM start to first answer: {start_s:.2f} s")
-    for targets, (secs, steps) in timings.items():
+        secs = time.perf_counter() - t0
+        runs[" vs ".join(targets)] = {"seconds": secs, "steps": steps, "steps_per_s": steps / secs}
+    model_s = runs["model"]["seconds"]
+    for r in runs.values():
+        r["over_model"] = r["seconds"] / model_s
+    kafka, impl_ = runs["model vs kafka"], runs["model vs impl"]
+    return {"jvm_start_s": start_s, "scenarios": len(scenarios), "runs": runs,
+            "kafka_over_impl_steps_per_s": kafka["steps_per_s"] / impl_["steps_per_s"]}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.kafka_target", description=__doc__.split("\n\n")[0])
+    p.add_argument("--scenarios", type=int, help="only the first N scenarios (default: all 168-odd)")
+    args = p.parse_args(argv)
+    if args.scenarios is not None and args.scenarios < 1:
+        p.error("--scenarios must be at least 1")
+    r = measure(args.scenarios)
+    print(f"JVM start to first answer: {r['jvm_start_s']:.2f} s")
+    for name, x in r["runs"].items():
         print(
-            f"{' vs '.join(targets):15} {len(scenarios)} scenarios, {steps} steps: {secs:.2f} s, "
-            f"{steps / secs:.0f} steps/s, {secs / model_s:.2f}x the model alone"
+            f"{name:15} {r['scenarios']} scenarios, {x['steps']} steps: {x['seconds']:.2f} s, "
+            f"{x['steps_per_s']:.0f} steps/s, {x['over_model']:.2f}x the model alone"
         )
+    print(f"(model + kafka) / (model + impl), steps a second: {r['kafka_over_impl_steps_per_s']:.2f}")
 
 
 if __name__ == "__main__":

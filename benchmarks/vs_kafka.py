@@ -212,6 +212,7 @@ def recover_figures(jvm: BenchJvm, args) -> dict:
                 "bytes": len(segment.data),
                 "impl_over_one_crc_call_median": statistics.median(over_crc),
                 "impl_over_one_crc_call_max": max(over_crc),
+                "impl_over_one_crc_call_min": min(over_crc),
                 "impl_ns_per_batch": statistics.median(impl_s) / segment.batches * 1e9,
                 "kafka_ns_per_batch": statistics.median(kafka_s) / segment.batches * 1e9,
             }
