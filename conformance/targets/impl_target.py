@@ -17,6 +17,7 @@ import impl.log
 import impl.log_manager
 from conformance import scenario as sc
 from conformance.crash_images import Fault, crash_image, journal
+from conformance.index_files import is_index_file
 from conformance.schedule import RACE_POINTS, START_POINT, Scheduler
 from conformance.sim_storage import SimStorage, Truncate, Unlink, Write
 from conformance.targets import TargetBase, partition_state
@@ -25,6 +26,8 @@ from impl.config import LogConfig
 from impl.storage import OsStorage
 from impl.sync_points import sync_point
 from model.indexes import file_entries
+
+OFFSET_SLOT = 8  # an offset index entry: relative offset and position, int32 each (spec §3.2)
 
 
 class ImplTarget(TargetBase):
@@ -109,7 +112,9 @@ class ImplTarget(TargetBase):
         for d in {p.rsplit("/", 1)[0] for p in files if p.endswith(".log")}:
             logs = sorted(p for p in files if p.startswith(d + "/") and p.endswith(".log"))
             index = logs[-1][: -len(".log")] + ".index"
-            entries = file_entries(index, files.get(index, b""))
+            data = files.get(index, b"")
+            whole = len(data) // OFFSET_SLOT * OFFSET_SLOT  # only the last slot: an index may be megabytes
+            entries = file_entries(index, data[max(0, whole - OFFSET_SLOT) : whole])
             position = entries[-1][1] if entries else 0
             total += max(0, len(files[logs[-1]]) - position)
         return total
@@ -260,11 +265,13 @@ class ImplTarget(TargetBase):
         out = {}
         if self.backend == "sim":
             for path, data in self.raw_storage.image().items():
-                if path.startswith(self.root + "/"):
+                if path.startswith(self.root + "/") and (indexes or not is_index_file(path)):
                     out[path[len(self.root) + 1 :]] = bytes(data)
             return out
         for dirpath, _dirs, names in os.walk(self.root):
             for name in names:
+                if not indexes and is_index_file(name):  # preallocated slots, never compared
+                    continue
                 full = os.path.join(dirpath, name)
                 with open(full, "rb") as f:
                     out[os.path.relpath(full, self.root)] = f.read()

@@ -178,7 +178,7 @@ abstract class Generation<M, L> implements LoadedPartitions.Manager {
         guards.clear();
         scheduler.forget();
         ProcessMetrics.forget(); // its gauges would keep every abandoned log reachable
-        System.gc(); // the abandoned logs' channels and mappings go with their objects
+        AbandonedHandles.collectIfMany(); // the abandoned logs' channels and mappings go with their objects
         return JSON.createObjectNode();
     }
 
