@@ -455,6 +455,52 @@ done:
     return out;
 }
 
+PyDoc_STRVAR(frame_doc,
+"frame(buf, pos, end, producer_positions, most) -> pos\n\n"
+"BatchScan's framing-only loop (check_crc=False) over the plain v2 batches of buf[pos:end]: the\n"
+"position of each batch with a producer id is appended to the bytearray producer_positions (8 bytes,\n"
+"native order), at most `most` of them; return the position of the first batch it leaves to the\n"
+"Python loop (a legacy or negative magic, a size below the minimum, a torn batch, the examined\n"
+"tail's end) or the one after the `most`-th producer batch.");
+
+static PyObject *frame(PyObject *self, PyObject *args) {
+    PyObject *bufobj, *producers;
+    Py_ssize_t pos, end, most;
+    if (!PyArg_ParseTuple(args, "OnnO!n", &bufobj, &pos, &end, &PyByteArray_Type, &producers, &most)) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    const unsigned char *buf = view.buf;
+    if (end > view.len) {
+        end = view.len;
+    }
+    const Py_ssize_t last_header_start = end - 17; /* a tail of 17 bytes or fewer is not examined */
+    Py_ssize_t found = 0;
+    int failed = 0;
+    while (pos >= 0 && pos < last_header_start && found < most) {
+        const long long total = (long long)be32(buf + pos + 8) + 12;
+        const unsigned char magic = buf[pos + 16];
+        if (total < 14 + 12 || pos > end - total || magic < 2 || magic > 127 || total < V2_HEADER_SIZE) {
+            break; /* the Python loop's to judge: an error, a torn batch, a legacy message */
+        }
+        if (be64(buf + pos + 43) >= 0) {
+            int64_t at = (int64_t)pos;
+            if (PyByteArray_Resize(producers, PyByteArray_GET_SIZE(producers) + 8) < 0) {
+                failed = 1;
+                break;
+            }
+            memcpy(PyByteArray_AS_STRING(producers) + PyByteArray_GET_SIZE(producers) - 8, &at, 8);
+            found += 1;
+        }
+        pos += (Py_ssize_t)total;
+    }
+    PyBuffer_Release(&view);
+    return failed ? NULL : PyLong_FromSsize_t(pos);
+}
+
 PyDoc_STRVAR(crc_doc, "crc32c(buf) -> int\n\nCRC-32C of the bytes of buf (as crc32c.crc32c(buf)).");
 
 static PyObject *py_crc32c(PyObject *self, PyObject *arg) {
@@ -477,6 +523,7 @@ static PyObject *py_hardware(PyObject *self, PyObject *unused) {
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"collapse", collapse, METH_VARARGS, collapse_doc},
+    {"frame", frame, METH_VARARGS, frame_doc},
     {"crc32c", py_crc32c, METH_O, crc_doc},
     {"hardware_based", py_hardware, METH_NOARGS, "True when CRC-32C uses the CPU's crc32 instruction."},
     {NULL, NULL, 0, NULL},

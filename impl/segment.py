@@ -33,9 +33,10 @@ from impl.txn_index import TransactionIndex
 
 try:  # recovery's plain-batch loop, compiled by the install (setup.py); absent: the Python loop below
     from impl._batch_walk import collapse as _compiled_collapse
+    from impl._batch_walk import frame as _compiled_frame
     from impl._batch_walk import walk as _compiled_walk
 except ImportError:  # pragma: no cover - built wherever a C compiler is
-    _compiled_walk = _compiled_collapse = None
+    _compiled_walk = _compiled_collapse = _compiled_frame = None
 COMPILED_WALK = _compiled_walk is not None
 
 INT32_MAX = 2**31 - 1
@@ -414,8 +415,9 @@ class LogSegment:
     def scan_batches(self, start_offset: int, last_offset: int | None, each=lambda header: None) -> int:
         """rebuildProducerState's read of this segment: ``read(start_offset, Int.MaxValue,
         maxPosition)``, maxPosition where ``last_offset`` translates (None: the file's end), its
-        batches walked by framing, each header given to ``each``; the bytes read.  LogFormatError
-        where Kafka's iteration throws, ValueError for a slice of negative size."""
+        batches walked by framing, the header of each batch with a producer id given to ``each``
+        (no other changes the producer state); the bytes read.  LogFormatError where Kafka's
+        iteration throws, ValueError for a slice of negative size."""
         self._read_counter = "producer_state_bytes_read"  # counted apart from the loader's reads
         try:
             limit = self._size
@@ -427,17 +429,34 @@ class LogSegment:
                 return 0
             if limit < first.position:
                 raise ValueError(f"Invalid size {limit - first.position} for a slice of {self.log_path}")
-            scan = BatchScan(self.view(), first.position, limit, check_crc=False)
-            read = 0
+            view = self.view()
+            position = self._framed(view, first.position, limit, each) if _compiled_frame else first.position
+            scan = BatchScan(view, position, limit, check_crc=False)
+            read = position - first.position
             for h in scan:
                 read += h.size
-                each(h)
+                if h.magic >= 2 and h.producer_id >= 0:  # RecordBatch.hasProducerId
+                    each(h)
             self.storage.stats.add("producer_state_bytes_read", read)
             if scan.error is not None:
                 _raise_scan_error(scan, self.log_path)
             return read
         finally:
             self._read_counter = "log_bytes_read"
+
+    @staticmethod
+    def _framed(view, position: int, limit: int, each) -> int:
+        """The compiled framing loop (``impl._batch_walk.frame``) over the plain v2 batches from
+        ``position``, ``each`` given the producer batches' headers in runs of at most
+        ``_FRAMED_RUN`` (the positions' memory bound); where :class:`BatchScan` takes over."""
+        while True:
+            positions = bytearray()
+            reached = _compiled_frame(view, position, limit, positions, _FRAMED_RUN)
+            for at in struct.unpack(f"={len(positions) // 8}q", positions):
+                each(v2_header_at(view, at, _size_at(view, at + 8)[0] + 12))
+            if len(positions) < 8 * _FRAMED_RUN:
+                return reached
+            position = reached
 
     def read(self, start_offset: int, max_size: int, max_position: int | None, min_one_message: bool):
         """§4.5 read: None if no batch reaches start_offset; else the bytes (possibly empty)."""
@@ -804,6 +823,7 @@ def _raise_scan_error(scan: BatchScan, path: str) -> None:
 
 _position = struct.Struct("=q").pack  # as impl._batch_walk appends a producer batch's position
 _size_at = struct.Struct(">i").unpack_from
+_FRAMED_RUN = 4096  # producer batches framed per compiled call: 32 KiB of positions at most
 
 
 def _producers_read(mv, positions: bytearray, markers: dict, compiled: bool) -> list:

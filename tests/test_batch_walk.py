@@ -110,3 +110,43 @@ def test_compiled_crc32c_is_crc32c(data, skip):
     from impl._batch_walk import crc32c as compiled_crc32c
 
     assert compiled_crc32c(memoryview(data)[skip:]) == crc32c.crc32c(data[skip:])
+
+
+def _rebuild_scan(start: int, last: int | None):
+    """The producer-state rebuild's read of a segment (``scan_batches``): the bytes read and the
+    producer batches' headers handed on, or the refusal."""
+
+    def scan(seg, cache):
+        seen = []
+        try:
+            return seg.scan_batches(start, last, seen.append), seen
+        except Exception as e:  # any refusal, the same on both paths
+            return ("raised", type(e).__name__, str(e)), seen
+
+    return scan
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(_segment(), st.integers(0, 60), st.sampled_from([None, 0, 5, 30, 200]))
+def test_compiled_framing_gives_the_python_loops_rebuild_scan(segment, start, last):
+    """``impl._batch_walk.frame``, the rebuild's framing loop, against BatchScan's alone."""
+    log, base = segment
+    scan = _rebuild_scan(base + start, None if last is None else base + last)
+    compiled = _outcome(log, scan, LogConfig(), base)
+    saved, impl.segment._compiled_frame = impl.segment._compiled_frame, None
+    try:
+        python = _outcome(log, scan, LogConfig(), base)
+    finally:
+        impl.segment._compiled_frame = saved
+    assert compiled == python
+
+
+def test_the_framing_hands_over_producer_batches_in_runs(monkeypatch):
+    """More producer batches than one compiled call holds: every one handed on, in log order."""
+    monkeypatch.setattr(impl.segment, "_FRAMED_RUN", 3)
+    batches = [build_batch_v2(i, [(T, b"k", b"v")], producer_id=7 if i % 3 else -1, producer_epoch=0,
+                              base_sequence=i if i % 3 else -1) for i in range(20)]  # fmt: skip
+    outcome = _outcome(b"".join(batches), _rebuild_scan(0, None), LogConfig())
+    read, seen = outcome["result"]
+    assert read == sum(map(len, batches))
+    assert [h.offset for h in seen] == [i for i in range(20) if i % 3]
