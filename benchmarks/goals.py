@@ -110,7 +110,7 @@ def run_time_to_catch(quick: bool, seeds: int, budget: float, jobs: int) -> dict
     control = next(s for s in summary if s["mutant"] == time_to_catch.CONTROL_NAME)
     missed = [s for s in mutants if not time_to_catch.meets_goal(s, seeds)]
     return {"seeds": seeds, "budget": budget, "mutants": len(mutants), "meeting": len(mutants) - len(missed),
-            "control_found": control["found"], "missed": missed, "discounted": discounted}  # fmt: skip
+            "control_found": control["found"], "missed": missed, "discounted": discounted, "summary": summary}  # fmt: skip
 
 
 # --- the table -------------------------------------------------------------------------------------
