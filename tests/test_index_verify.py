@@ -215,7 +215,10 @@ def test_the_producer_state_scan_leaves_the_proof_to_the_next_lookup(tmp_path):
     """The rebuild's reads start where the offset index says 0, right whatever the index holds,
     so they do not prove it (a load rebuilds every partition's producer state); the next lookup
     still does, and finds the zeroed time entry."""
-    log = b"".join(build_batch_v2(i, [(100 + i, None, b"x" * 300)]) for i in range(4))
+    log = b"".join(
+        build_batch_v2(i, [(100 + i, None, b"x" * 300)], producer_id=7, producer_epoch=0, base_sequence=i)
+        for i in range(4)
+    )  # with a producer id: the scan hands each batch on
     segment = _segment_on(tmp_path, log, b"", bytes(12), 12)
     try:
         seen = []
