@@ -608,7 +608,9 @@ class LogManager:
         """Run the delayed tasks (file deletions) whose time has come, then kafka-delete-logs if due."""
         ran = self.scheduler.run_due(self.clock())
         if self.delete_logs_due is not None and self.delete_logs_due <= self.clock():
-            self.delete_logs()
+            failed = self.delete_logs()
+            if failed is not None:  # the step reports it: the broker's failure handler is not run here
+                raise failed
         return ran
 
     @storage_errors
@@ -681,17 +683,27 @@ class LogManager:
         self.deleting.append(Deleting(source, source_dir, gone, self.clock()))
         return name
 
-    def delete_logs(self) -> None:
+    def delete_logs(self) -> OSError | None:
         """The ``kafka-delete-logs`` task (LogManager.deleteLogs): each queued log whose
         ``file.delete.delay.ms`` (the broker's) has passed is deleted, oldest first — its files, then
         its directory (UnifiedLog.delete; a log in a dir gone offline is refused and kept) — and the
-        task runs again when the next is due, or after the delay (at least 1 ms) when none is queued."""
+        task runs again when the next is due, or after the delay (at least 1 ms) when none is queued.
+        An I/O error deleting one queues its data dir offline and the task goes on (the task catches
+        the KafkaStorageException); the first such error is returned."""
         now, delay = self.clock(), self.config.file_delete_delay_ms
+        failed = None
         while self.deleting and self.deleting[0].queued_ms + delay <= now:
             gone = self.deleting.pop(0)
-            if not self.dirs[gone.data_dir].offline:
+            state = self.dirs[gone.data_dir]
+            if state.offline:
+                continue
+            try:
                 self._delete_dir(gone)
+            except OSError as e:  # UnifiedLog.delete: the dir queued offline (§6.6), the task goes on
+                failed = failed or e
+                state.queued_offline = state.queued_offline or f"{e.filename or gone.path}: {e.strerror or e}"
         self.delete_logs_due = now + (self.deleting[0].queued_ms + delay - now if self.deleting else max(delay, 1))
+        return failed
 
     def _delete_dir(self, gone: Deleting) -> None:
         """UnifiedLog.delete: the log's files closed and deleted, then its (now empty) directory."""

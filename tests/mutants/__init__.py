@@ -528,6 +528,14 @@ LOG_MUTANTS = (
         caught_by=("log-scenarios",),
     ),
     Mutant(
+        name="failed-log-deletion-escapes-the-startup",
+        module="impl.log_manager",
+        old="""            except OSError as e:  # UnifiedLog.delete: the dir queued offline (§6.6), the task goes on""",
+        new="""            except ValueError as e:""",
+        description="an I/O error deleting a log queued for deletion escapes the kafka-delete-logs task, so the startup that runs it raises it; Kafka's UnifiedLog.delete queues the log's data dir offline and the task catches the KafkaStorageException and goes on (pinned by corpora/crash/failed-deletion-of-a-queued-log-at-startup-queues-its-dir-offline.json)",
+        caught_by=("crash-scenarios",),
+    ),
+    Mutant(
         name="offset-map-read-from-the-proven-index",
         module="impl.cleaner",
         old="""    position = segment.offset_index.get().lookup(start)[1]""",
