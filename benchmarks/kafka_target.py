@@ -7,11 +7,9 @@ the same scenarios' wall time on model-vs-kafka against model-vs-impl.
 from __future__ import annotations
 
 import argparse
-import glob
-import os
 import time
 
-from conformance.regressions import CORPORA
+from conformance.regressions import cases
 from conformance.runner import run
 from conformance.scenario import Scenario
 from conformance.targets import kafka_jvm
@@ -21,9 +19,7 @@ RUNS = (("model",), ("model", "impl"), ("model", "kafka"))
 
 def corpus_scenarios(limit: int | None = None) -> list[Scenario]:
     """The log and crash corpora's scenarios, in name order (the first ``limit`` of them)."""
-    paths = sorted(glob.glob(os.path.join(CORPORA, "log", "*.json")))
-    paths += sorted(glob.glob(os.path.join(CORPORA, "crash", "*.json")))
-    return [Scenario.load(p) for p in paths[:limit]]
+    return [c.scenario for group in ("log", "crash") for c in cases(group=group)][:limit]
 
 
 def measure(limit: int | None = None) -> dict:

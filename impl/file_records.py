@@ -181,6 +181,11 @@ class BatchScan:
         self.error = LogFormatError(CORRUPT_RECORD, reason, pos, detail)
 
 
+def has_producer(h) -> bool:
+    """RecordBatch.hasProducerId: a v2 batch with a producer id."""
+    return h.magic >= 2 and h.producer_id >= 0
+
+
 def v2_header_at(buf, pos: int, total: int) -> BatchHeader:
     """The header :class:`BatchScan` yields for the valid v2 batch of ``total`` bytes at ``pos``
     (for a caller that walked the batch itself: recovery, impl.segment)."""

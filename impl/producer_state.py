@@ -22,6 +22,7 @@ from typing import NamedTuple
 import crc32c
 
 from impl.errors import LogError, LogFormatError
+from impl.file_records import has_producer
 from impl.segment import filename_prefix
 from impl.txn_index import AbortedTxn
 
@@ -81,12 +82,8 @@ def _next_sequence(sequence: int, delta: int) -> int:
     return sequence + delta if sequence <= INT_MAX - delta else delta - (INT_MAX - sequence) - 1
 
 
-def has_producer(h) -> bool:
-    """RecordBatch.hasProducerId: a v2 batch with a producer id."""
-    return h.magic >= 2 and h.producer_id >= 0
-
-
 def is_transactional(h) -> bool:
+    """RecordBatch.isTransactional: attribute bit 4."""
     return bool(h.attributes & _TRANSACTIONAL)
 
 
@@ -279,7 +276,7 @@ class ProducerStateManager:
             self.producers.setdefault(h.producer_id, _empty(h.producer_id))
         else:
             completed = self._end_transaction(h, marker, origin, transaction_version)
-        if h.attributes & _TRANSACTIONAL:
+        if is_transactional(h):
             self._transactional_done(h)
         return completed
 
@@ -327,12 +324,11 @@ class ProducerStateManager:
                 self.read_back.append(completed.last_offset)
 
     def reader(self, segment):
-        """What the rebuild's scan of ``segment`` calls for each batch it reads by framing: its
-        producer, if it has one, moves to it (a marker decoded from the segment)."""
+        """What the rebuild's scan of ``segment`` calls for each producer batch it reads by
+        framing: its producer moves to it (a marker decoded from the segment)."""
 
         def read(h) -> None:
-            if has_producer(h):
-                self.read(h, segment.marker(h))
+            self.read(h, segment.marker(h))
 
         return read
 
@@ -342,7 +338,7 @@ class ProducerStateManager:
         pid = h.producer_id
         old = self.producers.get(pid)
         coordinator, txn = (old[6], old[7]) if old is not None else (-1, -1)
-        transactional = bool(h.attributes & _TRANSACTIONAL)
+        transactional = is_transactional(h)
         if txn >= 0 and not transactional:
             raise LogError("InvalidTxnStateException", f"producer {pid} at offset {h.offset} is in a transaction")
         if txn < 0 and transactional:

@@ -23,7 +23,7 @@ from crc32c import crc32c
 
 from impl.config import LogConfig
 from impl.errors import IndexFailure, LogError, LogFormatError
-from impl.file_records import BatchScan, v2_header_at
+from impl.file_records import BatchScan, has_producer, v2_header_at
 from impl.index import CORRUPT, ZERO_PADDED, LazyIndex, OffsetIndex, TimeIndex
 from impl.index_verify import ShadowIndexes, soundness_problem
 from impl.producer_runs import KEPT_BATCHES, collapse
@@ -435,7 +435,7 @@ class LogSegment:
             read = position - first.position
             for h in scan:
                 read += h.size
-                if h.magic >= 2 and h.producer_id >= 0:  # RecordBatch.hasProducerId
+                if has_producer(h):
                     each(h)
             self.storage.stats.add("producer_state_bytes_read", read)
             if scan.error is not None:

@@ -25,9 +25,7 @@ from conformance.tracing import Op, TracingStorage
 from impl.config import LogConfig
 from impl.storage import OsStorage
 from impl.sync_points import sync_point
-from model.indexes import file_entries
-
-OFFSET_SLOT = 8  # an offset index entry: relative offset and position, int32 each (spec §3.2)
+from model.indexes import OffsetIndex, file_entries
 
 
 class ImplTarget(TargetBase):
@@ -113,8 +111,9 @@ class ImplTarget(TargetBase):
             logs = sorted(p for p in files if p.startswith(d + "/") and p.endswith(".log"))
             index = logs[-1][: -len(".log")] + ".index"
             data = files.get(index, b"")
-            whole = len(data) // OFFSET_SLOT * OFFSET_SLOT  # only the last slot: an index may be megabytes
-            entries = file_entries(index, data[max(0, whole - OFFSET_SLOT) : whole])
+            slot = OffsetIndex.ENTRY_SIZE
+            whole = len(data) // slot * slot  # only the last slot: an index may be megabytes
+            entries = file_entries(index, data[max(0, whole - slot) : whole])
             position = entries[-1][1] if entries else 0
             total += max(0, len(files[logs[-1]]) - position)
         return total

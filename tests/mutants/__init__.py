@@ -440,10 +440,8 @@ LOG_MUTANTS = (
     Mutant(
         name="rebuild-leaves-completed-transactions-open",
         module="impl.producer_state",
-        old="""            if has_producer(h):
-                self.read(h, segment.marker(h))""",
-        new="""            if has_producer(h):
-                self.append(h, segment.marker(h), REPLICATION)""",
+        old="""            self.read(h, segment.marker(h))""",
+        new="""            self.append(h, segment.marker(h), REPLICATION)""",
         description="the producer-state rebuild's scan moves each producer to the batches it reads but never completes the transactions their end markers close (UnifiedLog.loadProducersFromRecords hands each to completeTxn; pinned by corpora/log/transaction-committed-before-a-truncation-stays-complete.json)",
         caught_by=("log-scenarios",),
     ),
